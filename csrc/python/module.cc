@@ -1,0 +1,1 @@
+int torch_tpu_placeholder = 0;

@@ -1,0 +1,70 @@
+#include "runtime/buffer.h"
+
+#include "runtime/error.h"
+
+namespace torch_tpu::runtime {
+
+ClientCore::~ClientCore() {
+  if (client == nullptr) return;
+  PJRT_Client_Destroy_Args a{};
+  a.struct_size = PJRT_Client_Destroy_Args_STRUCT_SIZE;
+  a.client = client;
+  take_error(api, api->PJRT_Client_Destroy(&a));
+}
+
+Buffer::~Buffer() {
+  if (buf_ == nullptr) return;
+  PJRT_Buffer_Destroy_Args a{};
+  a.struct_size = PJRT_Buffer_Destroy_Args_STRUCT_SIZE;
+  a.buffer = buf_;
+  take_error(client_->api, client_->api->PJRT_Buffer_Destroy(&a));
+}
+
+PJRT_Buffer_Type Buffer::element_type() const {
+  PJRT_Buffer_ElementType_Args a{};
+  a.struct_size = PJRT_Buffer_ElementType_Args_STRUCT_SIZE;
+  a.buffer = buf_;
+  check(client_->api, client_->api->PJRT_Buffer_ElementType(&a), "PJRT_Buffer_ElementType");
+  return a.type;
+}
+
+std::vector<int64_t> Buffer::dims() const {
+  PJRT_Buffer_Dimensions_Args a{};
+  a.struct_size = PJRT_Buffer_Dimensions_Args_STRUCT_SIZE;
+  a.buffer = buf_;
+  check(client_->api, client_->api->PJRT_Buffer_Dimensions(&a), "PJRT_Buffer_Dimensions");
+  return std::vector<int64_t>(a.dims, a.dims + a.num_dims);
+}
+
+size_t Buffer::on_device_bytes() const {
+  PJRT_Buffer_OnDeviceSizeInBytes_Args a{};
+  a.struct_size = PJRT_Buffer_OnDeviceSizeInBytes_Args_STRUCT_SIZE;
+  a.buffer = buf_;
+  check(client_->api, client_->api->PJRT_Buffer_OnDeviceSizeInBytes(&a),
+        "PJRT_Buffer_OnDeviceSizeInBytes");
+  return a.on_device_size_in_bytes;
+}
+
+Event Buffer::ready_event() const {
+  PJRT_Buffer_ReadyEvent_Args a{};
+  a.struct_size = PJRT_Buffer_ReadyEvent_Args_STRUCT_SIZE;
+  a.buffer = buf_;
+  check(client_->api, client_->api->PJRT_Buffer_ReadyEvent(&a), "PJRT_Buffer_ReadyEvent");
+  return Event(client_->api, a.event);
+}
+
+Event Buffer::to_host_async(void* dst, size_t size) const {
+  PJRT_Buffer_ToHostBuffer_Args a{};
+  a.struct_size = PJRT_Buffer_ToHostBuffer_Args_STRUCT_SIZE;
+  a.src = buf_;
+  a.dst = dst;
+  a.dst_size = size;
+  check(client_->api, client_->api->PJRT_Buffer_ToHostBuffer(&a), "PJRT_Buffer_ToHostBuffer");
+  return Event(client_->api, a.event);
+}
+
+void Buffer::to_host(void* dst, size_t size) const {
+  to_host_async(dst, size).await("PJRT_Buffer_ToHostBuffer");
+}
+
+}  // namespace torch_tpu::runtime

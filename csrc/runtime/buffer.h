@@ -1,0 +1,36 @@
+// RAII wrapper over PJRT_Buffer: one immutable device array.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/client_core.h"
+#include "runtime/event.h"
+
+namespace torch_tpu::runtime {
+
+class Buffer {
+ public:
+  Buffer(ClientRef client, PJRT_Buffer* buf) : client_(std::move(client)), buf_(buf) {}
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
+
+  PJRT_Buffer* get() const { return buf_; }
+  PJRT_Buffer_Type element_type() const;
+  std::vector<int64_t> dims() const;
+  size_t on_device_bytes() const;
+  // Fires when the value has been computed (or failed).
+  Event ready_event() const;
+  // Starts an async copy into `dst` (exactly `size` bytes, dense row-major).
+  Event to_host_async(void* dst, size_t size) const;
+  // Blocking copy into `dst`.
+  void to_host(void* dst, size_t size) const;
+
+ private:
+  ClientRef client_;
+  PJRT_Buffer* buf_;
+};
+using BufferPtr = std::shared_ptr<Buffer>;
+
+}  // namespace torch_tpu::runtime

@@ -1,0 +1,99 @@
+#include "runtime/executable.h"
+
+#include "runtime/error.h"
+
+namespace torch_tpu::runtime {
+
+Executable::Executable(ClientRef client, PJRT_LoadedExecutable* exe)
+    : client_(std::move(client)), exe_(exe) {
+  const PJRT_Api* api = client_->api;
+  PJRT_LoadedExecutable_GetExecutable_Args g{};
+  g.struct_size = PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE;
+  g.loaded_executable = exe_;
+  check(api, api->PJRT_LoadedExecutable_GetExecutable(&g), "PJRT_LoadedExecutable_GetExecutable");
+  desc_ = g.executable;
+  PJRT_Executable_NumOutputs_Args n{};
+  n.struct_size = PJRT_Executable_NumOutputs_Args_STRUCT_SIZE;
+  n.executable = desc_;
+  check(api, api->PJRT_Executable_NumOutputs(&n), "PJRT_Executable_NumOutputs");
+  num_outputs_ = n.num_outputs;
+}
+
+Executable::~Executable() {
+  const PJRT_Api* api = client_->api;
+  if (desc_ != nullptr) {
+    PJRT_Executable_Destroy_Args d{};
+    d.struct_size = PJRT_Executable_Destroy_Args_STRUCT_SIZE;
+    d.executable = desc_;
+    take_error(api, api->PJRT_Executable_Destroy(&d));
+  }
+  PJRT_LoadedExecutable_Destroy_Args a{};
+  a.struct_size = PJRT_LoadedExecutable_Destroy_Args_STRUCT_SIZE;
+  a.executable = exe_;
+  take_error(api, api->PJRT_LoadedExecutable_Destroy(&a));
+}
+
+std::vector<BufferPtr> Executable::execute(const std::vector<PJRT_Buffer*>& args,
+                                           PJRT_Device* device) const {
+  const PJRT_Api* api = client_->api;
+  PJRT_ExecuteOptions opts{};
+  opts.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE;
+  std::vector<PJRT_Buffer*> outs(num_outputs_, nullptr);
+  PJRT_Buffer* const* arg_list = args.data();
+  PJRT_Buffer** out_list = outs.data();
+  PJRT_LoadedExecutable_Execute_Args a{};
+  a.struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE;
+  a.executable = exe_;
+  a.options = &opts;
+  a.argument_lists = &arg_list;
+  a.num_devices = 1;
+  a.num_args = args.size();
+  a.output_lists = &out_list;
+  a.execute_device = device;
+  check(api, api->PJRT_LoadedExecutable_Execute(&a), "PJRT_LoadedExecutable_Execute");
+  std::vector<BufferPtr> result;
+  result.reserve(outs.size());
+  for (PJRT_Buffer* b : outs) result.push_back(std::make_shared<Buffer>(client_, b));
+  return result;
+}
+
+std::vector<std::vector<BufferPtr>> Executable::execute_replicated(
+    const std::vector<std::vector<PJRT_Buffer*>>& args) const {
+  const PJRT_Api* api = client_->api;
+  PJRT_ExecuteOptions opts{};
+  opts.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE;
+  size_t nd = args.size();
+  std::vector<PJRT_Buffer* const*> arg_lists(nd);
+  std::vector<std::vector<PJRT_Buffer*>> outs(nd, std::vector<PJRT_Buffer*>(num_outputs_));
+  std::vector<PJRT_Buffer**> out_lists(nd);
+  for (size_t d = 0; d < nd; ++d) {
+    arg_lists[d] = args[d].data();
+    out_lists[d] = outs[d].data();
+  }
+  PJRT_LoadedExecutable_Execute_Args a{};
+  a.struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE;
+  a.executable = exe_;
+  a.options = &opts;
+  a.argument_lists = arg_lists.data();
+  a.num_devices = nd;
+  a.num_args = nd ? args[0].size() : 0;
+  a.output_lists = out_lists.data();
+  check(api, api->PJRT_LoadedExecutable_Execute(&a), "PJRT_LoadedExecutable_Execute");
+  std::vector<std::vector<BufferPtr>> result(nd);
+  for (size_t d = 0; d < nd; ++d)
+    for (PJRT_Buffer* b : outs[d]) result[d].push_back(std::make_shared<Buffer>(client_, b));
+  return result;
+}
+
+std::string Executable::serialize() const {
+  const PJRT_Api* api = client_->api;
+  PJRT_Executable_Serialize_Args a{};
+  a.struct_size = PJRT_Executable_Serialize_Args_STRUCT_SIZE;
+  a.executable = desc_;
+  check(api, api->PJRT_Executable_Serialize(&a), "PJRT_Executable_Serialize");
+  std::string bytes(a.serialized_bytes, a.serialized_bytes_size);
+  if (a.serialized_executable_deleter) a.serialized_executable_deleter(a.serialized_executable);
+  return bytes;
+}
+
+}  // namespace torch_tpu::runtime

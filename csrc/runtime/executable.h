@@ -1,0 +1,35 @@
+// RAII wrapper over PJRT_LoadedExecutable: run, inspect, serialise.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "runtime/buffer.h"
+
+namespace torch_tpu::runtime {
+
+class Executable {
+ public:
+  Executable(ClientRef client, PJRT_LoadedExecutable* exe);
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
+  ~Executable();
+
+  size_t num_outputs() const { return num_outputs_; }
+  // Enqueues one execution on `device`; returns at once with output buffers
+  // whose ready events fire when the work is done.
+  std::vector<BufferPtr> execute(const std::vector<PJRT_Buffer*>& args,
+                                 PJRT_Device* device) const;
+  // Multi-device (replicated) execution: args[d][i] for device d.
+  std::vector<std::vector<BufferPtr>> execute_replicated(
+      const std::vector<std::vector<PJRT_Buffer*>>& args) const;
+  // Bytes accepted by Client::deserialize on the same plugin and host.
+  std::string serialize() const;
+
+ private:
+  ClientRef client_;
+  PJRT_LoadedExecutable* exe_;
+  PJRT_Executable* desc_ = nullptr;
+  size_t num_outputs_ = 0;
+};
+
+}  // namespace torch_tpu::runtime
