@@ -1,0 +1,404 @@
+#include "ir/builder.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+namespace torch_tpu::ir {
+namespace {
+
+[[noreturn]] void fail(const std::string& what) { throw std::invalid_argument("torch_tpu IR: " + what); }
+
+std::string dims_str(const Dims& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+// A float constant as its exact bit pattern, so inf/nan and every bf16
+// value round-trip (MLIR accepts hex bit patterns for float elements).
+std::string float_literal(double v, ElemType t) {
+  char buf[32];
+  if (t == ElemType::kF64) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, 8);
+    std::snprintf(buf, sizeof buf, "0x%016llX", (unsigned long long)bits);
+  } else {
+    float f = static_cast<float>(v);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    if (t == ElemType::kF32) {
+      std::snprintf(buf, sizeof buf, "0x%08X", bits);
+    } else if (t == ElemType::kBF16) {
+      // Round to nearest even, keeping NaN a NaN.
+      uint32_t r = std::isnan(f) ? 0x7FC0u : ((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+      std::snprintf(buf, sizeof buf, "0x%04X", r & 0xFFFFu);
+    } else {  // F16
+      uint16_t h;
+      _Float16 hf = static_cast<_Float16>(f);
+      std::memcpy(&h, &hf, 2);
+      std::snprintf(buf, sizeof buf, "0x%04X", h);
+    }
+  }
+  return buf;
+}
+
+}  // namespace
+
+std::string render_i64_array(const Dims& v) {
+  std::string s = "array<i64";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : ": ") + std::to_string(v[i]);
+  return s + ">";
+}
+std::string render_list(const Dims& v) { return dims_str(v); }
+
+Value Builder::constant(double v, ElemType t, const Dims& dims) {
+  std::string lit;
+  if (t == ElemType::kPred) {
+    lit = v != 0 ? "true" : "false";
+  } else if (is_float(t)) {
+    lit = float_literal(v, t);
+  } else {
+    lit = std::to_string(static_cast<int64_t>(v));
+  }
+  TensorType tt{t, dims};
+  return g_.add("stablehlo.constant", {}, tt, {{"value", "dense<" + lit + "> : " + tt.mlir()}});
+}
+
+Value Builder::constant_bits(uint64_t bits, ElemType t, const Dims& dims) {
+  TensorType tt{t, dims};
+  std::string lit;
+  if (is_float(t)) {
+    char buf[32];
+    int hex_digits = byte_size(t) * 2;
+    std::snprintf(buf, sizeof buf, "0x%0*llX", hex_digits, (unsigned long long)bits);
+    lit = buf;
+  } else if (t == ElemType::kPred) {
+    lit = bits ? "true" : "false";
+  } else {
+    lit = std::to_string(static_cast<int64_t>(bits));
+  }
+  return g_.add("stablehlo.constant", {}, tt, {{"value", "dense<" + lit + "> : " + tt.mlir()}});
+}
+
+Value Builder::iota(const Dims& dims, int64_t dim, ElemType t) {
+  if (dim < 0 || dim >= (int64_t)dims.size()) fail("iota dimension out of range");
+  return g_.add("stablehlo.iota", {}, TensorType{t, dims},
+                {{"iota_dimension", std::to_string(dim) + " : i64"}});
+}
+
+Value Builder::unary(const char* op, Value x) { return g_.add(op, {x}, type(x)); }
+
+Value Builder::binary(const char* op, Value a, Value b) {
+  if (!(type(a) == type(b)))
+    fail(std::string(op) + ": operand types differ: " + type(a).mlir() + " vs " + type(b).mlir());
+  return g_.add(op, {a, b}, type(a));
+}
+
+Value Builder::compare(Value a, Value b, const char* direction) {
+  if (!(type(a) == type(b))) fail("compare: operand types differ");
+  std::vector<Attr> attrs{{"comparison_direction", std::string("#stablehlo<comparison_direction ") + direction + ">"}};
+  // Total order is not wanted: torch compares floats with IEEE semantics.
+  if (is_float(elem(a))) attrs.push_back({"compare_type", "#stablehlo<comparison_type FLOAT>"});
+  else if (is_signed_int(elem(a))) attrs.push_back({"compare_type", "#stablehlo<comparison_type SIGNED>"});
+  else attrs.push_back({"compare_type", "#stablehlo<comparison_type UNSIGNED>"});
+  return g_.add("stablehlo.compare", {a, b}, TensorType{ElemType::kPred, dims(a)}, std::move(attrs));
+}
+
+Value Builder::select(Value p, Value t, Value f) {
+  if (!(type(t) == type(f))) fail("select: branch types differ");
+  if (elem(p) != ElemType::kPred || (type(p).rank() != 0 && dims(p) != dims(t))) fail("select: bad predicate");
+  return g_.add("stablehlo.select", {p, t, f}, type(t));
+}
+
+Value Builder::clamp(Value lo, Value x, Value hi) { return g_.add("stablehlo.clamp", {lo, x, hi}, type(x)); }
+
+Value Builder::convert(Value x, ElemType t) {
+  if (elem(x) == t) return x;
+  return g_.add("stablehlo.convert", {x}, TensorType{t, dims(x)});
+}
+
+Value Builder::bitcast_convert(Value x, ElemType t) {
+  if (elem(x) == t) return x;
+  if (byte_size(elem(x)) != byte_size(t)) fail("bitcast_convert between different widths");
+  return g_.add("stablehlo.bitcast_convert", {x}, TensorType{t, dims(x)});
+}
+
+Value Builder::reshape(Value x, const Dims& d) {
+  TensorType t{elem(x), d};
+  if (t.numel() != type(x).numel()) fail("reshape " + type(x).mlir() + " to " + dims_str(d));
+  if (d == dims(x)) return x;
+  return g_.add("stablehlo.reshape", {x}, t);
+}
+
+Value Builder::broadcast_in_dim(Value x, const Dims& d, const Dims& mapping) {
+  if ((int)mapping.size() != type(x).rank()) fail("broadcast_in_dim: mapping rank");
+  for (size_t i = 0; i < mapping.size(); ++i) {
+    if (mapping[i] < 0 || mapping[i] >= (int64_t)d.size()) fail("broadcast_in_dim: mapping out of range");
+    int64_t s = dims(x)[i];
+    if (s != 1 && s != d[mapping[i]]) fail("broadcast_in_dim: size mismatch");
+  }
+  if (d == dims(x)) return x;
+  return g_.add("stablehlo.broadcast_in_dim", {x}, TensorType{elem(x), d},
+                {{"broadcast_dimensions", render_i64_array(mapping)}});
+}
+
+Value Builder::broadcast_to(Value x, const Dims& d) {
+  int r = type(x).rank(), R = (int)d.size();
+  if (r > R) fail("broadcast_to: rank too large");
+  Dims mapping;
+  for (int i = 0; i < r; ++i) mapping.push_back(R - r + i);
+  return broadcast_in_dim(x, d, mapping);
+}
+
+Value Builder::transpose(Value x, const Dims& perm) {
+  if ((int)perm.size() != type(x).rank()) fail("transpose: permutation rank");
+  Dims out;
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) {
+    out.push_back(dims(x).at(perm[i]));
+    identity &= perm[i] == (int64_t)i;
+  }
+  if (identity) return x;
+  return g_.add("stablehlo.transpose", {x}, TensorType{elem(x), out},
+                {{"permutation", render_i64_array(perm)}});
+}
+
+Value Builder::slice(Value x, const Dims& start, const Dims& limit, const Dims& strides) {
+  int r = type(x).rank();
+  if ((int)start.size() != r || (int)limit.size() != r || (int)strides.size() != r) fail("slice: rank");
+  Dims out;
+  for (int i = 0; i < r; ++i) {
+    if (start[i] < 0 || limit[i] < start[i] || limit[i] > dims(x)[i] || strides[i] < 1)
+      fail("slice: bounds " + dims_str(start) + ":" + dims_str(limit) + " of " + type(x).mlir());
+    out.push_back((limit[i] - start[i] + strides[i] - 1) / strides[i]);
+  }
+  if (out == dims(x)) return x;
+  return g_.add("stablehlo.slice", {x}, TensorType{elem(x), out},
+                {{"start_indices", render_i64_array(start)},
+                 {"limit_indices", render_i64_array(limit)},
+                 {"strides", render_i64_array(strides)}});
+}
+
+Value Builder::dynamic_slice(Value x, const std::vector<Value>& starts, const Dims& sizes) {
+  if ((int)starts.size() != type(x).rank() || (int)sizes.size() != type(x).rank()) fail("dynamic_slice: rank");
+  std::vector<Value> ops{x};
+  ops.insert(ops.end(), starts.begin(), starts.end());
+  return g_.add("stablehlo.dynamic_slice", ops, TensorType{elem(x), sizes},
+                {{"slice_sizes", render_i64_array(sizes)}});
+}
+
+Value Builder::dynamic_update_slice(Value x, Value update, const std::vector<Value>& starts) {
+  if ((int)starts.size() != type(x).rank() || type(update).rank() != type(x).rank()) fail("dynamic_update_slice: rank");
+  if (elem(update) != elem(x)) fail("dynamic_update_slice: element types differ");
+  std::vector<Value> ops{x, update};
+  ops.insert(ops.end(), starts.begin(), starts.end());
+  return g_.add("stablehlo.dynamic_update_slice", ops, type(x));
+}
+
+Value Builder::concatenate(const std::vector<Value>& xs, int64_t dim) {
+  if (xs.empty()) fail("concatenate of nothing");
+  if (xs.size() == 1) return xs[0];
+  Dims out = dims(xs[0]);
+  out[dim] = 0;
+  for (Value v : xs) {
+    if (elem(v) != elem(xs[0]) || type(v).rank() != (int)out.size()) fail("concatenate: types");
+    out[dim] += dims(v)[dim];
+  }
+  return g_.add("stablehlo.concatenate", xs, TensorType{elem(xs[0]), out},
+                {{"dimension", std::to_string(dim) + " : i64"}});
+}
+
+Value Builder::pad(Value x, Value pv, const Dims& lo, const Dims& hi, const Dims& interior) {
+  Dims out;
+  for (int i = 0; i < type(x).rank(); ++i) {
+    int64_t d = dims(x)[i];
+    out.push_back(lo[i] + hi[i] + d + (d > 0 ? (d - 1) * interior[i] : 0));
+    if (out.back() < 0) fail("pad: negative size");
+  }
+  return g_.add("stablehlo.pad", {x, pv}, TensorType{elem(x), out},
+                {{"edge_padding_low", render_i64_array(lo)},
+                 {"edge_padding_high", render_i64_array(hi)},
+                 {"interior_padding", render_i64_array(interior)}});
+}
+
+Value Builder::reverse(Value x, const Dims& d) {
+  if (d.empty()) return x;
+  return g_.add("stablehlo.reverse", {x}, type(x), {{"dimensions", render_i64_array(d)}});
+}
+
+std::shared_ptr<Graph> Builder::scalar_combiner(const char* op, ElemType t) {
+  auto r = std::make_shared<Graph>();
+  Value a = r->param(TensorType{t, {}});
+  Value b = r->param(TensorType{t, {}});
+  r->set_outputs({r->add(op, {a, b}, TensorType{t, {}})});
+  return r;
+}
+
+Value Builder::reduce(Value x, Value init, const Dims& rdims, const char* kind) {
+  return reduce_multi({x}, {init}, rdims, scalar_combiner(kind, elem(x)))[0];
+}
+
+std::vector<Value> Builder::reduce_multi(const std::vector<Value>& xs, const std::vector<Value>& inits,
+                                         const Dims& rdims, std::shared_ptr<Graph> region) {
+  Dims out;
+  const Dims& in = dims(xs[0]);
+  for (int64_t i = 0; i < (int64_t)in.size(); ++i) {
+    bool reduced = false;
+    for (int64_t d : rdims) reduced |= d == i;
+    if (!reduced) out.push_back(in[i]);
+  }
+  for (int64_t d : rdims)
+    if (d < 0 || d >= (int64_t)in.size()) fail("reduce: dimension out of range");
+  std::vector<Value> ops = xs;
+  ops.insert(ops.end(), inits.begin(), inits.end());
+  std::vector<TensorType> results;
+  for (Value v : xs) results.push_back(TensorType{elem(v), out});
+  return g_.add_multi("stablehlo.reduce", ops, results, {{"dimensions", render_i64_array(rdims)}},
+                      {std::move(region)});
+}
+
+Value Builder::reduce_window(Value x, Value init, const Dims& window, const Dims& strides,
+                             const Dims& base_dil, const Dims& win_dil,
+                             const std::vector<std::pair<int64_t, int64_t>>& padding, const char* kind) {
+  int r = type(x).rank();
+  Dims out;
+  std::string pad_text = "dense<[";
+  for (int i = 0; i < r; ++i) {
+    int64_t d = (dims(x)[i] - 1) * base_dil[i] + 1 + padding[i].first + padding[i].second;
+    int64_t w = (window[i] - 1) * win_dil[i] + 1;
+    if (d < w) fail("reduce_window: window larger than input");
+    out.push_back((d - w) / strides[i] + 1);
+    pad_text += (i ? ", [" : "[") + std::to_string(padding[i].first) + ", " + std::to_string(padding[i].second) + "]";
+  }
+  pad_text += "]> : tensor<" + std::to_string(r) + "x2xi64>";
+  return g_.add("stablehlo.reduce_window", {x, init}, TensorType{elem(x), out},
+                {{"window_dimensions", render_i64_array(window)},
+                 {"window_strides", render_i64_array(strides)},
+                 {"base_dilations", render_i64_array(base_dil)},
+                 {"window_dilations", render_i64_array(win_dil)},
+                 {"padding", pad_text}},
+                {scalar_combiner(kind, elem(x))});
+}
+
+Value Builder::dot_general(Value a, Value b, const Dims& lb, const Dims& rb, const Dims& lc,
+                           const Dims& rc, ElemType out_t, const std::string& precision) {
+  if (lb.size() != rb.size() || lc.size() != rc.size()) fail("dot_general: dimension lists");
+  for (size_t i = 0; i < lb.size(); ++i)
+    if (dims(a).at(lb[i]) != dims(b).at(rb[i])) fail("dot_general: batch sizes differ");
+  for (size_t i = 0; i < lc.size(); ++i)
+    if (dims(a).at(lc[i]) != dims(b).at(rc[i])) fail("dot_general: contracting sizes differ");
+  Dims out;
+  for (int64_t d : lb) out.push_back(dims(a)[d]);
+  auto free_dims = [&](Value v, const Dims& batch, const Dims& contract) {
+    for (int64_t i = 0; i < type(v).rank(); ++i) {
+      bool used = false;
+      for (int64_t d : batch) used |= d == i;
+      for (int64_t d : contract) used |= d == i;
+      if (!used) out.push_back(dims(v)[i]);
+    }
+  };
+  free_dims(a, lb, lc);
+  free_dims(b, rb, rc);
+  std::string dn = "#stablehlo.dot<";
+  bool first = true;
+  auto field = [&](const char* name, const Dims& v) {
+    if (v.empty()) return;
+    dn += (first ? "" : ", ") + std::string(name) + " = " + dims_str(v);
+    first = false;
+  };
+  field("lhs_batching_dimensions", lb);
+  field("rhs_batching_dimensions", rb);
+  field("lhs_contracting_dimensions", lc);
+  field("rhs_contracting_dimensions", rc);
+  dn += ">";
+  std::string prec = "[#stablehlo<precision " + precision + ">, #stablehlo<precision " + precision + ">]";
+  return g_.add("stablehlo.dot_general", {a, b}, TensorType{out_t, out},
+                {{"dot_dimension_numbers", dn}, {"precision_config", prec}});
+}
+
+Value Builder::gather(Value operand, Value indices, const Dims& offset_dims, const Dims& collapsed,
+                      const Dims& start_index_map, int64_t index_vector_dim, const Dims& slice_sizes,
+                      const Dims& out_dims) {
+  std::string dn = "#stablehlo.gather<";
+  auto field = [&](const char* name, const Dims& v) {
+    if (!v.empty()) dn += std::string(name) + " = " + dims_str(v) + ", ";
+  };
+  field("offset_dims", offset_dims);
+  field("collapsed_slice_dims", collapsed);
+  field("start_index_map", start_index_map);
+  dn += "index_vector_dim = " + std::to_string(index_vector_dim) + ">";
+  return g_.add("stablehlo.gather", {operand, indices}, TensorType{elem(operand), out_dims},
+                {{"dimension_numbers", dn},
+                 {"slice_sizes", render_i64_array(slice_sizes)},
+                 {"indices_are_sorted", "false"}});
+}
+
+Value Builder::scatter(Value operand, Value indices, Value updates, const Dims& update_window_dims,
+                       const Dims& inserted, const Dims& to_operand, int64_t index_vector_dim,
+                       const char* combiner) {
+  std::string dn = "#stablehlo.scatter<";
+  auto field = [&](const char* name, const Dims& v) {
+    if (!v.empty()) dn += std::string(name) + " = " + dims_str(v) + ", ";
+  };
+  field("update_window_dims", update_window_dims);
+  field("inserted_window_dims", inserted);
+  field("scatter_dims_to_operand_dims", to_operand);
+  dn += "index_vector_dim = " + std::to_string(index_vector_dim) + ">";
+  auto region = std::make_shared<Graph>();
+  {
+    ElemType t = elem(operand);
+    Value a = region->param(TensorType{t, {}});
+    Value b = region->param(TensorType{t, {}});
+    if (combiner == nullptr) {
+      region->set_outputs({b});
+    } else {
+      region->set_outputs({region->add(combiner, {a, b}, TensorType{t, {}})});
+    }
+  }
+  return g_.add("stablehlo.scatter", {operand, indices, updates}, type(operand),
+                {{"scatter_dimension_numbers", dn},
+                 {"indices_are_sorted", "false"},
+                 {"unique_indices", "false"}},
+                {region});
+}
+
+std::vector<Value> Builder::sort(const std::vector<Value>& xs, int64_t dim, bool descending) {
+  auto region = std::make_shared<Graph>();
+  std::vector<Value> ps;
+  for (Value v : xs) {
+    ps.push_back(region->param(TensorType{elem(v), {}}));
+    ps.push_back(region->param(TensorType{elem(v), {}}));
+  }
+  {
+    Builder rb(*region);
+    // Order by the first operand; NaNs sort last ascending (like torch).
+    Value a = ps[0], b = ps[1];
+    ElemType t = elem(xs[0]);
+    Value less;
+    if (is_float(t)) {
+      Value a_nan = rb.compare(a, a, "NE"), b_nan = rb.compare(b, b, "NE");
+      Value lt = rb.compare(a, b, descending ? "GT" : "LT");
+      Value not_a_nan = rb.unary("stablehlo.not", a_nan);
+      // ascending: a<b or (b is nan and a is not); descending: nan first.
+      Value nan_rule = descending ? rb.binary("stablehlo.and", a_nan, rb.unary("stablehlo.not", b_nan))
+                                  : rb.binary("stablehlo.and", b_nan, not_a_nan);
+      less = rb.binary("stablehlo.or", lt, nan_rule);
+    } else {
+      less = rb.compare(a, b, descending ? "GT" : "LT");
+    }
+    region->set_outputs({less});
+  }
+  std::vector<TensorType> results;
+  for (Value v : xs) results.push_back(type(v));
+  return g_.add_multi("stablehlo.sort", xs, results,
+                      {{"dimension", std::to_string(dim) + " : i64"}, {"is_stable", "true"}}, {region});
+}
+
+std::vector<Value> Builder::rng_bit_generator(Value state, const Dims& d, ElemType bits_type) {
+  return g_.add_multi("stablehlo.rng_bit_generator", {state}, {type(state), TensorType{bits_type, d}},
+                      {{"rng_algorithm", "#stablehlo<rng_algorithm THREE_FRY>"}});
+}
+
+}  // namespace torch_tpu::ir

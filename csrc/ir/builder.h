@@ -1,0 +1,88 @@
+// Typed constructors for StableHLO primitives on an ir::Graph. Op lowerings
+// compose these; nothing here knows about torch. Shape rules are checked
+// here (throwing std::invalid_argument) so that an invalid program never
+// reaches XLA, which would abort the process.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace torch_tpu::ir {
+
+using Dims = std::vector<int64_t>;
+
+class Builder {
+ public:
+  explicit Builder(Graph& g) : g_(g) {}
+  Graph& graph() { return g_; }
+  const TensorType& type(Value v) const { return g_.type(v); }
+  ElemType elem(Value v) const { return g_.type(v).elem; }
+  const Dims& dims(Value v) const { return g_.type(v).dims; }
+
+  // Constants and iota.
+  Value constant(double v, ElemType t, const Dims& dims = {});
+  Value constant_bits(uint64_t bits, ElemType t, const Dims& dims = {});
+  Value iota(const Dims& dims, int64_t dim, ElemType t);
+
+  // Elementwise (same shapes; use broadcast_to first).
+  Value unary(const char* op, Value x);
+  Value binary(const char* op, Value a, Value b);
+  Value compare(Value a, Value b, const char* direction);  // EQ NE LT LE GT GE
+  Value select(Value pred, Value on_true, Value on_false);
+  Value clamp(Value lo, Value x, Value hi);
+  Value convert(Value x, ElemType t);
+  Value bitcast_convert(Value x, ElemType t);
+
+  // Shape.
+  Value reshape(Value x, const Dims& dims);
+  Value broadcast_in_dim(Value x, const Dims& dims, const Dims& mapping);
+  // Numpy-style broadcast of `x` to `dims` (trailing alignment).
+  Value broadcast_to(Value x, const Dims& dims);
+  Value transpose(Value x, const Dims& perm);
+  Value slice(Value x, const Dims& start, const Dims& limit, const Dims& strides);
+  Value dynamic_slice(Value x, const std::vector<Value>& starts, const Dims& sizes);
+  Value dynamic_update_slice(Value x, Value update, const std::vector<Value>& starts);
+  Value concatenate(const std::vector<Value>& xs, int64_t dim);
+  Value pad(Value x, Value pad_value, const Dims& lo, const Dims& hi, const Dims& interior);
+  Value reverse(Value x, const Dims& dims);
+
+  // Reductions. `kind` is the combiner op ("stablehlo.add", "stablehlo.maximum", ...).
+  Value reduce(Value x, Value init, const Dims& dims, const char* kind);
+  // Variadic reduce with a caller-built region (e.g. argmax).
+  std::vector<Value> reduce_multi(const std::vector<Value>& xs, const std::vector<Value>& inits,
+                                  const Dims& dims, std::shared_ptr<Graph> region);
+  Value reduce_window(Value x, Value init, const Dims& window, const Dims& strides,
+                      const Dims& base_dilations, const Dims& window_dilations,
+                      const std::vector<std::pair<int64_t, int64_t>>& padding, const char* kind);
+
+  // Linear algebra.
+  Value dot_general(Value a, Value b, const Dims& lhs_batch, const Dims& rhs_batch,
+                    const Dims& lhs_contract, const Dims& rhs_contract, ElemType out,
+                    const std::string& precision = "DEFAULT");
+
+  // Indexing. Full-control gather/scatter; the ops layer wraps common forms.
+  Value gather(Value operand, Value indices, const Dims& offset_dims,
+               const Dims& collapsed_slice_dims, const Dims& start_index_map,
+               int64_t index_vector_dim, const Dims& slice_sizes, const Dims& out_dims);
+  // `combiner`: nullptr replaces, otherwise "stablehlo.add" etc.
+  Value scatter(Value operand, Value indices, Value updates, const Dims& update_window_dims,
+                const Dims& inserted_window_dims, const Dims& scatter_dims_to_operand_dims,
+                int64_t index_vector_dim, const char* combiner);
+  // Stable sort of `xs` along `dim`, ordered by xs[0] (then xs[1]...).
+  std::vector<Value> sort(const std::vector<Value>& xs, int64_t dim, bool descending);
+
+  // Random bits from a u64[2] state (THREE_FRY): returns {new_state, bits}.
+  std::vector<Value> rng_bit_generator(Value state, const Dims& dims, ElemType bits_type);
+
+  // Region helper: a scalar binary combiner graph for reduce/scatter.
+  static std::shared_ptr<Graph> scalar_combiner(const char* op, ElemType t);
+
+ private:
+  Graph& g_;
+};
+
+std::string render_i64_array(const Dims& v);  // "array<i64: 1, 2>"
+std::string render_list(const Dims& v);       // "[1, 2]"
+
+}  // namespace torch_tpu::ir
