@@ -1,1 +1,80 @@
-int torch_tpu_placeholder = 0;
+// torch_tpu._C: the Python face of the C++ core. Only thin bindings here.
+#include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "aten/device.h"
+#include "aten/fallback.h"
+#include "aten/generator.h"
+#include "aten/storage.h"
+#include "compile/executable_cache.h"
+#include "compile/metrics.h"
+#include "eager/op_call.h"
+
+namespace py = pybind11;
+using namespace torch_tpu;
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "torch_tpu C++ core";
+  m.def("_configure", [](std::string tpu, std::string cuda, std::string cpu, int cpu_device_count) {
+    DeviceConfig c;
+    c.candidates = {tpu, cuda, cpu};
+    c.cpu_device_count = cpu_device_count;
+    configure(c);
+  });
+  m.def("_init", []() { client(); });
+  m.def("_is_initialized", &runtime_initialized);
+  m.def("_device_count", &device_count);
+  m.def("_platform_name", []() { return client().platform_name(); });
+  m.def("_device_kind", [](int i) { return client().devices().at(i).kind; });
+  m.def("_plugin_info", []() {
+    const auto& c = plugin_choice();
+    auto& p = runtime::Plugin::load(c.path);
+    py::dict d;
+    d["path"] = p.path();
+    d["kind"] = c.kind;
+    d["reason"] = c.reason;
+    d["api_version"] = std::to_string(p.api_major()) + "." + std::to_string(p.api_minor());
+    d["identity"] = p.identity();
+    py::dict attrs;
+    for (auto& [k, v] : p.attributes()) attrs[py::str(k)] = v;
+    d["attributes"] = attrs;
+    return d;
+  });
+  m.def("_synchronize", []() {
+    py::gil_scoped_release nogil;
+    eager::synchronize();
+  });
+  m.def("_memory_allocated", []() { return memory_stats().allocated.load(); });
+  m.def("_max_memory_allocated", []() { return memory_stats().peak.load(); });
+  m.def("_reset_peak_memory_stats", []() { memory_stats().peak = memory_stats().allocated.load(); });
+  m.def("_get_default_generator", [](int idx) {
+    return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(default_generator(idx)));
+  });
+  m.def("_set_cpu_fallback", &set_cpu_fallback);
+  m.def("_cpu_fallback_enabled", &cpu_fallback_enabled);
+  m.def("_metrics", []() {
+    auto& mt = metrics();
+    py::dict d;
+    d["ops_dispatched"] = mt.ops_dispatched.load();
+    d["compiles"] = mt.compiles.load();
+    d["compile_ms"] = mt.compile_ns.load() / 1e6;
+    d["cache_hits"] = mt.cache_hits.load();
+    d["cache_misses"] = mt.cache_misses.load();
+    d["executions"] = mt.executions.load();
+    d["h2d_transfers"] = mt.h2d_count.load();
+    d["h2d_bytes"] = mt.h2d_bytes.load();
+    d["d2h_transfers"] = mt.d2h_count.load();
+    d["d2h_bytes"] = mt.d2h_bytes.load();
+    py::dict fb;
+    {
+      std::lock_guard<std::mutex> lock(mt.mu);
+      for (auto& [k, v] : mt.fallbacks) fb[py::str(k)] = v;
+    }
+    d["fallbacks"] = fb;
+    d["cached_executables"] = ExecutableCache::get().size();
+    return d;
+  });
+  m.def("_reset_metrics", []() { metrics().reset(); });
+  m.def("_clear_cache", []() { ExecutableCache::get().clear(); });
+  m.def("_launch_blocking", &eager::launch_blocking);
+}

@@ -1,0 +1,125 @@
+// Device guard and hooks for PrivateUse1 ("tpu"). The autograd engine,
+// torch.accelerator, DDP and FSDP all reach the device through these.
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include "aten/device.h"
+#include "aten/generator.h"
+#include "aten/storage.h"
+#include "eager/op_call.h"
+
+namespace torch_tpu {
+namespace {
+
+thread_local c10::DeviceIndex g_current = 0;
+
+struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
+  static constexpr c10::DeviceType D = c10::DeviceType::PrivateUse1;
+  c10::DeviceType type() const override { return D; }
+  c10::Device exchangeDevice(c10::Device d) const override {
+    c10::Device old(D, g_current);
+    if (d.index() >= 0) g_current = d.index();
+    return old;
+  }
+  c10::Device getDevice() const override { return c10::Device(D, g_current); }
+  void setDevice(c10::Device d) const override {
+    TORCH_CHECK(d.type() == D, "expected a tpu device, got ", d);
+    if (d.index() >= 0) g_current = d.index();
+  }
+  void uncheckedSetDevice(c10::Device d) const noexcept override {
+    if (d.index() >= 0) g_current = d.index();
+  }
+  c10::Stream getStream(c10::Device d) const override {
+    return c10::Stream(c10::Stream::DEFAULT, d);
+  }
+  c10::Stream getDefaultStream(c10::Device d) const override {
+    return c10::Stream(c10::Stream::DEFAULT, d);
+  }
+  c10::Stream getNewStream(c10::Device d, int) const override {
+    return c10::Stream(c10::Stream::DEFAULT, d);
+  }
+  c10::Stream getStreamFromGlobalPool(c10::Device d, bool) const override {
+    return c10::Stream(c10::Stream::DEFAULT, d);
+  }
+  c10::Stream exchangeStream(c10::Stream s) const override {
+    return c10::Stream(c10::Stream::DEFAULT, s.device());
+  }
+  c10::DeviceIndex deviceCount() const noexcept override {
+    return static_cast<c10::DeviceIndex>(device_count());
+  }
+  // Events order host-visible completion: recording is free because PJRT
+  // already orders device work by buffer dependencies; waiting syncs.
+  void record(void** event, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {
+    if (*event == nullptr) *event = reinterpret_cast<void*>(1);
+  }
+  void block(void*, const c10::Stream&) const override {}
+  bool queryEvent(void*) const override { return true; }
+  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
+  bool queryStream(const c10::Stream&) const override { return true; }
+  void synchronizeStream(const c10::Stream&) const override { eager::synchronize(); }
+  void synchronizeEvent(void*) const override { eager::synchronize(); }
+  void synchronizeDevice(const c10::DeviceIndex) const override { eager::synchronize(); }
+  void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
+};
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
+
+struct TpuHooks final : public at::PrivateUse1HooksInterface {
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override { return device_count() > 0; }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex idx) const override {
+    return default_generator(idx);
+  }
+  at::Generator getNewGenerator(c10::DeviceIndex idx) const override {
+    return at::make_generator<TpuGeneratorImpl>(idx < 0 ? 0 : idx);
+  }
+  at::Device getDeviceFromPtr(void*) const override {
+    return at::Device(c10::DeviceType::PrivateUse1, g_current);
+  }
+  bool isPinnedPtr(const void*) const override { return false; }
+  at::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
+  bool hasPrimaryContext(c10::DeviceIndex) const override { return runtime_initialized(); }
+  c10::DeviceIndex deviceCount() const override { return static_cast<c10::DeviceIndex>(device_count()); }
+  void setCurrentDevice(c10::DeviceIndex d) const override { g_current = d; }
+  c10::DeviceIndex getCurrentDevice() const override { return g_current; }
+  c10::DeviceIndex exchangeDevice(c10::DeviceIndex d) const override {
+    auto old = g_current;
+    g_current = d;
+    return old;
+  }
+  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex d) const override { return exchangeDevice(d); }
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override;
+};
+
+void TpuHooks::resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const {
+  // New slot; the old contents are kept by reading them into the new size.
+  c10::DataPtr fresh = tpu_allocator()->allocate(newsize);
+  StorageSlot* old_slot = slot_of(storage);
+  StorageSlot* new_slot = static_cast<StorageSlot*>(fresh.get_context());
+  if (old_slot->buffer && old_slot->nbytes > 0 && newsize > 0) {
+    ir::ElemType e = old_slot->elem;
+    int64_t keep = std::min<int64_t>(old_slot->numel, static_cast<int64_t>(newsize) / ir::byte_size(e));
+    int64_t new_numel = static_cast<int64_t>(newsize) / ir::byte_size(e);
+    ir::Graph g;
+    ir::Builder b(g);
+    ir::Value p = g.param(ir::TensorType{e, {old_slot->numel}});
+    ir::Value kept = b.slice(p, {0}, {keep}, {1});
+    g.set_outputs({b.pad(kept, b.constant(0, e), {0}, {new_numel - keep}, {0})});
+    auto exe = client().compile(g.to_mlir(), runtime::CompileOptions{});
+    new_slot->buffer = exe->execute({old_slot->buffer->get()}, pjrt_device(old_slot->device))[0];
+    new_slot->elem = e;
+    new_slot->numel = new_numel;
+  }
+  const_cast<c10::Storage&>(storage).set_data_ptr_noswap(std::move(fresh));
+  const_cast<c10::Storage&>(storage).set_nbytes(newsize);
+}
+
+// Registered at load time, before any tpu tensor exists.
+const bool g_hooks_registered = [] {
+  at::RegisterPrivateUse1HooksInterface(new TpuHooks());
+  return true;
+}();
+
+}  // namespace
+}  // namespace torch_tpu

@@ -1,0 +1,62 @@
+#include "aten/storage.h"
+
+#include <c10/core/CachingDeviceAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
+
+#include "aten/device.h"
+
+namespace torch_tpu {
+namespace {
+
+void delete_slot(void* p) {
+  auto* s = static_cast<StorageSlot*>(p);
+  memory_stats().allocated -= static_cast<int64_t>(s->nbytes);
+  delete s;
+}
+
+class TpuAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t nbytes) override {
+    c10::DeviceIndex idx = 0;
+    auto* s = new StorageSlot();
+    s->nbytes = nbytes;
+    s->device = idx;
+    auto& st = memory_stats();
+    int64_t now = (st.allocated += static_cast<int64_t>(nbytes));
+    int64_t peak = st.peak.load();
+    while (now > peak && !st.peak.compare_exchange_weak(peak, now)) {
+    }
+    return c10::DataPtr(s, s, &delete_slot, c10::Device(c10::DeviceType::PrivateUse1, idx));
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &delete_slot; }
+  // Storage-to-storage copies of tpu memory happen through programs
+  // (copy_/clone), never through raw memcpy.
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    auto* d = static_cast<StorageSlot*>(dest);
+    auto* s = static_cast<const StorageSlot*>(src);
+    TORCH_CHECK(count == s->nbytes && count == d->nbytes,
+                "tpu: partial raw storage copies are not supported");
+    d->buffer = s->buffer;  // buffers are immutable: sharing is a copy
+    d->elem = s->elem;
+    d->numel = s->numel;
+  }
+};
+
+TpuAllocator g_allocator;
+
+}  // namespace
+
+MemoryStats& memory_stats() {
+  static MemoryStats s;
+  return s;
+}
+
+StorageSlot* slot_of(const c10::Storage& s) {
+  return static_cast<StorageSlot*>(s.data_ptr().get_context());
+}
+
+c10::Allocator* tpu_allocator() { return &g_allocator; }
+
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator);
+
+}  // namespace torch_tpu

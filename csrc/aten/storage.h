@@ -1,0 +1,38 @@
+// Tensor storage on tpu. PJRT buffers are immutable values; a torch storage
+// is mutable. A StorageSlot holds the storage's *current* buffer (flat,
+// rank-1). Writes build a new buffer and swap it in. The DataPtr of every
+// tpu storage points at its slot, an opaque handle never dereferenced on
+// the host. A slot starts empty (no buffer): reading it yields zeros,
+// so torch.empty never transfers anything.
+#pragma once
+#include <c10/core/Allocator.h>
+#include <c10/core/Storage.h>
+
+#include <atomic>
+#include <memory>
+
+#include "ir/types.h"
+#include "runtime/buffer.h"
+
+namespace torch_tpu {
+
+struct StorageSlot {
+  size_t nbytes = 0;
+  int device = 0;
+  runtime::BufferPtr buffer;           // null until first write
+  ir::ElemType elem = ir::ElemType::kU8;  // element type of `buffer`
+  int64_t numel = 0;                   // elements in `buffer`
+};
+
+StorageSlot* slot_of(const c10::Storage& s);
+
+// The c10 allocator registered for PrivateUse1.
+c10::Allocator* tpu_allocator();
+
+struct MemoryStats {
+  std::atomic<int64_t> allocated{0};
+  std::atomic<int64_t> peak{0};
+};
+MemoryStats& memory_stats();
+
+}  // namespace torch_tpu

@@ -1,0 +1,161 @@
+// The minimal op set every PrivateUse1 backend needs: allocation, views
+// (metadata only, sharing the storage slot), resize, set_, copies between
+// devices and .item().
+#include <ATen/EmptyTensor.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/view_native.h>
+#include <torch/library.h>
+
+#include "aten/device.h"
+#include "aten/storage.h"
+#include "eager/op_call.h"
+
+namespace torch_tpu {
+namespace {
+
+void check_dtype(c10::ScalarType t) {
+  TORCH_CHECK_TYPE(is_supported(t), "tpu does not support dtype ", t,
+                   " (supported: bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)");
+}
+
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                               std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> fmt) {
+  auto t = c10::dtype_or_default(dtype);
+  check_dtype(t);
+  TORCH_CHECK(!pin_memory.has_value() || !*pin_memory, "pin_memory is only for CPU tensors");
+  return at::detail::empty_generic(size, tpu_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), t, fmt);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
+                         std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                         std::optional<bool> pin_memory) {
+  auto t = c10::dtype_or_default(dtype);
+  check_dtype(t);
+  return at::detail::empty_strided_generic(size, stride, tpu_allocator(),
+                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), t);
+}
+
+const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size, std::optional<c10::MemoryFormat> fmt) {
+  auto* impl = self.unsafeGetTensorImpl();
+  impl->set_sizes_contiguous(size);
+  if (fmt.has_value() && *fmt != c10::MemoryFormat::Preserve && *fmt != c10::MemoryFormat::Contiguous)
+    impl->empty_tensor_restride(*fmt);
+  int64_t numel = self.numel();
+  size_t needed = numel == 0 ? 0 : (self.storage_offset() + numel) * self.itemsize();
+  if (needed > self.storage().nbytes()) {
+    auto& hooks = at::detail::getPrivateUse1Hooks();
+    hooks.resizePrivateUse1Bytes(self.storage(), needed);
+  }
+  return self;
+}
+
+at::Tensor& set_source_storage_offset(at::Tensor& self, c10::Storage src, int64_t offset, c10::IntArrayRef size,
+                                      c10::IntArrayRef stride) {
+  at::native::checkSetStorage(self, src, offset, size, stride);
+  self.unsafeGetTensorImpl()->set_storage_offset(offset);
+  self.unsafeGetTensorImpl()->set_sizes_and_strides(size, stride);
+  return self;
+}
+
+at::Tensor& set_source_storage(at::Tensor& self, c10::Storage src) {
+  int64_t n = static_cast<int64_t>(src.nbytes() / self.itemsize());
+  return set_source_storage_offset(self, src, 0, {n}, {1});
+}
+
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& src) {
+  return set_source_storage_offset(self, src.storage(), src.storage_offset(), src.sizes(), src.strides());
+}
+
+at::Tensor& set_empty(at::Tensor& self) {
+  c10::Storage s(c10::Storage::use_byte_size_t(), 0, tpu_allocator(), true);
+  return set_source_storage_offset(self, s, 0, {0}, {1});
+}
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  bool src_tpu = self.device().type() == c10::DeviceType::PrivateUse1;
+  bool dst_tpu = dst.device().type() == c10::DeviceType::PrivateUse1;
+  if (dst.numel() == 0) return dst;
+  if (!src_tpu && dst_tpu) {
+    TORCH_CHECK(self.device().is_cpu(), "tpu: copies from ", self.device(), " are not supported; copy to CPU first");
+    at::Tensor host = self.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+    eager::copy_from_host(dst, host.const_data_ptr(), host.nbytes());
+  } else if (src_tpu && !dst_tpu) {
+    TORCH_CHECK(dst.device().is_cpu(), "tpu: copies to ", dst.device(), " are not supported; copy to CPU first");
+    at::Tensor host = at::empty(self.sizes(), self.options().device(c10::kCPU));
+    eager::copy_to_host(self, host.mutable_data_ptr(), host.nbytes());
+    dst.copy_(host);
+  } else {
+    eager::OpCall call("copy_");
+    call.input(self);
+    call.output(dst);
+    call.run([](ir::Builder&, const std::vector<ir::Value>& in) { return std::vector<ir::Value>{in[0]}; });
+  }
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  if (dst.sizes() != self.sizes()) {
+    if (dst.device().type() == c10::DeviceType::PrivateUse1) resize_(dst, self.sizes(), std::nullopt);
+    else dst.resize_(self.sizes());
+  }
+  return copy_from(self, dst, false);
+}
+
+c10::Scalar local_scalar_dense(const at::Tensor& self) {
+  at::Tensor host = at::empty({}, self.options().device(c10::kCPU));
+  eager::copy_to_host(self, host.mutable_data_ptr(), host.nbytes());
+  return host.item();
+}
+
+at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value) {
+  eager::OpCall call("fill_");
+  call.scalar(value, self.scalar_type());
+  call.output(self);
+  call.run([](ir::Builder&, const std::vector<ir::Value>& in) { return std::vector<ir::Value>{in[0]}; });
+  return self;
+}
+
+at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ", value.dim(),
+              " dimensions.");
+  eager::OpCall call("fill_");
+  call.input(value);
+  call.output(self);
+  call.run([](ir::Builder&, const std::vector<ir::Value>& in) { return std::vector<ir::Value>{in[0]}; });
+  return self;
+}
+
+at::Tensor& zero_(at::Tensor& self) {
+  eager::OpCall call("zero_");
+  call.output(self);
+  auto e = to_elem(self.scalar_type());
+  call.attr(static_cast<int64_t>(e));
+  call.run([e](ir::Builder& b, const std::vector<ir::Value>&) { return std::vector<ir::Value>{b.constant(0, e)}; });
+  return self;
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", empty_memory_format);
+  m.impl("empty_strided", empty_strided);
+  m.impl("as_strided", at::native::as_strided_tensorimpl);
+  m.impl("view", at::native::view);
+  m.impl("_reshape_alias", at::native::_reshape_alias);
+  m.impl("resize_", resize_);
+  m.impl("set_.source_Storage_storage_offset", set_source_storage_offset);
+  m.impl("set_.source_Storage", set_source_storage);
+  m.impl("set_.source_Tensor", set_source_tensor);
+  m.impl("set_", set_empty);
+  m.impl("_copy_from", copy_from);
+  m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("_local_scalar_dense", local_scalar_dense);
+  m.impl("fill_.Scalar", fill_scalar);
+  m.impl("fill_.Tensor", fill_tensor);
+  m.impl("zero_", zero_);
+}
+
+}  // namespace
+}  // namespace torch_tpu

@@ -1,0 +1,34 @@
+// Process-wide counters behind torch_tpu.debug.metrics(). Plain atomics so
+// the hot path pays one relaxed increment per event.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace torch_tpu {
+
+struct Metrics {
+  std::atomic<int64_t> ops_dispatched{0};
+  std::atomic<int64_t> compiles{0};
+  std::atomic<int64_t> compile_ns{0};
+  std::atomic<int64_t> cache_hits{0};
+  std::atomic<int64_t> cache_misses{0};
+  std::atomic<int64_t> executions{0};
+  std::atomic<int64_t> h2d_count{0};
+  std::atomic<int64_t> h2d_bytes{0};
+  std::atomic<int64_t> d2h_count{0};
+  std::atomic<int64_t> d2h_bytes{0};
+
+  std::mutex mu;
+  std::map<std::string, int64_t> fallbacks;  // by op name
+
+  void reset();
+};
+
+Metrics& metrics();
+
+inline void bump(std::atomic<int64_t>& c, int64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
+
+}  // namespace torch_tpu

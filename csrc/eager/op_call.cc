@@ -1,0 +1,363 @@
+#include "eager/op_call.h"
+
+#include <ATen/ops/empty.h>
+#include <c10/util/Exception.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "aten/device.h"
+#include "aten/storage.h"
+#include "compile/executable_cache.h"
+#include "compile/metrics.h"
+
+namespace torch_tpu::eager {
+namespace {
+
+using ir::ElemType;
+using ir::Value;
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+// Host bytes of `s` as element type `t`.
+uint64_t scalar_bits(const c10::Scalar& s, ElemType t) {
+  uint64_t bits = 0;
+  auto put = [&](auto v) { std::memcpy(&bits, &v, sizeof v); };
+  switch (t) {
+    case ElemType::kPred: put(static_cast<uint8_t>(s.toBool())); break;
+    case ElemType::kS8: put(s.toChar()); break;
+    case ElemType::kU8: put(s.toByte()); break;
+    case ElemType::kS16: put(s.toShort()); break;
+    case ElemType::kS32: put(s.toInt()); break;
+    case ElemType::kS64: put(s.toLong()); break;
+    case ElemType::kU32: put(static_cast<uint32_t>(s.toLong())); break;
+    case ElemType::kU64: put(static_cast<uint64_t>(s.toLong())); break;
+    case ElemType::kF16: put(s.toHalf()); break;
+    case ElemType::kBF16: put(s.toBFloat16()); break;
+    case ElemType::kF32: put(s.toFloat()); break;
+    case ElemType::kF64: put(s.toDouble()); break;
+  }
+  return bits;
+}
+
+// Small cache of 0-d device scalars: a loop doing `x * 0.9` transfers the
+// 0.9 once.
+runtime::BufferPtr device_scalar(uint64_t bits, ElemType t, int device) {
+  static std::mutex mu;
+  static std::unordered_map<uint64_t, runtime::BufferPtr> cache;
+  uint64_t k = bits * 31 + (static_cast<uint64_t>(t) << 56) + (static_cast<uint64_t>(device) << 48);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache.find(k); it != cache.end()) return it->second;
+  }
+  auto buf = client().buffer_from_host(&bits, to_pjrt(t), {}, device);
+  bump(metrics().h2d_count);
+  bump(metrics().h2d_bytes, ir::byte_size(t));
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() > 4096) cache.clear();
+  cache.emplace(k, buf);
+  return buf;
+}
+
+// Buffers produced since the last synchronize(), for torch.tpu.synchronize.
+std::mutex g_pending_mu;
+std::vector<std::weak_ptr<runtime::Buffer>> g_pending;
+
+void track(const runtime::BufferPtr& b) {
+  std::lock_guard<std::mutex> lock(g_pending_mu);
+  if (g_pending.size() > 8192) {
+    std::vector<std::weak_ptr<runtime::Buffer>> live;
+    for (auto& w : g_pending)
+      if (!w.expired()) live.push_back(w);
+    g_pending.swap(live);
+  }
+  g_pending.push_back(b);
+}
+
+}  // namespace
+
+bool launch_blocking() {
+  static bool v = env_flag("TORCH_TPU_LAUNCH_BLOCKING") || env_flag("TPU_LAUNCH_BLOCKING");
+  return v;
+}
+
+void synchronize() {
+  std::vector<std::weak_ptr<runtime::Buffer>> pending;
+  {
+    std::lock_guard<std::mutex> lock(g_pending_mu);
+    pending.swap(g_pending);
+  }
+  for (auto& w : pending)
+    if (auto b = w.lock()) b->ready_event().await("torch.tpu.synchronize");
+}
+
+ViewMeta view_of(const at::Tensor& t) {
+  ViewMeta v;
+  v.elem = to_elem(t.scalar_type());
+  v.sizes.assign(t.sizes().begin(), t.sizes().end());
+  v.strides.assign(t.strides().begin(), t.strides().end());
+  v.offset = t.storage_offset();
+  return v;
+}
+
+OpCall::OpCall(std::string_view name) : name_(name) {
+  bump(metrics().ops_dispatched);
+  key_.add(name);
+}
+
+int OpCall::slot_index(StorageSlot* s) {
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].slot == s) return static_cast<int>(i);
+  slots_.push_back(SlotUse{s});
+  return static_cast<int>(slots_.size() - 1);
+}
+
+void OpCall::key_view(const ViewMeta& v, int slot) {
+  key_.add(static_cast<uint64_t>(v.elem) | (static_cast<uint64_t>(slot) << 8) |
+           (static_cast<uint64_t>(v.sizes.size()) << 16));
+  for (int64_t s : v.sizes) key_.add(static_cast<uint64_t>(s));
+  for (int64_t s : v.strides) key_.add(static_cast<uint64_t>(s));
+  key_.add(static_cast<uint64_t>(v.offset));
+}
+
+int OpCall::input(const at::Tensor& t) {
+  TORCH_CHECK(t.defined(), name_, ": undefined tensor argument");
+  Arg a;
+  if (t.device().type() == c10::DeviceType::PrivateUse1) {
+    int dev = t.device().index() < 0 ? 0 : t.device().index();
+    TORCH_CHECK(device_ < 0 || device_ == dev,
+                "Expected all tensors to be on the same device, but found at least two devices, tpu:",
+                device_, " and tpu:", dev, "!");
+    device_ = dev;
+    a.kind = Arg::kView;
+    a.view = view_of(t);
+    a.elem = a.view.elem;
+    a.slot = slot_index(slot_of(t.storage()));
+    slots_[a.slot].read = true;
+    key_.add(1);
+    key_view(a.view, a.slot);
+  } else {
+    TORCH_CHECK(t.device().is_cpu() && t.dim() == 0,
+                "Expected all tensors to be on the same device, but found at least two devices, tpu:0 and ",
+                t.device(), "! (only 0-dim CPU tensors may be mixed with tpu tensors, as scalars)");
+    a.kind = Arg::kScalarTensor;
+    a.cpu = t;
+    a.elem = to_elem(t.scalar_type());
+    key_.add(2 | (static_cast<uint64_t>(a.elem) << 8));
+  }
+  args_.push_back(std::move(a));
+  return static_cast<int>(args_.size() - 1);
+}
+
+int OpCall::scalar(const c10::Scalar& s, c10::ScalarType dtype) {
+  Arg a;
+  a.kind = Arg::kScalar;
+  a.value = s;
+  a.elem = to_elem(dtype);
+  key_.add(3 | (static_cast<uint64_t>(a.elem) << 8));
+  args_.push_back(std::move(a));
+  return static_cast<int>(args_.size() - 1);
+}
+
+OpCall& OpCall::attr(int64_t v) {
+  key_.add(static_cast<uint64_t>(v));
+  return *this;
+}
+OpCall& OpCall::attr(double v) {
+  key_.add_double(v);
+  return *this;
+}
+OpCall& OpCall::attr(c10::IntArrayRef v) {
+  key_.add(v.size());
+  for (int64_t x : v) key_.add(static_cast<uint64_t>(x));
+  return *this;
+}
+OpCall& OpCall::attr(std::string_view v) {
+  key_.add(v);
+  return *this;
+}
+
+void OpCall::output(const at::Tensor& t) {
+  TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1, name_,
+              ": expected a tpu output tensor, got ", t.device());
+  int dev = t.device().index() < 0 ? 0 : t.device().index();
+  TORCH_CHECK(device_ < 0 || device_ == dev,
+              "Expected all tensors to be on the same device, but found at least two devices, tpu:", device_,
+              " and tpu:", dev, "!");
+  device_ = dev;
+  ViewMeta v = view_of(t);
+  int s = slot_index(slot_of(t.storage()));
+  key_.add(4);
+  key_view(v, s);
+  outs_.emplace_back(s, std::move(v));
+}
+
+void OpCall::run(const Lowering& lower) {
+  if (device_ < 0) device_ = 0;
+  // Per-slot state decides the program's parameters, so it is in the key.
+  for (auto& [s, v] : outs_) {
+    if (v.numel() == 0) continue;
+    SlotUse& u = slots_[s];
+    int64_t storage_elems = static_cast<int64_t>(u.slot->nbytes) / ir::byte_size(v.elem);
+    if (v.covers(storage_elems) && static_cast<int64_t>(u.slot->nbytes) == storage_elems * ir::byte_size(v.elem))
+      u.full_write = true;
+    u.written = true;
+  }
+  bool any_write = false;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const SlotUse& u = slots_[i];
+    const StorageSlot* s = u.slot;
+    any_write |= u.written;
+    key_.add((u.read ? 1 : 0) | (u.written ? 2 : 0) | (u.full_write ? 4 : 0) | (s->buffer ? 8 : 0) |
+             (static_cast<uint64_t>(s->elem) << 8));
+    key_.add(static_cast<uint64_t>(s->buffer ? s->numel : static_cast<int64_t>(s->nbytes)));
+  }
+  if (!any_write) return;  // every output is empty
+  CacheKey key = key_.finish();
+
+  // Which slots are program parameters, in slot order.
+  auto needs_param = [&](const SlotUse& u) {
+    return u.slot->buffer && (u.read || (u.written && !u.full_write));
+  };
+  // The element type a written slot holds afterwards.
+  auto written_elem = [&](size_t si) -> std::pair<ElemType, int64_t> {
+    const SlotUse& u = slots_[si];
+    if (u.full_write || !u.slot->buffer) {
+      ElemType e = ElemType::kU8;
+      for (auto& [s, v] : outs_)
+        if (s == static_cast<int>(si) && v.numel() > 0) e = v.elem;
+      return {e, static_cast<int64_t>(u.slot->nbytes) / ir::byte_size(e)};
+    }
+    return {u.slot->elem, u.slot->numel};
+  };
+
+  auto& cache = ExecutableCache::get();
+  ProgramPtr prog = cache.lookup(key);
+  if (prog) {
+    bump(metrics().cache_hits);
+  } else {
+    bump(metrics().cache_misses);
+    prog = cache.compile_and_insert(client(), key, std::string(name_), [&]() {
+      ir::Graph g;
+      ir::Builder b(g);
+      std::vector<Value> storage(slots_.size());
+      for (size_t i = 0; i < slots_.size(); ++i)
+        if (needs_param(slots_[i]))
+          storage[i] = g.param(ir::TensorType{slots_[i].slot->elem, {slots_[i].slot->numel}});
+      // An unwritten storage reads as zeros (torch.empty is uninitialised).
+      auto storage_value = [&](size_t si, ElemType e) {
+        if (!storage[si].valid())
+          storage[si] = b.constant(0, e, {static_cast<int64_t>(slots_[si].slot->nbytes) / ir::byte_size(e)});
+        return storage[si];
+      };
+      std::vector<Value> scalar_params;
+      for (const Arg& a : args_)
+        if (a.kind != Arg::kView) scalar_params.push_back(g.param(ir::TensorType{a.elem, {}}));
+      std::vector<Value> ins;
+      size_t k = 0;
+      for (const Arg& a : args_) {
+        if (a.kind == Arg::kView) ins.push_back(read_view(b, storage_value(a.slot, a.elem), a.view));
+        else ins.push_back(scalar_params[k++]);
+      }
+      std::vector<Value> results = lower(b, ins);
+      TORCH_INTERNAL_ASSERT(results.size() == outs_.size(), name_, ": lowering returned ", results.size(),
+                            " values for ", outs_.size(), " outputs");
+      std::vector<Value> final(slots_.size());
+      for (size_t i = 0; i < outs_.size(); ++i) {
+        auto& [s, v] = outs_[i];
+        if (v.numel() == 0) continue;
+        Value r = b.convert(results[i], v.elem);
+        if (b.dims(r) != v.sizes) {
+          if (b.type(r).numel() == v.numel()) r = b.reshape(r, v.sizes);
+          else r = b.broadcast_to(r, v.sizes);
+        }
+        if (slots_[s].full_write) {
+          final[s] = b.reshape(r, {v.numel()});
+        } else {
+          Value base = final[s].valid() ? final[s] : storage_value(s, written_elem(s).first);
+          final[s] = write_view(b, base, r, v);
+        }
+      }
+      std::vector<Value> outs;
+      for (size_t i = 0; i < slots_.size(); ++i)
+        if (slots_[i].written) outs.push_back(final[i]);
+      g.set_outputs(outs);
+      return g.to_mlir();
+    });
+  }
+
+  // Arguments: storage buffers, then scalars.
+  std::vector<PJRT_Buffer*> argv;
+  std::vector<runtime::BufferPtr> keep;
+  for (const SlotUse& u : slots_)
+    if (needs_param(u)) argv.push_back(u.slot->buffer->get());
+  for (const Arg& a : args_) {
+    if (a.kind == Arg::kView) continue;
+    c10::Scalar v = a.kind == Arg::kScalar ? a.value : a.cpu.item();
+    keep.push_back(device_scalar(scalar_bits(v, a.elem), a.elem, device_));
+    argv.push_back(keep.back()->get());
+  }
+  auto outs = prog->exe->execute(argv, pjrt_device(device_));
+  bump(metrics().executions);
+  size_t oi = 0;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (!slots_[i].written) continue;
+    auto [e, n] = written_elem(i);
+    StorageSlot* s = slots_[i].slot;
+    s->buffer = outs[oi++];
+    s->elem = e;
+    s->numel = n;
+    if (launch_blocking()) s->buffer->ready_event().await(std::string(name_).c_str());
+    else track(s->buffer);
+  }
+}
+
+void copy_to_host(const at::Tensor& src, void* dst, size_t nbytes) {
+  if (nbytes == 0) return;
+  StorageSlot* s = slot_of(src.storage());
+  ViewMeta v = view_of(src);
+  if (s->buffer && s->elem == v.elem && v.covers(s->numel)) {
+    s->buffer->to_host(dst, nbytes);
+  } else {
+    // Materialise the view as its own contiguous buffer first.
+    at::Tensor tmp = at::empty(src.sizes(), src.options());
+    OpCall call("materialize");
+    call.input(src);
+    call.output(tmp);
+    call.run([](ir::Builder&, const std::vector<Value>& in) { return std::vector<Value>{in[0]}; });
+    StorageSlot* t = slot_of(tmp.storage());
+    t->buffer->to_host(dst, nbytes);
+  }
+  bump(metrics().d2h_count);
+  bump(metrics().d2h_bytes, static_cast<int64_t>(nbytes));
+}
+
+void copy_from_host(const at::Tensor& dst, const void* src, size_t nbytes) {
+  if (nbytes == 0) return;
+  StorageSlot* s = slot_of(dst.storage());
+  ViewMeta v = view_of(dst);
+  ElemType e = v.elem;
+  int dev = dst.device().index() < 0 ? 0 : dst.device().index();
+  int64_t storage_elems = static_cast<int64_t>(s->nbytes) / ir::byte_size(e);
+  bump(metrics().h2d_count);
+  bump(metrics().h2d_bytes, static_cast<int64_t>(nbytes));
+  if (v.covers(storage_elems) && static_cast<int64_t>(s->nbytes) == storage_elems * ir::byte_size(e)) {
+    s->buffer = client().buffer_from_host(src, to_pjrt(e), {v.numel()}, dev);
+    s->elem = e;
+    s->numel = v.numel();
+    return;
+  }
+  at::Tensor tmp = at::empty(dst.sizes(), dst.options().memory_format(c10::MemoryFormat::Contiguous));
+  copy_from_host(tmp, src, nbytes);
+  OpCall call("copy_");
+  call.input(tmp);
+  call.output(dst);
+  call.run([](ir::Builder&, const std::vector<Value>& in) { return std::vector<Value>{in[0]}; });
+}
+
+}  // namespace torch_tpu::eager

@@ -1,0 +1,14 @@
+"""torch_tpu: a native PyTorch backend for XLA devices through PJRT.
+
+Importing this package (or just ``import torch``, through the autoload entry
+point) registers the ``tpu`` device. See README.md and docs/.
+"""
+from torch_tpu._loader import _register as _register
+
+_register()
+
+from torch_tpu import debug  # noqa: E402
+from torch_tpu._fallback import cpu_fallback, get_cpu_fallback, set_cpu_fallback  # noqa: E402
+
+__version__ = "0.1.0"
+__all__ = ["debug", "set_cpu_fallback", "get_cpu_fallback", "cpu_fallback", "__version__"]

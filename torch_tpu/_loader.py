@@ -1,0 +1,85 @@
+"""Registers the ``tpu`` device with PyTorch.
+
+``load`` is the ``torch.backends`` entry point, so a bare ``import torch``
+registers the device. It must never break ``import torch``: failures there
+become a warning (set TORCH_DEVICE_BACKEND_AUTOLOAD=0 to skip autoload).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import warnings
+
+_registered = False
+
+
+def _find_in_package(package: str, *relative: str) -> str:
+    """Path of a file shipped inside an installed package, without importing it."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return ""
+    if spec is None or not spec.submodule_search_locations:
+        return ""
+    for base in spec.submodule_search_locations:
+        path = os.path.join(base, *relative)
+        if os.path.exists(path):
+            return path
+    return ""
+
+
+def plugin_candidates() -> dict[str, str]:
+    """Installed PJRT plugins, by kind. The C++ runtime picks among them."""
+    tpu = os.environ.get("TPU_LIBRARY_PATH", "") or _find_in_package("libtpu", "libtpu.so")
+    cuda = _find_in_package("jax_plugins.xla_cuda13", "xla_cuda_plugin.so") or _find_in_package(
+        "jax_plugins.xla_cuda12", "xla_cuda_plugin.so"
+    )
+    cpu = _find_in_package("xla_plugins.xla_cpu_pjrt", "xla_cpu_pjrt.so")
+    return {"tpu": tpu, "cuda": cuda, "cpu": cpu}
+
+
+def _register() -> None:
+    global _registered
+    if _registered:
+        return
+    import torch
+
+    taken = torch._C._get_privateuse1_backend_name()
+    if taken not in ("privateuseone", "tpu"):
+        raise RuntimeError(
+            f"torch_tpu cannot register the 'tpu' device: PyTorch's PrivateUse1 backend is already "
+            f"named '{taken}' by another package. Only one such backend fits in a process; import "
+            f"torch_tpu in a process without '{taken}', or disable autoloading with "
+            f"TORCH_DEVICE_BACKEND_AUTOLOAD=0."
+        )
+    # XLA:CPU sizes its thread pool from PJRT_NPROC; match torch's pool so the
+    # two don't oversubscribe small machines.
+    os.environ.setdefault("PJRT_NPROC", str(max(1, torch.get_num_threads())))
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # hide XLA INFO lines
+
+    from torch_tpu import _C
+
+    c = plugin_candidates()
+    _C._configure(c["tpu"], c["cuda"], c["cpu"], int(os.environ.get("TORCH_TPU_NUM_CPU_DEVICES", "1")))
+
+    if taken != "tpu":
+        torch.utils.rename_privateuse1_backend("tpu")
+    from torch_tpu import tpu as device_module
+
+    torch._register_device_module("tpu", device_module)
+    if not hasattr(torch.Tensor, "is_tpu"):
+        torch.utils.generate_methods_for_privateuse1_backend(
+            for_tensor=True, for_module=True, for_storage=True
+        )
+    from torch_tpu import _amp
+
+    _amp._register()
+    _registered = True
+
+
+def load() -> None:
+    """``torch.backends`` entry point (same name as TorchTPU's)."""
+    try:
+        import torch_tpu  # noqa: F401
+    except Exception as e:  # never break `import torch`
+        warnings.warn(f"torch_tpu failed to load and the 'tpu' device is unavailable: {e}")

@@ -1,0 +1,40 @@
+"""Counters and readable reports: torch_tpu.debug.metrics(), metrics_report()."""
+from __future__ import annotations
+
+from torch_tpu import _C
+
+
+def metrics() -> dict:
+    """Counters since start (or the last reset_metrics()).
+
+    Keys: ops_dispatched, compiles, compile_ms, cache_hits, cache_misses,
+    executions, h2d_transfers, h2d_bytes, d2h_transfers, d2h_bytes,
+    fallbacks (dict op -> count), cached_executables.
+    """
+    return _C._metrics()
+
+
+def reset_metrics() -> None:
+    _C._reset_metrics()
+
+
+def metrics_report() -> str:
+    m = metrics()
+    lines = ["torch_tpu metrics", "-" * 40]
+    rows = [
+        ("ops dispatched", m["ops_dispatched"]),
+        ("executions", m["executions"]),
+        ("compiles", f'{m["compiles"]} ({m["compile_ms"]:.1f} ms total)'),
+        ("compile cache hits", m["cache_hits"]),
+        ("compile cache misses", m["cache_misses"]),
+        ("cached executables", m["cached_executables"]),
+        ("host->device", f'{m["h2d_transfers"]} transfers, {m["h2d_bytes"]} bytes'),
+        ("device->host", f'{m["d2h_transfers"]} transfers, {m["d2h_bytes"]} bytes'),
+    ]
+    width = max(len(k) for k, _ in rows)
+    lines += [f"{k:<{width}}  {v}" for k, v in rows]
+    fb = m["fallbacks"]
+    lines.append(f"{'cpu fallbacks':<{width}}  {sum(fb.values())}")
+    for op, n in sorted(fb.items(), key=lambda kv: -kv[1]):
+        lines.append(f"  {op}: {n}")
+    return "\n".join(lines)

@@ -1,0 +1,227 @@
+"""The ``torch.tpu`` device module, mirroring ``torch.cuda`` where it fits."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from typing import Any
+
+import torch
+
+from torch_tpu import _C
+
+__all__ = [
+    "is_available", "device_count", "current_device", "set_device", "device", "synchronize",
+    "get_device_name", "get_device_properties", "manual_seed", "manual_seed_all", "seed", "seed_all",
+    "initial_seed", "get_rng_state", "set_rng_state", "get_rng_state_all", "set_rng_state_all",
+    "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "is_initialized", "init",
+    "get_amp_supported_dtype", "is_bf16_supported", "default_generators",
+]
+
+_current = 0
+
+
+def is_available() -> bool:
+    """True when a PJRT plugin loads and reports at least one device."""
+    return _C._device_count() > 0
+
+
+def device_count() -> int:
+    return _C._device_count()
+
+
+def is_initialized() -> bool:
+    return _C._is_initialized()
+
+
+def init() -> None:
+    _C._init()
+
+
+_lazy_init = init
+
+
+def _is_in_bad_fork() -> bool:
+    return False
+
+
+def _index(d: Any = None) -> int:
+    if d is None:
+        return _current
+    if isinstance(d, int):
+        return d
+    d = torch.device(d)
+    if d.type != "tpu":
+        raise ValueError(f"Expected a tpu device, but got: {d}")
+    return _current if d.index is None else d.index
+
+
+def current_device() -> int:
+    return _current
+
+
+def set_device(d: Any) -> None:
+    global _current
+    i = _index(d)
+    if i < 0:
+        return
+    if i >= device_count():
+        raise RuntimeError(f"tpu device index {i} is out of range ({device_count()} devices)")
+    _current = i
+    torch._C._accelerator_setDeviceIndex(i) if hasattr(torch._C, "_accelerator_setDeviceIndex") else None
+
+
+class device:
+    """Context manager that changes the current tpu device."""
+
+    def __init__(self, d: Any):
+        self.idx = _index(d)
+        self.prev = -1
+
+    def __enter__(self):
+        self.prev = current_device()
+        if self.idx != self.prev:
+            set_device(self.idx)
+
+    def __exit__(self, *exc):
+        if self.idx != self.prev:
+            set_device(self.prev)
+        return False
+
+
+def synchronize(device: Any = None) -> None:
+    """Waits for all enqueued tpu work to finish (raises its errors)."""
+    _C._synchronize()
+
+
+def get_device_name(device: Any = None) -> str:
+    """The platform and device kind, e.g. 'XLA:CPU (cpu)'."""
+    kind = _C._device_kind(_index(device))
+    platform = _C._platform_name()
+    label = {"cpu": "XLA:CPU", "cuda": "XLA:CUDA", "tpu": "TPU"}.get(platform, platform)
+    return f"{label} ({kind})" if kind and kind.lower() != platform else label
+
+
+@dataclasses.dataclass(frozen=True)
+class _DeviceProperties:
+    name: str
+    platform: str
+    device_kind: str
+    index: int
+    plugin: str
+    plugin_api_version: str
+    total_memory: int
+
+    def __repr__(self) -> str:
+        return (f"_TpuDeviceProperties(name='{self.name}', platform='{self.platform}', "
+                f"total_memory={self.total_memory // (1024 * 1024)}MB)")
+
+
+def get_device_properties(device: Any = None) -> _DeviceProperties:
+    i = _index(device)
+    info = _C._plugin_info()
+    total = 0
+    if _C._platform_name() == "cpu":
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            total = 0
+    return _DeviceProperties(get_device_name(i), _C._platform_name(), _C._device_kind(i), i,
+                             info["path"], info["api_version"], total)
+
+
+# --- RNG -----------------------------------------------------------------
+
+class _Generators(tuple):
+    pass
+
+
+def _generators() -> tuple:
+    return tuple(_C._get_default_generator(i) for i in range(max(1, device_count())))
+
+
+def __getattr__(name: str):
+    if name == "default_generators":
+        return _generators()
+    raise AttributeError(f"module 'torch.tpu' has no attribute '{name}'")
+
+
+def manual_seed(seed: int) -> None:
+    _C._get_default_generator(current_device()).manual_seed(int(seed))
+
+
+def manual_seed_all(seed: int) -> None:
+    for g in _generators():
+        g.manual_seed(int(seed))
+
+
+def seed() -> None:
+    _C._get_default_generator(current_device()).seed()
+
+
+def seed_all() -> None:
+    for g in _generators():
+        g.seed()
+
+
+def initial_seed() -> int:
+    return _C._get_default_generator(current_device()).initial_seed()
+
+
+def get_rng_state(device: Any = "tpu") -> torch.Tensor:
+    return _C._get_default_generator(_index(device)).get_state()
+
+
+def set_rng_state(new_state: torch.Tensor, device: Any = "tpu") -> None:
+    _C._get_default_generator(_index(device)).set_state(new_state)
+
+
+def get_rng_state_all() -> list:
+    return [g.get_state() for g in _generators()]
+
+
+def set_rng_state_all(states) -> None:
+    for g, s in zip(_generators(), states):
+        g.set_state(s)
+
+
+def _get_generator(device: torch.device):
+    return _C._get_default_generator(_index(device))
+
+
+# --- memory --------------------------------------------------------------
+
+def memory_allocated(device: Any = None) -> int:
+    """Bytes held by live tpu storages."""
+    return _C._memory_allocated()
+
+
+def max_memory_allocated(device: Any = None) -> int:
+    return _C._max_memory_allocated()
+
+
+def reset_peak_memory_stats(device: Any = None) -> None:
+    _C._reset_peak_memory_stats()
+
+
+# --- AMP -----------------------------------------------------------------
+
+def get_amp_supported_dtype() -> list:
+    return [torch.bfloat16, torch.float16, torch.float32]
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    return True
+
+
+def _get_cache_stats() -> dict:
+    from torch_tpu import debug
+
+    m = debug.metrics()
+    return {
+        "num_cache_reqs": m["cache_hits"] + m["cache_misses"],
+        "num_cache_hits": m["cache_hits"],
+        "num_cache_misses": m["cache_misses"],
+        "entries": m["cached_executables"],
+        "compile_ms": m["compile_ms"],
+    }
