@@ -1,0 +1,102 @@
+#include "ops/common.h"
+
+#include <ATen/ExpandUtils.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/ScalarType.h>
+
+#include <limits>
+
+namespace torch_tpu::ops {
+
+at::Tensor empty_tpu(c10::IntArrayRef sizes, c10::ScalarType dtype, c10::Device device) {
+  return at::empty(sizes, at::TensorOptions().dtype(dtype).device(device));
+}
+
+at::Tensor empty_like_tpu(const at::Tensor& like, std::optional<c10::ScalarType> dtype) {
+  return empty_tpu(like.sizes(), dtype.value_or(like.scalar_type()), like.device());
+}
+
+void prepare_out(at::Tensor& out, c10::IntArrayRef sizes, c10::ScalarType result_dtype, const char* op) {
+  TORCH_CHECK(c10::canCast(result_dtype, out.scalar_type()), "result type ", result_dtype,
+              " can't be cast to the desired output type ", out.scalar_type());
+  at::native::resize_output(out, sizes);
+}
+
+void check_inplace(const at::Tensor& self, c10::IntArrayRef shape, c10::ScalarType result_dtype) {
+  TORCH_CHECK(c10::canCast(result_dtype, self.scalar_type()), "result type ", result_dtype,
+              " can't be cast to the desired output type ", self.scalar_type());
+  TORCH_CHECK(self.sizes().equals(shape), "output with shape ", self.sizes(),
+              " doesn't match the broadcast shape ", shape);
+}
+
+std::vector<int64_t> broadcast_shape(const std::vector<Operand>& ins) {
+  std::vector<int64_t> shape;
+  for (const Operand& o : ins) {
+    if (!o.t.defined()) continue;
+    shape = at::infer_size(shape, o.t.sizes());
+  }
+  return shape;
+}
+
+void pointwise(std::string_view name, const std::vector<Operand>& ins, const at::Tensor& out,
+               c10::ScalarType compute, const PointwiseFn& fn, int64_t variant) {
+  eager::OpCall call(name);
+  call.attr(static_cast<int64_t>(compute)).attr(variant);
+  for (const Operand& o : ins) {
+    if (o.t.defined()) call.input(o.t);
+    else call.scalar(*o.s, compute);
+  }
+  call.output(out);
+  ElemType ce = to_elem(compute);
+  std::vector<int64_t> shape(out.sizes().begin(), out.sizes().end());
+  call.run([&](Builder& b, const Values& in) {
+    Values xs;
+    for (Value v : in) xs.push_back(b.broadcast_to(b.convert(v, ce), shape));
+    return Values{fn(b, xs)};
+  });
+}
+
+int64_t wrap_dim(int64_t dim, int64_t rank) {
+  int64_t r = rank == 0 ? 1 : rank;
+  TORCH_CHECK_INDEX(dim >= -r && dim < r, "Dimension out of range (expected to be in range of [", -r, ", ", r - 1,
+                    "], but got ", dim, ")");
+  return dim < 0 ? dim + r : dim;
+}
+
+c10::ScalarType default_float() { return c10::typeMetaToScalarType(c10::get_default_dtype()); }
+
+c10::ScalarType float_result(c10::ScalarType t) {
+  return c10::isFloatingType(t) ? t : default_float();
+}
+
+Value zero(Builder& b, ElemType t, const std::vector<int64_t>& dims) { return b.constant(0, t, dims); }
+Value one(Builder& b, ElemType t, const std::vector<int64_t>& dims) { return b.constant(1, t, dims); }
+
+Value lowest(Builder& b, ElemType t) {
+  switch (t) {
+    case ElemType::kPred: return b.constant(0, t);
+    case ElemType::kS8: return b.constant(-128, t);
+    case ElemType::kU8: case ElemType::kU32: case ElemType::kU64: return b.constant(0, t);
+    case ElemType::kS16: return b.constant(-32768, t);
+    case ElemType::kS32: return b.constant(std::numeric_limits<int32_t>::min(), t);
+    case ElemType::kS64: return b.constant_bits(static_cast<uint64_t>(std::numeric_limits<int64_t>::min()), t);
+    default: return b.constant(-std::numeric_limits<double>::infinity(), t);
+  }
+}
+
+Value highest(Builder& b, ElemType t) {
+  switch (t) {
+    case ElemType::kPred: return b.constant(1, t);
+    case ElemType::kS8: return b.constant(127, t);
+    case ElemType::kU8: return b.constant(255, t);
+    case ElemType::kS16: return b.constant(32767, t);
+    case ElemType::kS32: return b.constant(std::numeric_limits<int32_t>::max(), t);
+    case ElemType::kS64: return b.constant_bits(static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), t);
+    case ElemType::kU32: return b.constant(4294967295.0, t);
+    case ElemType::kU64: return b.constant_bits(~0ull, t);
+    default: return b.constant(std::numeric_limits<double>::infinity(), t);
+  }
+}
+
+}  // namespace torch_tpu::ops

@@ -1,0 +1,77 @@
+"""Compare-with-CPU helpers shared by the tests."""
+from __future__ import annotations
+
+import torch
+
+TPU = torch.device("tpu")
+
+
+def to_tpu(x):
+    if isinstance(x, torch.Tensor):
+        t = x.detach().to(TPU)
+        return t.requires_grad_(x.requires_grad)
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_tpu(v) for v in x)
+    if isinstance(x, dict):
+        return {k: to_tpu(v) for k, v in x.items()}
+    return x
+
+
+def to_cpu(x):
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu()
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_cpu(v) for v in x)
+    return x
+
+
+def tols(dtype):
+    """Tolerances as PyTorch's own device tests use for each dtype."""
+    if dtype == torch.bfloat16:
+        return dict(atol=1e-2, rtol=1.6e-2)
+    if dtype == torch.float16:
+        return dict(atol=1e-3, rtol=1e-3)
+    return {}
+
+
+def check(fn, *args, grad=False, atol=None, rtol=None, **kwargs):
+    """Runs fn on CPU tensors and on tpu copies; asserts results (and, with
+    grad=True, gradients of every floating input) match. Returns the tpu result."""
+    cpu_args = [a.detach().clone().requires_grad_(grad and a.is_floating_point())
+                if isinstance(a, torch.Tensor) else a for a in args]
+    tpu_args = [to_tpu(a) for a in cpu_args]
+    expected = fn(*cpu_args, **kwargs)
+    actual = fn(*tpu_args, **kwargs)
+    tol = {}
+    if atol is not None:
+        tol = dict(atol=atol, rtol=rtol if rtol is not None else 0)
+    else:
+        dts = [a.dtype for a in cpu_args if isinstance(a, torch.Tensor)]
+        tol = tols(dts[0]) if dts else {}
+    _assert_same(to_cpu(actual), expected, tol)
+    if grad:
+        outs = expected if isinstance(expected, (tuple, list)) else [expected]
+        touts = actual if isinstance(actual, (tuple, list)) else [actual]
+        for e, a in zip(outs, touts):
+            if isinstance(e, torch.Tensor) and e.requires_grad:
+                g = torch.randn_like(e)
+                e.backward(g)
+                a.backward(g.to(TPU))
+        for c, t in zip(cpu_args, tpu_args):
+            if isinstance(c, torch.Tensor) and c.requires_grad:
+                assert t.grad is not None, "no gradient reached a tpu input"
+                _assert_same(t.grad.cpu(), c.grad, tol)
+    return actual
+
+
+def _assert_same(actual, expected, tol):
+    if isinstance(expected, (tuple, list)):
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            _assert_same(a, e, tol)
+    elif isinstance(expected, torch.Tensor):
+        assert isinstance(actual, torch.Tensor)
+        assert actual.device.type == "cpu"
+        torch.testing.assert_close(actual, expected.detach(), **tol)
+    else:
+        assert actual == expected
