@@ -1,7 +1,11 @@
 import os
+import tempfile
 
 # Tests run with CPU fallback off: an unimplemented op must fail loudly.
 os.environ.setdefault("TORCH_TPU_CPU_FALLBACK", "0")
+# A fresh disk-cache directory per run, so compile counts in tests do not
+# depend on what earlier runs left in ~/.cache/torch_tpu.
+os.environ.setdefault("TORCH_TPU_CACHE_DIR", tempfile.mkdtemp(prefix="torch_tpu_test_cache_"))
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -7,8 +7,13 @@ from torch_tpu._loader import _register as _register
 
 _register()
 
-from torch_tpu import debug  # noqa: E402
+import atexit as _atexit  # noqa: E402
+
+from torch_tpu import cache, debug  # noqa: E402
 from torch_tpu._fallback import cpu_fallback, get_cpu_fallback, set_cpu_fallback  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["debug", "set_cpu_fallback", "get_cpu_fallback", "cpu_fallback", "__version__"]
+
+# Background cache writes finish before the process exits.
+_atexit.register(cache.flush)
+__all__ = ["cache", "debug", "set_cpu_fallback", "get_cpu_fallback", "cpu_fallback", "__version__"]

@@ -37,4 +37,16 @@ def metrics_report() -> str:
     lines.append(f"{'cpu fallbacks':<{width}}  {sum(fb.values())}")
     for op, n in sorted(fb.items(), key=lambda kv: -kv[1]):
         lines.append(f"  {op}: {n}")
+    from torch_tpu import cache
+
+    st = cache.stats()
+    lines.append("compilation cache tiers")
+    mem = st["memory"]
+    lines.append(f"  memory: {mem['hits']} hits / {mem['requests']} requests, {mem['entries']} entries")
+    for tier in ("disk", "shared"):
+        if tier in st:
+            t = st[tier]
+            lines.append(f"  {tier}: {t['hits']} hits / {t['requests']} requests, {t['writes']} writes, "
+                         f"{t['entries']} entries, {t['bytes']} bytes ({t['dir']})")
+    lines.append(f"  compile time spent {st['compile_ms']:.1f} ms, saved {st['compile_ms_saved']:.1f} ms")
     return "\n".join(lines)

@@ -215,13 +215,12 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 
 
 def _get_cache_stats() -> dict:
-    from torch_tpu import debug
+    """Cache statistics per tier (TorchTPU's name; see torch_tpu.cache.stats)."""
+    from torch_tpu import cache
 
-    m = debug.metrics()
-    return {
-        "num_cache_reqs": m["cache_hits"] + m["cache_misses"],
-        "num_cache_hits": m["cache_hits"],
-        "num_cache_misses": m["cache_misses"],
-        "entries": m["cached_executables"],
-        "compile_ms": m["compile_ms"],
-    }
+    st = cache.stats()
+    mem = st["memory"]
+    st["num_cache_reqs"] = mem["requests"]
+    st["num_cache_hits"] = mem["hits"] + sum(st[t]["hits"] for t in ("disk", "shared") if t in st)
+    st["num_cache_misses"] = st["compiles"]
+    return st

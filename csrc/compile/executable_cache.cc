@@ -1,16 +1,57 @@
 #include "compile/executable_cache.h"
 
+#include <c10/util/Exception.h>
+
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 
 #include "compile/metrics.h"
 
 namespace torch_tpu {
+namespace {
+
+const char* kTorchTpuVersion = "0.1.0";
+
+// Host CPU model and feature flags: XLA:CPU code is compiled for the host
+// ISA and can SIGILL (or be rejected) on another CPU.
+std::string host_cpu_features() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line, model, flags;
+  while (std::getline(f, line)) {
+    auto starts = [&](const char* p) { return line.rfind(p, 0) == 0; };
+    if (model.empty() && (starts("model name") || starts("CPU part"))) model = line;
+    if (flags.empty() && (starts("flags") || starts("Features"))) flags = line;
+    if (!model.empty() && !flags.empty()) break;
+  }
+  return model + "|" + flags;
+}
+
+}  // namespace
 
 std::string CacheKey::hex() const {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%016llx%016llx", (unsigned long long)hi, (unsigned long long)lo);
   return buf;
+}
+
+TierSettings tier_settings_from_env() {
+  TierSettings s;
+  const char* d = std::getenv("TORCH_TPU_CACHE_DIR");
+  if (d && *d) {
+    s.disk_dir = std::string(d) == "disabled" ? "" : d;
+  } else {
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    const char* home = std::getenv("HOME");
+    if (xdg && *xdg) s.disk_dir = std::string(xdg) + "/torch_tpu";
+    else if (home && *home) s.disk_dir = std::string(home) + "/.cache/torch_tpu";
+  }
+  const char* sh = std::getenv("TORCH_TPU_SHARED_CACHE_DIR");
+  if (sh && *sh && std::string(sh) != "disabled") s.shared_dir = sh;
+  const char* mb = std::getenv("TORCH_TPU_CACHE_MAX_BYTES");
+  s.max_bytes = (mb && *mb) ? std::atoll(mb) : (int64_t{4} << 30);
+  return s;
 }
 
 ExecutableCache& ExecutableCache::get() {
@@ -19,23 +60,116 @@ ExecutableCache& ExecutableCache::get() {
 }
 
 ProgramPtr ExecutableCache::lookup(const CacheKey& key) {
+  mem_requests.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = map_.find(key);
-  if (it == map_.end()) return nullptr;
+  if (it == map_.end()) {
+    mem_misses.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  mem_hits.fetch_add(1, std::memory_order_relaxed);
   it->second->hits.fetch_add(1, std::memory_order_relaxed);
   return it->second;
+}
+
+void ExecutableCache::configure(const TierSettings& s) {
+  std::lock_guard<std::mutex> lock(tiers_mu_);
+  if (disk_) disk_->flush();
+  if (shared_) shared_->flush();
+  settings_ = s;
+  disk_ = s.disk_dir.empty() ? nullptr : std::make_unique<DiskTier>("disk", s.disk_dir, s.max_bytes);
+  shared_ = s.shared_dir.empty() ? nullptr : std::make_unique<DiskTier>("shared", s.shared_dir, s.max_bytes);
+  tiers_configured_ = true;
+}
+
+TierSettings ExecutableCache::settings() {
+  std::lock_guard<std::mutex> lock(tiers_mu_);
+  if (!tiers_configured_) {
+    settings_ = tier_settings_from_env();
+    return settings_;
+  }
+  return settings_;
+}
+
+DiskTier* ExecutableCache::disk() {
+  if (!tiers_configured_) configure(tier_settings_from_env());
+  return disk_.get();
+}
+DiskTier* ExecutableCache::shared() {
+  if (!tiers_configured_) configure(tier_settings_from_env());
+  return shared_.get();
+}
+
+void ExecutableCache::flush() {
+  std::lock_guard<std::mutex> lock(tiers_mu_);
+  if (disk_) disk_->flush();
+  if (shared_) shared_->flush();
+}
+
+CacheKey ExecutableCache::persistent_key(const runtime::Client& client, const CacheKey& key) {
+  if (!env_key_ready_) {
+    KeyBuilder e;
+    e.add(std::string_view(kTorchTpuVersion));
+    e.add(kCacheFormatVersion);
+    e.add(std::string_view(client.platform_name()));
+    e.add(std::string_view(client.devices().empty() ? "" : client.devices()[0].kind));
+    e.add(std::string_view(runtime::CompileOptions{}.serialize()));
+    const char* plugin_id = std::getenv("TORCH_TPU_INTERNAL_PLUGIN_IDENTITY");  // tests simulate a new plugin
+    e.add(std::string_view(plugin_id && *plugin_id ? plugin_id : client.plugin_identity()));
+    e.add(std::string_view(host_cpu_features()));
+    env_key_ = e.finish();
+    env_key_ready_ = true;
+  }
+  KeyBuilder k;
+  k.add(env_key_.hi);
+  k.add(env_key_.lo);
+  k.add(key.hi);
+  k.add(key.lo);
+  return k.finish();
 }
 
 ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, const CacheKey& key,
                                                const std::string& name,
                                                const std::function<std::string()>& emit) {
-  std::string text = emit();
-  auto t0 = std::chrono::steady_clock::now();
-  auto exe = client.compile(text, runtime::CompileOptions{});
-  int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                   std::chrono::steady_clock::now() - t0).count();
-  bump(metrics().compiles);
-  bump(metrics().compile_ns, ns);
+  DiskTier* tiers[2] = {disk(), shared()};
+  CacheKey pkey = (tiers[0] || tiers[1]) ? persistent_key(client, key) : CacheKey{};
+  std::shared_ptr<runtime::Executable> exe;
+  int64_t ns = 0;
+  for (int t = 0; t < 2 && !exe; ++t) {
+    if (!tiers[t]) continue;
+    auto entry = tiers[t]->lookup(pkey);
+    if (!entry) continue;
+    try {
+      exe = client.deserialize(entry->payload);
+      ns = entry->compile_ns;
+      // A shared-tier hit fills the local disk tier.
+      if (t == 1 && tiers[0]) tiers[0]->store(pkey, name, std::move(entry->payload), ns);
+    } catch (const std::exception& e) {
+      load_failures++;
+      if (!warned_load_.exchange(true))
+        TORCH_WARN("torch_tpu: a cached executable failed to load (", e.what(), "); recompiling.");
+    }
+  }
+  if (!exe) {
+    std::string text = emit();
+    auto t0 = std::chrono::steady_clock::now();
+    exe = client.compile(text, runtime::CompileOptions{});
+    ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    bump(metrics().compiles);
+    bump(metrics().compile_ns, ns);
+    if (tiers[0] || tiers[1]) {
+      std::string bytes;
+      try {
+        bytes = exe->serialize();
+      } catch (const std::exception&) {
+        bytes.clear();  // some plugins cannot serialise: memory-only then
+      }
+      if (!bytes.empty()) {
+        if (tiers[0]) tiers[0]->store(pkey, name, bytes, ns);
+        if (tiers[1]) tiers[1]->store(pkey, name, std::move(bytes), ns);
+      }
+    }
+  }
   auto prog = std::make_shared<CompiledProgram>();
   prog->exe = std::move(exe);
   prog->name = name;

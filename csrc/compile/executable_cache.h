@@ -1,7 +1,14 @@
-// The compilation cache. Tier 1 is in memory, keyed by CacheKey. On a miss
-// the caller's `emit` produces StableHLO text, which is compiled once.
-// Further tiers (disk, shared) plug in behind the same interface.
+// The compilation cache, in tiers: memory -> disk -> shared directory.
+// Lookups go down the tiers; a hit fills the faster ones. On a full miss the
+// caller's `emit` produces StableHLO text, which is compiled once and
+// written (in the background) to the persistent tiers.
+//
+// Persistent entries are keyed by the op's metadata key mixed with an
+// environment key: plugin identity, compile options, platform and device
+// kind, host CPU features, torch_tpu version and cache format version - so
+// a changed plugin or CPU can never load a stale executable.
 #pragma once
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -9,6 +16,7 @@
 #include <unordered_map>
 
 #include "compile/cache_key.h"
+#include "compile/disk_tier.h"
 #include "runtime/client.h"
 
 namespace torch_tpu {
@@ -21,23 +29,47 @@ struct CompiledProgram {
 };
 using ProgramPtr = std::shared_ptr<CompiledProgram>;
 
+struct TierSettings {
+  std::string disk_dir;    // "" = off
+  std::string shared_dir;  // "" = off
+  int64_t max_bytes = 0;   // 0 = unlimited
+};
+
+// From TORCH_TPU_CACHE_DIR (default ~/.cache/torch_tpu, "disabled" = off),
+// TORCH_TPU_SHARED_CACHE_DIR and TORCH_TPU_CACHE_MAX_BYTES (default 4 GiB).
+TierSettings tier_settings_from_env();
+
 class ExecutableCache {
  public:
   static ExecutableCache& get();
 
-  // Fast path: returns null on a miss.
+  // Fast path, memory only: returns null on a miss.
   ProgramPtr lookup(const CacheKey& key);
-  // Compiles `emit()` and inserts it (or returns the entry another thread
-  // inserted meanwhile).
-  ProgramPtr compile_and_insert(const runtime::Client& client, const CacheKey& key,
-                                const std::string& name,
+  // Slow path: persistent tiers, then compiling `emit()`.
+  ProgramPtr compile_and_insert(const runtime::Client& client, const CacheKey& key, const std::string& name,
                                 const std::function<std::string()>& emit);
+  void configure(const TierSettings& s);
+  TierSettings settings();
+  DiskTier* disk();
+  DiskTier* shared();
+  void flush();
   size_t size();
   void clear();
 
+  std::atomic<int64_t> mem_requests{0}, mem_hits{0}, mem_misses{0}, load_failures{0};
+
  private:
+  CacheKey persistent_key(const runtime::Client& client, const CacheKey& key);
   std::mutex mu_;
   std::unordered_map<CacheKey, ProgramPtr, CacheKeyHash> map_;
+  std::mutex tiers_mu_;
+  bool tiers_configured_ = false;
+  TierSettings settings_;
+  std::unique_ptr<DiskTier> disk_, shared_;
+  std::string env_key_text_;
+  CacheKey env_key_{};
+  bool env_key_ready_ = false;
+  std::atomic<bool> warned_load_{false};
 };
 
 }  // namespace torch_tpu

@@ -77,4 +77,79 @@ PYBIND11_MODULE(_C, m) {
   m.def("_reset_metrics", []() { metrics().reset(); });
   m.def("_clear_cache", []() { ExecutableCache::get().clear(); });
   m.def("_launch_blocking", &eager::launch_blocking);
+
+  // --- compilation cache tiers ---
+  m.def("_cache_configure", [](std::string disk_dir, std::string shared_dir, int64_t max_bytes) {
+    ExecutableCache::get().configure(TierSettings{disk_dir, shared_dir, max_bytes});
+  });
+  m.def("_cache_settings", []() {
+    auto s = ExecutableCache::get().settings();
+    py::dict d;
+    d["disk_dir"] = s.disk_dir;
+    d["shared_dir"] = s.shared_dir;
+    d["max_bytes"] = s.max_bytes;
+    return d;
+  });
+  m.def("_cache_flush", []() {
+    py::gil_scoped_release nogil;
+    ExecutableCache::get().flush();
+  });
+  m.def("_cache_stats", []() {
+    auto& c = ExecutableCache::get();
+    auto& mt = metrics();
+    py::dict d;
+    py::dict mem;
+    mem["requests"] = c.mem_requests.load();
+    mem["hits"] = c.mem_hits.load();
+    mem["misses"] = c.mem_misses.load();
+    mem["entries"] = c.size();
+    d["memory"] = mem;
+    int64_t saved = 0;
+    for (auto* t : {c.disk(), c.shared()}) {
+      if (!t) continue;
+      py::dict td;
+      td["dir"] = t->dir();
+      td["enabled"] = t->enabled();
+      td["requests"] = t->requests.load();
+      td["hits"] = t->hits.load();
+      td["misses"] = t->misses.load();
+      td["writes"] = t->writes.load();
+      td["corrupt"] = t->corrupt.load();
+      int64_t bytes = 0, n = 0;
+      for (auto& e : t->list()) {
+        bytes += e.bytes;
+        n++;
+      }
+      td["entries"] = n;
+      td["bytes"] = bytes;
+      saved += t->saved_ns.load();
+      d[py::str(t->label())] = td;
+    }
+    d["compiles"] = mt.compiles.load();
+    d["compile_ms"] = mt.compile_ns.load() / 1e6;
+    d["compile_ms_saved"] = saved / 1e6;
+    d["load_failures"] = c.load_failures.load();
+    return d;
+  });
+  m.def("_cache_list", [](std::string tier) {
+    auto& c = ExecutableCache::get();
+    DiskTier* t = tier == "shared" ? c.shared() : c.disk();
+    py::list out;
+    if (!t) return out;
+    for (auto& e : t->list()) {
+      py::dict d;
+      d["file"] = e.file;
+      d["name"] = e.name;
+      d["bytes"] = e.bytes;
+      d["age_s"] = e.age_s;
+      d["compile_ms"] = e.compile_ns / 1e6;
+      out.append(d);
+    }
+    return out;
+  });
+  m.def("_cache_prune", [](std::string tier, int64_t max_bytes) -> int64_t {
+    auto& c = ExecutableCache::get();
+    DiskTier* t = tier == "shared" ? c.shared() : c.disk();
+    return t ? t->prune(max_bytes) : 0;
+  });
 }

@@ -8,6 +8,7 @@ Client::Client(const Plugin& plugin, int cpu_device_count) {
   const PJRT_Api* api = plugin.api();
   core_ = std::make_shared<ClientCore>();
   core_->api = api;
+  plugin_identity_ = plugin.identity();
 
   // Only XLA:CPU understands cpu_device_count; detect it by the plugin path
   // before the client exists (the platform name needs a client).

@@ -26,6 +26,8 @@ class Client {
   const PJRT_Api* api() const { return core_->api; }
   const ClientRef& core() const { return core_; }
   const std::string& platform_name() const { return platform_; }
+  // Identity of the plugin binary (for cache keys).
+  const std::string& plugin_identity() const { return plugin_identity_; }
   const std::vector<DeviceInfo>& devices() const { return devices_; }
 
   // Copies `data` (dense row-major) into a new device buffer. The host memory
@@ -40,6 +42,7 @@ class Client {
  private:
   ClientRef core_;
   std::string platform_;
+  std::string plugin_identity_;
   std::vector<DeviceInfo> devices_;
 };
 

@@ -1,0 +1,82 @@
+// A persistent tier of the compilation cache: one file per executable in a
+// directory (the local disk tier, or a shared directory several processes
+// or hosts use). Entries are written in the background (temp file + rename,
+// so readers never see half a file) and validated on read: a truncated,
+// garbage or wrong-version file is a miss, warned about once, and replaced.
+// An unwritable or full directory turns the tier off with a warning.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "compile/cache_key.h"
+
+namespace torch_tpu {
+
+struct DiskEntry {
+  std::string payload;     // serialised executable
+  int64_t compile_ns = 0;  // what compiling it cost (for "time saved")
+};
+
+struct DiskEntryInfo {
+  std::string file;
+  std::string name;
+  int64_t bytes = 0;
+  int64_t age_s = 0;
+  int64_t compile_ns = 0;
+};
+
+class DiskTier {
+ public:
+  DiskTier(std::string label, std::string dir, int64_t max_bytes);
+  ~DiskTier();
+
+  const std::string& label() const { return label_; }
+  const std::string& dir() const { return dir_; }
+  bool enabled() const { return enabled_.load(); }
+
+  std::optional<DiskEntry> lookup(const CacheKey& key);
+  // Queues a write; returns at once.
+  void store(const CacheKey& key, const std::string& name, std::string payload, int64_t compile_ns);
+  // Waits until queued writes are on disk.
+  void flush();
+  std::vector<DiskEntryInfo> list() const;
+  // Removes least-recently-used entries until the tier holds <= max_bytes.
+  int64_t prune(int64_t max_bytes);
+  int64_t clear();
+
+  std::atomic<int64_t> requests{0}, hits{0}, misses{0}, writes{0}, corrupt{0}, saved_ns{0};
+
+ private:
+  std::string path_for(const CacheKey& key) const;
+  void writer_loop();
+  void write_now(const CacheKey& key, const std::string& name, const std::string& payload, int64_t compile_ns);
+  void disable(const std::string& why);
+
+  std::string label_, dir_;
+  int64_t max_bytes_;
+  std::atomic<bool> enabled_{true};
+  std::atomic<bool> warned_corrupt_{false};
+
+  struct Job {
+    CacheKey key;
+    std::string name, payload;
+    int64_t compile_ns;
+  };
+  std::mutex mu_;
+  std::condition_variable cv_, idle_cv_;
+  std::deque<Job> queue_;
+  bool busy_ = false, stop_ = false;
+  std::thread writer_;
+};
+
+// The file format version; bump when the layout or key recipe changes.
+constexpr uint32_t kCacheFormatVersion = 1;
+
+}  // namespace torch_tpu

@@ -1,0 +1,119 @@
+"""Compilation cache tiers: persistence across processes, corruption
+recovery, concurrent writers, key changes, disabled and unusable dirs."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+WORK = r"""
+import json, sys, torch, torch_tpu
+x = torch.arange(12, dtype=torch.float32).reshape(3, 4).to("tpu")
+y = ((x * 2 + 1).t() - x[0, 1] / 3).cpu()
+torch_tpu.cache.flush()
+st = torch.tpu._get_cache_stats()
+print(json.dumps({"y": y.tolist(), "compiles": torch_tpu.debug.metrics()["compiles"],
+                  "disk": st.get("disk"), "shared": st.get("shared")}))
+"""
+
+
+def run(env_extra, code=WORK):
+    env = dict(os.environ)
+    env.update(env_extra)
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1]), p.stderr
+
+
+def test_warm_process_compiles_nothing(tmp_path):
+    env = {"TORCH_TPU_CACHE_DIR": str(tmp_path)}
+    cold, _ = run(env)
+    assert cold["compiles"] > 0 and cold["disk"]["writes"] == cold["compiles"]
+    warm, _ = run(env)
+    assert warm["compiles"] == 0
+    assert warm["disk"]["hits"] > 0
+    assert warm["y"] == cold["y"]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "version"])
+def test_damaged_entries_are_recompiled_and_replaced(tmp_path, damage):
+    env = {"TORCH_TPU_CACHE_DIR": str(tmp_path)}
+    cold, _ = run(env)
+    files = sorted(p for p in tmp_path.iterdir() if p.suffix == ".xex")
+    assert files
+    for f in files:
+        data = f.read_bytes()
+        if damage == "truncate":
+            f.write_bytes(data[: len(data) // 2])
+        elif damage == "garbage":
+            f.write_bytes(os.urandom(len(data)))
+        else:  # bump the format version field (bytes 8..11)
+            f.write_bytes(data[:8] + (999).to_bytes(4, "little") + data[12:])
+    again, err = run(env)
+    assert again["y"] == cold["y"]
+    assert again["compiles"] == cold["compiles"]
+    assert "ignoring unusable compilation cache file" in err
+    assert err.count("ignoring unusable compilation cache file") == 1  # warned once
+    warm, _ = run(env)  # the replaced entries load again
+    assert warm["compiles"] == 0
+
+
+def test_changed_plugin_identity_misses(tmp_path):
+    env = {"TORCH_TPU_CACHE_DIR": str(tmp_path)}
+    run(env)
+    other, _ = run({**env, "TORCH_TPU_INTERNAL_PLUGIN_IDENTITY": "simulated-new-plugin"})
+    assert other["compiles"] > 0 and other["disk"]["hits"] == 0
+
+
+def test_disabled(tmp_path):
+    res, _ = run({"TORCH_TPU_CACHE_DIR": "disabled"})
+    assert res["disk"] is None
+    assert res["compiles"] > 0
+
+
+def test_unwritable_dir_falls_back_to_memory(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    res, err = run({"TORCH_TPU_CACHE_DIR": str(blocker / "cache")})
+    assert res["compiles"] > 0
+    assert "compilation cache is off for this process" in err
+
+
+def test_shared_tier_fills_local_disk(tmp_path):
+    shared = tmp_path / "shared"
+    first, _ = run({"TORCH_TPU_CACHE_DIR": str(tmp_path / "a"), "TORCH_TPU_SHARED_CACHE_DIR": str(shared)})
+    second, _ = run({"TORCH_TPU_CACHE_DIR": str(tmp_path / "b"), "TORCH_TPU_SHARED_CACHE_DIR": str(shared)})
+    assert second["compiles"] == 0 and second["shared"]["hits"] > 0
+    assert second["disk"]["writes"] > 0  # filled from the shared tier
+    third, _ = run({"TORCH_TPU_CACHE_DIR": str(tmp_path / "b")})
+    assert third["compiles"] == 0 and third["disk"]["hits"] > 0
+
+
+def test_concurrent_writers_leave_valid_entries(tmp_path):
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path))
+    procs = [subprocess.Popen([sys.executable, "-c", WORK], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    outs = [p.communicate(timeout=180) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
+    assert not [p for p in tmp_path.iterdir() if ".tmp." in p.name]
+    warm, err = run({"TORCH_TPU_CACHE_DIR": str(tmp_path)})
+    assert warm["compiles"] == 0
+    assert "ignoring unusable" not in err
+
+
+def test_cli_and_prune(tmp_path):
+    env = {"TORCH_TPU_CACHE_DIR": str(tmp_path)}
+    run(env)
+    full_env = dict(os.environ, **env)
+    out = subprocess.run([sys.executable, "-m", "torch_tpu.cache", "list"], env=full_env, capture_output=True,
+                         text=True, check=True).stdout
+    assert "add" in out or "mul" in out
+    info = subprocess.run([sys.executable, "-m", "torch_tpu.cache", "info"], env=full_env, capture_output=True,
+                          text=True, check=True).stdout
+    assert "entries:" in info
+    subprocess.run([sys.executable, "-m", "torch_tpu.cache", "prune", "--max-bytes", "0"], env=full_env,
+                   check=True, capture_output=True)
+    assert not [p for p in tmp_path.iterdir() if p.suffix == ".xex"]
