@@ -1,0 +1,131 @@
+"""View ops alias storage; reading and writing through views matches CPU."""
+import io
+
+import pytest
+import torch
+
+from tests.helpers import TPU, check
+
+
+def both(x):
+    return x.clone(), x.to(TPU)
+
+
+def same(t, c):
+    torch.testing.assert_close(t.cpu(), c)
+
+
+VIEWS = {
+    "view": lambda a: a.view(4, 6),
+    "reshape": lambda a: a.reshape(-1),
+    "as_strided": lambda a: a.as_strided((3, 3), (4, 2), 1),
+    "transpose": lambda a: a.transpose(0, 2),
+    "permute": lambda a: a.permute(2, 0, 1),
+    "t": lambda a: a[0].t(),
+    "slice_step": lambda a: a[:, 1::2, ::3],
+    "select": lambda a: a[1, :, 2],
+    "narrow": lambda a: a.narrow(2, 1, 2),
+    "expand": lambda a: a[:, :1].expand(2, 5, 4),
+    "squeeze": lambda a: a[:, :1].squeeze(1),
+    "unsqueeze": lambda a: a.unsqueeze(1),
+    "unflatten": lambda a: a.unflatten(2, (2, 2)),
+    "diagonal": lambda a: a.diagonal(0, 1, 2),
+    "unbind": lambda a: a.unbind(1)[2],
+    "split": lambda a: a.split(2, 1)[1],
+    "view_dtype": lambda a: a.view(torch.int32),
+}
+
+
+@pytest.mark.parametrize("name", list(VIEWS))
+def test_view_read(name):
+    check(VIEWS[name], torch.randn(2, 3, 4))
+
+
+@pytest.mark.parametrize("name", ["view", "transpose", "slice_step", "select", "narrow", "diagonal",
+                                  "unbind", "split", "as_strided", "unflatten"])
+def test_view_write_aliases(name):
+    c, t = both(torch.randn(2, 3, 4))
+    VIEWS[name](c).mul_(2)
+    VIEWS[name](t).mul_(2)
+    same(t, c)
+
+
+def test_view_dtype_roundtrip():
+    c, t = both(torch.randn(6))
+    c.view(torch.int32).add_(1)
+    t.view(torch.int32).add_(1)
+    same(t, c)
+    same(t.view(torch.int32), c.view(torch.int32))
+
+
+def test_slice_assign_and_copy():
+    c, t = both(torch.zeros(5, 4))
+    y = torch.randn(2, 4)
+    c[1:3] = y
+    t[1:3] = y.to(TPU)
+    c[:, ::2] = 7.0
+    t[:, ::2] = 7.0
+    c[4].copy_(torch.arange(4.0))
+    t[4].copy_(torch.arange(4.0))  # from a CPU tensor
+    c.t()[1].copy_(torch.ones(5))
+    t.t()[1].copy_(torch.ones(5, device=TPU))
+    same(t, c)
+
+
+def test_out_into_view():
+    c, t = both(torch.zeros(4, 6))
+    a, b = torch.randn(4, 3), torch.randn(4, 3)
+    torch.add(a, b, out=c[:, ::2])
+    torch.add(a.to(TPU), b.to(TPU), out=t[:, ::2])
+    same(t, c)
+
+
+def test_storage_aliasing():
+    t = torch.zeros(3, 4, device=TPU)
+    v = t.view(12)
+    assert v.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+    assert t[1:].storage_offset() == 4
+    v[5] = 3.0
+    assert t[1, 1].item() == 3.0
+
+
+def test_conversions_and_item():
+    x = torch.randn(3, 4)
+    t = x.to(TPU)
+    same(t.to(torch.int32), x.to(torch.int32))
+    same(t.to(torch.bfloat16), x.to(torch.bfloat16))
+    same(t.t().contiguous(), x.t().contiguous())
+    same(t[:, 1:].clone(), x[:, 1:].clone())
+    assert t[1, 2].item() == x[1, 2].item()
+    assert t.t().is_contiguous() is False
+
+
+def test_print():
+    x = torch.arange(6.0).reshape(2, 3)
+    assert "tpu" in repr(x.to(TPU))
+    assert repr(x.to(TPU)).replace(", device='tpu:0'", "") == repr(x)
+
+
+def test_zero_size_and_0dim():
+    c, t = both(torch.randn(0, 3))
+    same(t.t(), c.t())
+    same(t.reshape(3, 0), c.reshape(3, 0))
+    c, t = both(torch.tensor(2.5))
+    same(t.view(1), c.view(1))
+    same(t.unsqueeze(0).expand(3), c.unsqueeze(0).expand(3))
+    assert t.item() == 2.5
+    t.fill_(1.0)
+    assert t.item() == 1.0
+
+
+def test_save_load(tmp_path):
+    t = torch.randn(3, 4).to(TPU)
+    buf = io.BytesIO()
+    torch.save({"a": t, "b": t[1:]}, buf)
+    buf.seek(0)
+    d = torch.load(buf, map_location="cpu")
+    same(t, d["a"])
+    buf.seek(0)
+    d = torch.load(buf, map_location="tpu")
+    assert d["a"].device.type == "tpu"
+    same(d["b"], t.cpu()[1:])
