@@ -49,8 +49,12 @@ ALL = [torch.float32, torch.bfloat16, torch.int32, torch.int64, torch.bool]
 
 
 def views(x):
-    """The input itself, a transposed view, a strided view and an offset view."""
-    return [x, x.t(), x[:, ::2], x[1:]]
+    """The input itself, a transposed view and a strided view with an offset.
+    View reading is dtype-independent, so other dtypes get fewer (compiles
+    cost time)."""
+    if x.dtype == torch.float32:
+        return [x, x.t(), x[1:, ::2]]
+    return [x, x[1:, ::2]]
 
 
 # --- sum / mean / prod -------------------------------------------------------
@@ -328,7 +332,9 @@ def test_var_std_grad():
     check_grad(lambda t: t.var(1), x)
     check_grad(lambda t: t.std(), x)
     check_grad(lambda t: t.std(0, correction=0, keepdim=True), x)
-    check_grad(lambda t: torch.var_mean(t, 1), x)
+    # One output, so that backward runs once through var_mean's shared graph.
+    check_grad(lambda t: torch.add(*torch.var_mean(t, 1)), x)
+    check_grad(lambda t: torch.add(*torch.std_mean(t, 0)), x)
 
 
 # --- norm ----------------------------------------------------------------------------
@@ -340,7 +346,7 @@ ORDS = [2, 1, math.inf, -math.inf, 0, 3, 0.5, -1.5]
 def test_vector_norm(ord):
     x = torch.randn(4, 6)
     x[0, 1] = 0
-    for v in views(x):
+    for v in views(x) if ord == 2 else [x]:
         check(lambda t: torch.linalg.vector_norm(t, ord), v)
         check(lambda t: torch.linalg.vector_norm(t, ord, dim=1), v)
         check(lambda t: torch.linalg.vector_norm(t, ord, dim=(0, 1), keepdim=True), v)
