@@ -3,6 +3,7 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/WrapDimUtilsMulti.h>
+#include <ATen/ops/unfold_native.h>
 #include <torch/library.h>
 
 #include "ops/common.h"
@@ -146,6 +147,8 @@ at::Tensor& tri_out(const at::Tensor& self, c10::SymInt diagonal_s, at::Tensor& 
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  // A pure strided view; repeat (composite) is built on it.
+  m.impl("unfold", at::native::unfold);
   m.impl("cat", cat);
   m.impl("cat.out", cat_out);
   m.impl("flip", flip);
