@@ -204,7 +204,7 @@ def test_cpu_fallback_runs_counts_and_warns_once():
 
 
 def test_cpu_fallback_context_manager():
-    x = torch.randn(4, device=TPU)
+    x = torch.randn(8, device=TPU)
     with torch_tpu.cpu_fallback():
         assert torch_tpu.get_cpu_fallback()
         with warnings.catch_warnings():
