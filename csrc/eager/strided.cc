@@ -15,9 +15,14 @@ using ir::Value;
 // reinterpretation is a bitcast.
 Value as_elem(Builder& b, Value flat, ElemType t) {
   if (b.elem(flat) == t) return flat;
-  if (ir::byte_size(b.elem(flat)) != ir::byte_size(t))
-    throw std::invalid_argument("torch_tpu: reinterpreting storage between dtypes of different sizes is not supported");
-  return b.bitcast_convert(flat, t);
+  // Byte views of a float storage (serialisation, view(dtype)) reinterpret
+  // the flat buffer; XLA's pred is not a byte type, so go through u8.
+  auto width_cast = [&](Value v, ElemType to) {
+    if (b.elem(v) == ElemType::kPred) v = b.convert(v, ElemType::kU8);
+    if (to == ElemType::kPred) return b.convert(b.bitcast_convert(v, ElemType::kU8), to);
+    return b.bitcast_convert(v, to);
+  };
+  return width_cast(flat, t);
 }
 
 // Flat storage index of every element of the view, shaped like the view.
@@ -100,19 +105,25 @@ Value read_view(Builder& b, Value flat, const ViewMeta& v) {
 }
 
 Value write_view(Builder& b, Value flat, Value values, const ViewMeta& v) {
+  // Work in the view's element type; reinterpret back at the end.
   ElemType storage_elem = b.elem(flat);
-  int64_t storage_numel = b.dims(flat)[0];
+  Value f = as_elem(b, flat, v.elem);
+  int64_t storage_numel = b.dims(f)[0];
   int64_t n = v.numel();
   if (n == 0) return flat;
-  Value vals = as_elem(b, b.convert(values, v.elem), storage_elem);
-  if (v.covers(storage_numel)) return b.reshape(vals, {storage_numel});
-  if (v.is_contiguous()) {
+  Value vals = b.convert(values, v.elem);
+  Value out;
+  if (v.covers(storage_numel)) {
+    out = b.reshape(vals, {storage_numel});
+  } else if (v.is_contiguous()) {
     if (v.offset + n > storage_numel) throw std::invalid_argument("torch_tpu: view exceeds its storage");
     Value start = b.constant(static_cast<double>(v.offset), ElemType::kS64);
-    return b.dynamic_update_slice(flat, b.reshape(vals, {n}), {start});
+    out = b.dynamic_update_slice(f, b.reshape(vals, {n}), {start});
+  } else {
+    Value idx = flat_indices(b, v, storage_numel);
+    out = b.scatter(f, idx, vals, {}, {0}, {0}, static_cast<int64_t>(v.sizes.size()), nullptr);
   }
-  Value idx = flat_indices(b, v, storage_numel);
-  return b.scatter(flat, idx, vals, {}, {0}, {0}, static_cast<int64_t>(v.sizes.size()), nullptr);
+  return as_elem(b, out, storage_elem);
 }
 
 }  // namespace torch_tpu::eager

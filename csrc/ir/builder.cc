@@ -121,8 +121,21 @@ Value Builder::convert(Value x, ElemType t) {
 
 Value Builder::bitcast_convert(Value x, ElemType t) {
   if (elem(x) == t) return x;
-  if (byte_size(elem(x)) != byte_size(t)) fail("bitcast_convert between different widths");
-  return g_.add("stablehlo.bitcast_convert", {x}, TensorType{t, dims(x)});
+  int from = byte_size(elem(x)), to = byte_size(t);
+  if (from == to) return g_.add("stablehlo.bitcast_convert", {x}, TensorType{t, dims(x)});
+  // Different widths: StableHLO adds (or drops) a trailing dimension of
+  // size ratio. Flat arrays of rank 1 are reshaped around it.
+  if (type(x).rank() != 1) fail("bitcast_convert between widths needs a rank-1 operand");
+  int64_t n = dims(x)[0];
+  if (from > to) {
+    int64_t r = from / to;
+    Value y = g_.add("stablehlo.bitcast_convert", {x}, TensorType{t, {n, r}});
+    return reshape(y, {n * r});
+  }
+  int64_t r = to / from;
+  if (n % r != 0) fail("bitcast_convert: size not divisible by the width ratio");
+  Value y = reshape(x, {n / r, r});
+  return g_.add("stablehlo.bitcast_convert", {y}, TensorType{t, {n / r}});
 }
 
 Value Builder::reshape(Value x, const Dims& d) {
