@@ -48,7 +48,10 @@ Value f_neg(Builder& b, Value x) { return un(b, "stablehlo.negate", x); }
 Value f_abs(Builder& b, Value x) { return un(b, "stablehlo.abs", x); }
 Value f_sign(Builder& b, Value x) {
   if (b.elem(x) == ElemType::kPred) return x;
-  return un(b, "stablehlo.sign", x);
+  // (0 < x) - (x < 0), as ATen: NaN and -0.0 give +0.
+  Value z = zero(b, b.elem(x), b.dims(x));
+  Value r = b.select(b.compare(x, z, "GT"), one(b, b.elem(x), b.dims(x)), z);
+  return b.select(b.compare(x, z, "LT"), cst(b, -1.0, x), r);
 }
 Value f_exp(Builder& b, Value x) { return un(b, "stablehlo.exponential", x); }
 Value f_exp2(Builder& b, Value x) { return bin(b, "stablehlo.power", cst(b, 2.0, x), x); }
@@ -201,8 +204,9 @@ at::Tensor& u_out(const at::Tensor& self, at::Tensor& out) {
 
 void round_dec_run(const at::Tensor& self, int64_t decimals, const at::Tensor& out) {
   ScalarType t = self.scalar_type();
-  check_dtype(d_round, t);
-  if (decimals == 0 || !c10::isFloatingType(t)) {
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t), "\"round_vml_cpu\" not implemented for '", c10::toString(t),
+                              "'");
+  if (decimals == 0) {
     run_unary(d_round, self, out);
     return;
   }
@@ -228,7 +232,6 @@ at::Tensor& round_dec_(at::Tensor& self, int64_t decimals) {
   return self;
 }
 at::Tensor& round_dec_out(const at::Tensor& self, int64_t decimals, at::Tensor& out) {
-  check_dtype(d_round, self.scalar_type());
   prepare_out(out, self.sizes(), self.scalar_type(), "round");
   round_dec_run(self, decimals, out);
   return out;
