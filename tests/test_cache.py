@@ -61,11 +61,14 @@ def test_damaged_entries_are_recompiled_and_replaced(tmp_path, damage):
     assert warm["compiles"] == 0
 
 
-def test_changed_plugin_identity_misses(tmp_path):
+def test_changed_plugin_identity_misses_and_says_why(tmp_path):
     env = {"TORCH_TPU_CACHE_DIR": str(tmp_path)}
     run(env)
-    other, _ = run({**env, "TORCH_TPU_INTERNAL_PLUGIN_IDENTITY": "simulated-new-plugin"})
+    other, err = run({**env, "TORCH_TPU_INTERNAL_PLUGIN_IDENTITY": "simulated-new-plugin",
+                      "TORCH_TPU_LOG_LEVEL": "DEBUG"})
     assert other["compiles"] > 0 and other["disk"]["hits"] == 0
+    assert "an entry exists for another environment" in err
+    assert "now: plugin=simulated-new-plugin" in err
 
 
 def test_disabled(tmp_path):
@@ -111,6 +114,7 @@ def test_cli_and_prune(tmp_path):
     out = subprocess.run([sys.executable, "-m", "torch_tpu.cache", "list"], env=full_env, capture_output=True,
                          text=True, check=True).stdout
     assert "add" in out or "mul" in out
+    assert "hits" in out.splitlines()[0]
     info = subprocess.run([sys.executable, "-m", "torch_tpu.cache", "info"], env=full_env, capture_output=True,
                           text=True, check=True).stdout
     assert "entries:" in info

@@ -7,8 +7,15 @@ become a warning (set TORCH_DEVICE_BACKEND_AUTOLOAD=0 to skip autoload).
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import warnings
+
+logger = logging.getLogger("torch_tpu")
+# One variable for both the C++ side and this logger (docs/environment_variables.md).
+_level = os.environ.get("TORCH_TPU_LOG_LEVEL", "").upper()
+if _level in ("DEBUG", "INFO", "WARNING", "ERROR"):
+    logger.setLevel(_level)
 
 _registered = False
 
@@ -75,6 +82,7 @@ def _register() -> None:
 
     _amp._register()
     _registered = True
+    logger.debug("registered the tpu device; plugin candidates: %s", c)
 
 
 def load() -> None:

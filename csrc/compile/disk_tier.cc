@@ -11,7 +11,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fcntl.h>
 #include <fstream>
+#include <sstream>
+
+#include "runtime/log.h"
 
 namespace fs = std::filesystem;
 
@@ -20,8 +24,9 @@ namespace {
 
 constexpr char kMagic[8] = {'T', 'T', 'P', 'U', 'X', 'E', 'X', '\0'};
 
-// Header: magic, format version, key, name length, payload length,
-// compile ns, payload checksum; then name and payload.
+// Header: magic, format version, key, lengths, compile ns, payload
+// checksum, a hit counter (updated in place); then the op name, the
+// environment description and the payload.
 struct Header {
   char magic[8];
   uint32_t version;
@@ -30,7 +35,18 @@ struct Header {
   uint64_t payload_len;
   int64_t compile_ns;
   uint64_t checksum;
+  uint32_t env_len;
+  uint32_t reserved;
+  uint64_t hits;
 };
+
+bool read_header(std::ifstream& f, Header& h, std::string& name, std::string& env) {
+  if (!f.read(reinterpret_cast<char*>(&h), sizeof h)) return false;
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.name_len > 4096 || h.env_len > 65536) return false;
+  name.resize(h.name_len);
+  env.resize(h.env_len);
+  return static_cast<bool>(f.read(name.data(), h.name_len)) && static_cast<bool>(f.read(env.data(), h.env_len));
+}
 
 uint64_t checksum(const std::string& s) {
   KeyBuilder k;
@@ -71,15 +87,47 @@ void DiskTier::disable(const std::string& why) {
                "); compiled programs stay in memory only.");
 }
 
-std::string DiskTier::path_for(const CacheKey& key) const { return dir_ + "/" + key.hex() + ".xex"; }
+void DiskTier::set_environment(const CacheKey& env, std::string description) {
+  env_hex_ = env.hex().substr(0, 16);
+  env_desc_ = std::move(description);
+}
 
-std::optional<DiskEntry> DiskTier::lookup(const CacheKey& key) {
+// File name: <op metadata key>-<environment key>.xex, so entries for other
+// plugins or CPUs sit side by side and a miss can find and explain them.
+std::string DiskTier::path_for(const CacheKey& key) const {
+  return dir_ + "/" + key.hex() + "-" + env_hex_ + ".xex";
+}
+
+void DiskTier::explain_miss(const CacheKey& key, const std::string& name) {
+  std::string prefix = key.hex() + "-";
+  std::error_code ec;
+  for (auto& de : fs::directory_iterator(dir_, ec)) {
+    std::string fname = de.path().filename().string();
+    if (fname.rfind(prefix, 0) != 0 || de.path().extension() != ".xex") continue;
+    std::ifstream f(de.path(), std::ios::binary);
+    Header h{};
+    std::string n, env;
+    if (!read_header(f, h, n, env)) continue;
+    // Environment descriptions are "field=value" lines; report the changed ones.
+    std::istringstream theirs(env), ours(env_desc_);
+    std::string a, b, diff;
+    while (std::getline(theirs, a) && std::getline(ours, b))
+      if (a != b) diff += "\n    was: " + a + "\n    now: " + b;
+    log::write(log::Level::kDebug, "compilation cache (" + label_ + ") miss for '" + name +
+                                       "': an entry exists for another environment, not loaded:" + diff);
+    return;
+  }
+  log::write(log::Level::kDebug, "compilation cache (" + label_ + ") miss for '" + name + "': no entry");
+}
+
+std::optional<DiskEntry> DiskTier::lookup(const CacheKey& key, const std::string& op_name) {
   if (!enabled()) return std::nullopt;
   requests++;
   std::string path = path_for(key);
   std::ifstream f(path, std::ios::binary);
   if (!f) {
     misses++;
+    if (log::enabled(log::Level::kDebug)) explain_miss(key, op_name);
     return std::nullopt;
   }
   auto bad = [&](const char* why) -> std::optional<DiskEntry> {
@@ -93,20 +141,35 @@ std::optional<DiskEntry> DiskTier::lookup(const CacheKey& key) {
     return std::nullopt;
   };
   Header h{};
+  std::string name, env;
   if (!f.read(reinterpret_cast<char*>(&h), sizeof h)) return bad("truncated header");
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return bad("not a torch_tpu cache file");
   if (h.version != kCacheFormatVersion) return bad("written by another cache format version");
   if (h.key_hi != key.hi || h.key_lo != key.lo) return bad("key mismatch");
-  if (h.name_len > 4096 || h.payload_len > (uint64_t{1} << 34)) return bad("implausible sizes");
-  std::string name(h.name_len, '\0');
+  if (h.name_len > 4096 || h.env_len > 65536 || h.payload_len > (uint64_t{1} << 34))
+    return bad("implausible sizes");
+  name.resize(h.name_len);
+  env.resize(h.env_len);
   DiskEntry e;
   e.payload.resize(h.payload_len);
-  if (!f.read(name.data(), h.name_len) || !f.read(e.payload.data(), h.payload_len)) return bad("truncated");
+  if (!f.read(name.data(), h.name_len) || !f.read(env.data(), h.env_len) ||
+      !f.read(e.payload.data(), h.payload_len))
+    return bad("truncated");
   if (checksum(e.payload) != h.checksum) return bad("checksum mismatch");
+  if (env != env_desc_) return bad("environment mismatch");
   e.compile_ns = h.compile_ns;
   hits++;
   saved_ns += h.compile_ns;
-  ::utime(path.c_str(), nullptr);  // LRU order follows use, not creation
+  // Count the hit in the file and refresh its time: LRU follows use.
+  int fd = ::open(path.c_str(), O_WRONLY);
+  if (fd >= 0) {
+    uint64_t n = h.hits + 1;
+    if (::pwrite(fd, &n, sizeof n, offsetof(Header, hits)) != sizeof n) {
+      // Best effort: a read-only shared directory still serves hits.
+    }
+    ::close(fd);
+  }
+  ::utime(path.c_str(), nullptr);
   return e;
 }
 
@@ -164,10 +227,13 @@ void DiskTier::write_now(const CacheKey& key, const std::string& name, const std
   h.payload_len = payload.size();
   h.compile_ns = compile_ns;
   h.checksum = checksum(payload);
+  h.env_len = static_cast<uint32_t>(env_desc_.size());
+  h.hits = 0;
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     f.write(reinterpret_cast<const char*>(&h), sizeof h);
     f.write(name.data(), h.name_len);
+    f.write(env_desc_.data(), env_desc_.size());
     f.write(payload.data(), payload.size());
     f.flush();
     if (!f) {
@@ -202,13 +268,14 @@ std::vector<DiskEntryInfo> DiskTier::list() const {
     info.age_s = now - st.st_mtime;
     std::ifstream f(info.file, std::ios::binary);
     Header h{};
-    if (f.read(reinterpret_cast<char*>(&h), sizeof h) && std::memcmp(h.magic, kMagic, 8) == 0 &&
-        h.name_len <= 4096) {
-      info.name.resize(h.name_len);
-      f.read(info.name.data(), h.name_len);
+    std::string env;
+    if (read_header(f, h, info.name, env)) {
       info.compile_ns = h.compile_ns;
+      info.hits = static_cast<int64_t>(h.hits);
+      info.current = h.version == kCacheFormatVersion && (env_desc_.empty() || env == env_desc_);
     } else {
       info.name = "<unreadable>";
+      info.current = false;
     }
     out.push_back(std::move(info));
   }

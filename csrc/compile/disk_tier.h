@@ -28,8 +28,10 @@ struct DiskEntryInfo {
   std::string file;
   std::string name;
   int64_t bytes = 0;
-  int64_t age_s = 0;
+  int64_t age_s = 0;      // since last use
   int64_t compile_ns = 0;
+  int64_t hits = 0;       // loads from this tier, all processes
+  bool current = true;    // written for this process's environment
 };
 
 class DiskTier {
@@ -41,7 +43,12 @@ class DiskTier {
   const std::string& dir() const { return dir_; }
   bool enabled() const { return enabled_.load(); }
 
-  std::optional<DiskEntry> lookup(const CacheKey& key);
+  // The environment (plugin, CPU, versions) entries are valid for; its key
+  // is part of every file name, its description is stored in the file so a
+  // miss can say what changed. Set once before the first lookup.
+  void set_environment(const CacheKey& env, std::string description);
+
+  std::optional<DiskEntry> lookup(const CacheKey& key, const std::string& name);
   // Queues a write; returns at once.
   void store(const CacheKey& key, const std::string& name, std::string payload, int64_t compile_ns);
   // Waits until queued writes are on disk.
@@ -55,11 +62,13 @@ class DiskTier {
 
  private:
   std::string path_for(const CacheKey& key) const;
+  void explain_miss(const CacheKey& key, const std::string& name);
   void writer_loop();
   void write_now(const CacheKey& key, const std::string& name, const std::string& payload, int64_t compile_ns);
   void disable(const std::string& why);
 
   std::string label_, dir_;
+  std::string env_hex_, env_desc_;
   int64_t max_bytes_;
   std::atomic<bool> enabled_{true};
   std::atomic<bool> warned_corrupt_{false};
@@ -77,6 +86,6 @@ class DiskTier {
 };
 
 // The file format version; bump when the layout or key recipe changes.
-constexpr uint32_t kCacheFormatVersion = 1;
+constexpr uint32_t kCacheFormatVersion = 2;
 
 }  // namespace torch_tpu

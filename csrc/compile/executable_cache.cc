@@ -80,6 +80,10 @@ void ExecutableCache::configure(const TierSettings& s) {
   disk_ = s.disk_dir.empty() ? nullptr : std::make_unique<DiskTier>("disk", s.disk_dir, s.max_bytes);
   shared_ = s.shared_dir.empty() ? nullptr : std::make_unique<DiskTier>("shared", s.shared_dir, s.max_bytes);
   tiers_configured_ = true;
+  if (env_ready_) {
+    if (disk_) disk_->set_environment(env_key_, env_desc_);
+    if (shared_) shared_->set_environment(env_key_, env_desc_);
+  }
 }
 
 TierSettings ExecutableCache::settings() {
@@ -106,38 +110,44 @@ void ExecutableCache::flush() {
   if (shared_) shared_->flush();
 }
 
-CacheKey ExecutableCache::persistent_key(const runtime::Client& client, const CacheKey& key) {
-  if (!env_key_ready_) {
-    KeyBuilder e;
-    e.add(std::string_view(kTorchTpuVersion));
-    e.add(kCacheFormatVersion);
-    e.add(std::string_view(client.platform_name()));
-    e.add(std::string_view(client.devices().empty() ? "" : client.devices()[0].kind));
-    e.add(std::string_view(runtime::CompileOptions{}.serialize()));
-    const char* plugin_id = std::getenv("TORCH_TPU_INTERNAL_PLUGIN_IDENTITY");  // tests simulate a new plugin
-    e.add(std::string_view(plugin_id && *plugin_id ? plugin_id : client.plugin_identity()));
-    e.add(std::string_view(host_cpu_features()));
-    env_key_ = e.finish();
-    env_key_ready_ = true;
-  }
-  KeyBuilder k;
-  k.add(env_key_.hi);
-  k.add(env_key_.lo);
-  k.add(key.hi);
-  k.add(key.lo);
-  return k.finish();
+// Everything besides the op itself that makes an executable valid, as
+// "field=value" lines (stored in each file, so a miss can say what changed).
+void ExecutableCache::ensure_environment(const runtime::Client& client) {
+  if (env_ready_) return;
+  const char* plugin_id = std::getenv("TORCH_TPU_INTERNAL_PLUGIN_IDENTITY");  // tests simulate a new plugin
+  std::string cpu = host_cpu_features();
+  KeyBuilder cpu_hash, opts_hash;
+  cpu_hash.add(std::string_view(cpu));
+  opts_hash.add(std::string_view(runtime::CompileOptions{}.serialize()));
+  env_desc_ = std::string("torch_tpu=") + kTorchTpuVersion + "\n" +
+              "cache_format=" + std::to_string(kCacheFormatVersion) + "\n" +
+              "platform=" + client.platform_name() + "\n" +
+              "device_kind=" + (client.devices().empty() ? "" : client.devices()[0].kind) + "\n" +
+              "compile_options=" + opts_hash.finish().hex().substr(0, 12) + "\n" +
+              "plugin=" + (plugin_id && *plugin_id ? plugin_id : client.plugin_identity()) + "\n" +
+              "host_cpu=" + cpu.substr(0, cpu.find('|')) + " features#" + cpu_hash.finish().hex().substr(0, 12) + "\n";
+  KeyBuilder e;
+  e.add(std::string_view(env_desc_));
+  env_key_ = e.finish();
+  if (disk_) disk_->set_environment(env_key_, env_desc_);
+  if (shared_) shared_->set_environment(env_key_, env_desc_);
+  env_ready_ = true;
 }
 
 ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, const CacheKey& key,
                                                const std::string& name,
                                                const std::function<std::string()>& emit) {
   DiskTier* tiers[2] = {disk(), shared()};
-  CacheKey pkey = (tiers[0] || tiers[1]) ? persistent_key(client, key) : CacheKey{};
+  {
+    std::lock_guard<std::mutex> lock(tiers_mu_);
+    ensure_environment(client);
+  }
+  const CacheKey& pkey = key;
   std::shared_ptr<runtime::Executable> exe;
   int64_t ns = 0;
   for (int t = 0; t < 2 && !exe; ++t) {
     if (!tiers[t]) continue;
-    auto entry = tiers[t]->lookup(pkey);
+    auto entry = tiers[t]->lookup(pkey, name);
     if (!entry) continue;
     try {
       exe = client.deserialize(entry->payload);

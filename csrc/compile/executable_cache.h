@@ -59,16 +59,16 @@ class ExecutableCache {
   std::atomic<int64_t> mem_requests{0}, mem_hits{0}, mem_misses{0}, load_failures{0};
 
  private:
-  CacheKey persistent_key(const runtime::Client& client, const CacheKey& key);
+  void ensure_environment(const runtime::Client& client);
   std::mutex mu_;
   std::unordered_map<CacheKey, ProgramPtr, CacheKeyHash> map_;
   std::mutex tiers_mu_;
   bool tiers_configured_ = false;
   TierSettings settings_;
   std::unique_ptr<DiskTier> disk_, shared_;
-  std::string env_key_text_;
+  std::string env_desc_;
   CacheKey env_key_{};
-  bool env_key_ready_ = false;
+  bool env_ready_ = false;
   std::atomic<bool> warned_load_{false};
 };
 

@@ -143,6 +143,8 @@ PYBIND11_MODULE(_C, m) {
       d["bytes"] = e.bytes;
       d["age_s"] = e.age_s;
       d["compile_ms"] = e.compile_ns / 1e6;
+      d["hits"] = e.hits;
+      d["current"] = e.current;
       out.append(d);
     }
     return out;

@@ -24,11 +24,13 @@ def main(argv=None) -> int:
         print(f"tier:       {a.tier}\ndirectory:  {d}\nentries:    {len(ents)}\nsize:       {_fmt_bytes(total)}"
               f" (cap {_fmt_bytes(s['max_bytes'])})\ncompile time stored: {saved / 1000:.1f} s")
     elif a.command == "list":
-        print(f"{'key':<34} {'op':<28} {'size':>10} {'age':>6} {'compile':>10}")
+        print(f"{'key (op-environment)':<20} {'op':<24} {'size':>9} {'used':>6} {'hits':>6} {'compile':>10}")
         for e in sorted(ents, key=lambda e: e["age_s"]):
             key = e["file"].rsplit("/", 1)[-1].removesuffix(".xex")
-            print(f"{key:<34} {e['name'][:28]:<28} {_fmt_bytes(e['bytes']):>10} {_fmt_age(e['age_s']):>6}"
-                  f" {e['compile_ms']:>8.1f}ms")
+            short = key[:8] + "-" + key.split("-")[-1][:8] if "-" in key else key[:17]
+            stale = "" if e["current"] else "  (other plugin/CPU/version)"
+            print(f"{short:<20} {e['name'][:24]:<24} {_fmt_bytes(e['bytes']):>9} {_fmt_age(e['age_s']):>6}"
+                  f" {e['hits']:>6} {e['compile_ms']:>8.1f}ms{stale}")
     elif a.command == "clear":
         print(f"removed {clear(a.tier)} entries from {d}")
     else:
