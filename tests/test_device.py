@@ -278,3 +278,27 @@ def test_launch_blocking_subprocess():
     r = run_py(code, TORCH_TPU_LAUNCH_BLOCKING="1")
     assert r.returncode == 0, r.stderr
     assert "OK" in r.stdout
+
+
+def test_multiple_cpu_devices_in_a_subprocess():
+    import subprocess
+    import sys
+    code = (
+        "import torch\n"
+        "assert torch.tpu.device_count() == 2\n"
+        "a = torch.ones(3, device='tpu:1'); b = a * 2\n"
+        "assert b.device == torch.device('tpu:1')\n"
+        "c = b.to('tpu:0'); assert c.device == torch.device('tpu:0')\n"
+        "assert (c + 1).cpu().tolist() == [3.0, 3.0, 3.0]\n"
+        "with torch.tpu.device(1):\n"
+        "    assert torch.zeros(2, device='tpu').device == torch.device('tpu:1')\n"
+        "try:\n"
+        "    a + c\n"
+        "    raise SystemExit('mixing devices did not raise')\n"
+        "except RuntimeError as e:\n"
+        "    assert 'same device' in str(e)\n"
+        "print('ok')\n"
+    )
+    env = dict(__import__("os").environ, TORCH_TPU_NUM_CPU_DEVICES="2")
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr

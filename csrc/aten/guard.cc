@@ -12,23 +12,22 @@
 namespace torch_tpu {
 namespace {
 
-thread_local c10::DeviceIndex g_current = 0;
 
 struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   static constexpr c10::DeviceType D = c10::DeviceType::PrivateUse1;
   c10::DeviceType type() const override { return D; }
   c10::Device exchangeDevice(c10::Device d) const override {
-    c10::Device old(D, g_current);
-    if (d.index() >= 0) g_current = d.index();
+    c10::Device old(D, current_device_index());
+    if (d.index() >= 0) set_current_device_index(d.index());
     return old;
   }
-  c10::Device getDevice() const override { return c10::Device(D, g_current); }
+  c10::Device getDevice() const override { return c10::Device(D, current_device_index()); }
   void setDevice(c10::Device d) const override {
     TORCH_CHECK(d.type() == D, "expected a tpu device, got ", d);
-    if (d.index() >= 0) g_current = d.index();
+    if (d.index() >= 0) set_current_device_index(d.index());
   }
   void uncheckedSetDevice(c10::Device d) const noexcept override {
-    if (d.index() >= 0) g_current = d.index();
+    if (d.index() >= 0) set_current_device_index(d.index());
   }
   c10::Stream getStream(c10::Device d) const override {
     return c10::Stream(c10::Stream::DEFAULT, d);
@@ -75,17 +74,17 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
     return at::make_generator<TpuGeneratorImpl>(idx < 0 ? 0 : idx);
   }
   at::Device getDeviceFromPtr(void*) const override {
-    return at::Device(c10::DeviceType::PrivateUse1, g_current);
+    return at::Device(c10::DeviceType::PrivateUse1, current_device_index());
   }
   bool isPinnedPtr(const void*) const override { return false; }
   at::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
   bool hasPrimaryContext(c10::DeviceIndex) const override { return runtime_initialized(); }
   c10::DeviceIndex deviceCount() const override { return static_cast<c10::DeviceIndex>(device_count()); }
-  void setCurrentDevice(c10::DeviceIndex d) const override { g_current = d; }
-  c10::DeviceIndex getCurrentDevice() const override { return g_current; }
+  void setCurrentDevice(c10::DeviceIndex d) const override { set_current_device_index(d); }
+  c10::DeviceIndex getCurrentDevice() const override { return current_device_index(); }
   c10::DeviceIndex exchangeDevice(c10::DeviceIndex d) const override {
-    auto old = g_current;
-    g_current = d;
+    auto old = current_device_index();
+    set_current_device_index(d);
     return old;
   }
   c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex d) const override { return exchangeDevice(d); }

@@ -17,7 +17,7 @@ void delete_slot(void* p) {
 class TpuAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t nbytes) override {
-    c10::DeviceIndex idx = 0;
+    c10::DeviceIndex idx = current_device_index();
     auto* s = new StorageSlot();
     s->nbytes = nbytes;
     s->device = idx;
@@ -43,8 +43,12 @@ class TpuAllocator final : public c10::Allocator {
 };
 
 TpuAllocator g_allocator;
+thread_local c10::DeviceIndex g_current = 0;
 
 }  // namespace
+
+c10::DeviceIndex current_device_index() { return g_current; }
+void set_current_device_index(c10::DeviceIndex i) { g_current = i; }
 
 MemoryStats& memory_stats() {
   static MemoryStats s;

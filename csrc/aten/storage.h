@@ -35,4 +35,8 @@ struct MemoryStats {
 };
 MemoryStats& memory_stats();
 
+// The calling thread's current tpu device (set through the device guard).
+c10::DeviceIndex current_device_index();
+void set_current_device_index(c10::DeviceIndex i);
+
 }  // namespace torch_tpu

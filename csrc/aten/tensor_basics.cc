@@ -2,6 +2,7 @@
 // (metadata only, sharing the storage slot), resize, set_, copies between
 // devices and .item().
 #include <ATen/EmptyTensor.h>
+#include <c10/core/DeviceGuard.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
@@ -27,6 +28,7 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarT
   auto t = c10::dtype_or_default(dtype);
   check_dtype(t);
   TORCH_CHECK(!pin_memory.has_value() || !*pin_memory, "pin_memory is only for CPU tensors");
+  c10::OptionalDeviceGuard guard(device);
   return at::detail::empty_generic(size, tpu_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), t, fmt);
 }
 
@@ -35,6 +37,7 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::op
                          std::optional<bool> pin_memory) {
   auto t = c10::dtype_or_default(dtype);
   check_dtype(t);
+  c10::OptionalDeviceGuard guard(device);
   return at::detail::empty_strided_generic(size, stride, tpu_allocator(),
                                            c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), t);
 }
@@ -88,6 +91,13 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     at::Tensor host = at::empty(self.sizes(), self.options().device(c10::kCPU));
     eager::copy_to_host(self, host.mutable_data_ptr(), host.nbytes());
     dst.copy_(host);
+  } else if (self.device() != dst.device()) {
+    // Between two tpu devices: staged through the host (PJRT's device-to-
+    // device copy is not in every plugin's API version).
+    at::Tensor host = at::empty(self.sizes(), self.options().device(c10::kCPU));
+    eager::copy_to_host(self, host.mutable_data_ptr(), host.nbytes());
+    at::Tensor staged = host.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+    eager::copy_from_host(dst, staged.const_data_ptr(), staged.nbytes());
   } else {
     eager::OpCall call("copy_");
     call.input(self);
