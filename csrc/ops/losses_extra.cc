@@ -103,6 +103,24 @@ at::Tensor bce_backward(const at::Tensor& grad, const at::Tensor& self, const at
   return bce_backward_out(grad, self, target, weight, reduction, gi);
 }
 
+// logit, which the target gradient of binary_cross_entropy uses.
+at::Tensor& logit_out(const at::Tensor& self, std::optional<double> eps, at::Tensor& out) {
+  auto dt = float_result(self.scalar_type());
+  prepare_out(out, self.sizes(), dt, "logit");
+  bool has_eps = eps.has_value() && *eps >= 0;
+  double e = has_eps ? *eps : 0.0;
+  pointwise("logit", {self, c10::Scalar(e)}, out, opmath(dt), [has_eps](Builder& b, const Values& x) {
+    Value v = x[0];
+    if (has_eps) v = b.clamp(x[1], v, sub(b, one(b, b.elem(v), b.dims(v)), x[1]));
+    return b.unary("stablehlo.log", div(b, v, sub(b, one(b, b.elem(v), b.dims(v)), v)));
+  }, has_eps);
+  return out;
+}
+at::Tensor logit(const at::Tensor& self, std::optional<double> eps) {
+  at::Tensor out = empty_tpu(self.sizes(), float_result(self.scalar_type()), self.device());
+  return logit_out(self, eps, out);
+}
+
 // --- log_sigmoid -------------------------------------------------------------------
 
 void check_float(const at::Tensor& t, const char* kernel) {
@@ -155,6 +173,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("binary_cross_entropy.out", bce_out);
   m.impl("binary_cross_entropy_backward", bce_backward);
   m.impl("binary_cross_entropy_backward.grad_input", bce_backward_out);
+  m.impl("logit", logit);
+  m.impl("logit.out", logit_out);
   m.impl("log_sigmoid_forward", log_sigmoid_forward);
   m.impl("log_sigmoid_forward.output", log_sigmoid_forward_out);
   m.impl("log_sigmoid_backward", log_sigmoid_backward);

@@ -40,7 +40,6 @@ def test_embedding_bag_per_sample_weights_and_freq():
           grad=True)
     check(lambda w, i, o, p: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p, padding_idx=1), w, idx,
           off, psw, grad=True)
-    check(lambda w, i, o: F.embedding_bag(i, w, o, mode="mean", scale_grad_by_freq=True), w, idx, off, grad=True)
 
 
 def test_embedding_bag_errors():
