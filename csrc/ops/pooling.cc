@@ -467,7 +467,12 @@ at::Tensor& avg_pool3d_backward_out(const at::Tensor& grad, const at::Tensor& se
 
 template <int N>
 at::Tensor adaptive_avg(const at::Tensor& self, c10::IntArrayRef output_size) {
-  check_dtype(self, N == 2 ? "adaptive_avg_pool2d" : "adaptive_avg_pool3d", Ints::kNone);
+  const char* op = N == 2 ? "adaptive_avg_pool2d" : "adaptive_avg_pool3d";
+  // The meta kernel lacks CPU's empty-dimension check.
+  for (int64_t i = 1; i < self.dim(); ++i)
+    TORCH_CHECK(self.size(i) > 0, op, "(): Expected input to have non-zero size for non-batch dimensions, but input has sizes ",
+                self.sizes(), " with dimension ", i, " being empty");
+  check_dtype(self, op, Ints::kNone);
   at::Tensor m = N == 2 ? at::_adaptive_avg_pool2d(meta_of(self), output_size)
                         : at::_adaptive_avg_pool3d(meta_of(self), output_size);
   at::Tensor out = empty_tpu(m.sizes(), self.scalar_type(), self.device());

@@ -9,6 +9,14 @@ from tests.helpers import TPU, check
 FLOATS = [torch.float32, torch.bfloat16]
 
 
+def tol(dtype):
+    """bf16: CPU's bf16 convolution gradients round partial sums (measured
+    0.07 max error against an f32 reference at magnitudes ~8, where ours,
+    accumulated in f32 and rounded once, is 0.056), so the two bf16 results
+    may differ by 2-3 bf16 ulps of the summed terms. f32: the default."""
+    return dict(atol=0.1, rtol=0.02) if dtype == torch.bfloat16 else {}
+
+
 def both_raise(exc, fn, *cpu_args):
     with pytest.raises(exc):
         fn(*cpu_args)
@@ -29,7 +37,7 @@ def test_conv2d(dtype, kw):
     x = torch.randn(2, 4, 9, 8, dtype=dtype)
     w = torch.randn(6, 4 // kw.get("groups", 1), 3, 3, dtype=dtype)
     b = torch.randn(6, dtype=dtype)
-    check(lambda x, w, b: F.conv2d(x, w, b, **kw), x, w, b, grad=True)
+    check(lambda x, w, b: F.conv2d(x, w, b, **kw), x, w, b, grad=True, **tol(dtype))
 
 
 def test_conv2d_no_bias_depthwise_unbatched():
@@ -58,8 +66,9 @@ def test_conv1d(dtype):
     x = torch.randn(3, 4, 17, dtype=dtype)
     w = torch.randn(6, 2, 5, dtype=dtype)
     b = torch.randn(6, dtype=dtype)
-    check(lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=3, dilation=2, groups=2), x, w, b, grad=True)
-    check(lambda x, w: F.conv1d(x, w, padding="same"), x, torch.randn(5, 4, 5, dtype=dtype), grad=True)
+    check(lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=3, dilation=2, groups=2), x, w, b, grad=True,
+          **tol(dtype))
+    check(lambda x, w: F.conv1d(x, w, padding="same"), x, torch.randn(5, 4, 5, dtype=dtype), grad=True, **tol(dtype))
 
 
 def test_conv3d():
@@ -83,7 +92,7 @@ def test_conv_transpose2d(dtype, kw):
     g = kw.get("groups", 1)
     w = torch.randn(4, 6 // g, 3, 3, dtype=dtype)
     b = torch.randn(6, dtype=dtype)
-    check(lambda x, w, b: F.conv_transpose2d(x, w, b, **kw), x, w, b, grad=True)
+    check(lambda x, w, b: F.conv_transpose2d(x, w, b, **kw), x, w, b, grad=True, **tol(dtype))
 
 
 def test_conv_transpose1d_3d():
@@ -124,6 +133,6 @@ def test_conv_bad_args():
     both_raise(RuntimeError, lambda x, w: F.conv2d(x, w), x, torch.randn(6, 4, 3))  # rank
     both_raise(RuntimeError, lambda x, w, b: F.conv2d(x, w, b), x, torch.randn(6, 4, 3, 3), torch.randn(5))
     both_raise(RuntimeError, lambda x, w: F.conv2d(x, w), x, torch.randn(6, 4, 3, 3, dtype=torch.float64))
-    both_raise(ValueError, lambda x, w: F.conv2d(x, w, padding="same", stride=2), x, torch.randn(6, 4, 3, 3))
+    both_raise(RuntimeError, lambda x, w: F.conv2d(x, w, padding="same", stride=2), x, torch.randn(6, 4, 3, 3))
     both_raise(RuntimeError, lambda x, w: F.conv_transpose2d(x, w, stride=2, output_padding=2),
                x, torch.randn(4, 2, 3, 3))
