@@ -188,6 +188,11 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
                 " channels, but got ", cin, " channels instead");
     out.push_back(weight.size(0));
   } else {
+    // CPU's transposed kernels check this; at::_convolution does not.
+    for (int64_t i = 0; i < ns; ++i)
+      TORCH_CHECK(p.output_padding[i] < p.stride[i] || p.output_padding[i] < p.dilation[i],
+                  "output padding must be smaller than either stride or dilation, but got output_padding: ",
+                  output_padding, " stride: ", stride, " dilation: ", dilation);
     TORCH_CHECK(cin == weight.size(0) && cin % groups == 0, "Given transposed=1, weight of size ", weight.sizes(),
                 ", expected input", input.sizes(), " to have ", weight.size(0), " channels, but got ", cin,
                 " channels instead");

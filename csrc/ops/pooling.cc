@@ -53,6 +53,8 @@ Win regular_win(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p, int64_
 
 // Adaptive windows: [floor(o*in/out), ceil((o+1)*in/out)).
 Win adaptive_win(int64_t in, int64_t out) {
+  // Evenly dividing windows are regular ones (cheaper: slices, not gathers).
+  if (out > 0 && in % out == 0) return regular_win(in, out, in / out, in / out, 0, 1);
   int64_t slots = 0;
   for (int64_t o = 0; o < out; ++o) {
     int64_t start = o * in / out, end = ((o + 1) * in + out - 1) / out;
@@ -131,6 +133,49 @@ Value put_add(Builder& b, Value acc, Value pos, Value upd, int64_t dim) {
   return b.scatter(acc, b.reshape(pos, {n, 1}), upd, win, {dim}, {dim}, 1, "stablehlo.add");
 }
 
+// Regular windows read a padded copy with strided slices (far cheaper to
+// compile than gathers): padded length along the dim and its low padding.
+int64_t padded_len(const Win& w) {
+  int64_t need = (w.out - 1) * w.s + (w.slots - 1) * w.d + 1;
+  return w.p + std::max(w.in, need - w.p);
+}
+
+// The source a window dim reads slots from: x itself for adaptive windows,
+// else x padded (with anything: padded slots are masked) along `dim`.
+Value window_source(Builder& b, Value x, const Win& w, int64_t dim) {
+  if (w.adaptive) return x;
+  int64_t r = b.type(x).rank();
+  Dims lo(r, 0), hi(r, 0);
+  lo[dim] = w.p;
+  hi[dim] = padded_len(w) - w.p - w.in;
+  if (lo[dim] == 0 && hi[dim] == 0) return x;
+  return b.pad(x, zero(b, b.elem(x)), lo, hi, Dims(r, 0));
+}
+
+// Slot j of every window along `dim` (pos: clamped positions, adaptive only).
+Value pick(Builder& b, Value src, const Win& w, int64_t j, Value pos, int64_t dim) {
+  if (w.adaptive) return take(b, src, pos, dim);
+  Dims d = b.dims(src);
+  int64_t r = d.size();
+  Dims start(r, 0), limit = d, strides(r, 1);
+  start[dim] = j * w.d;
+  limit[dim] = start[dim] + (w.out - 1) * w.s + 1;
+  strides[dim] = w.s;
+  return b.slice(src, start, limit, strides);
+}
+
+// Adjoint of pick: adds upd (slot j of each window) into acc, which has
+// the source's shape along `dim` (padded_len for regular windows).
+Value unpick_add(Builder& b, Value acc, Value upd, const Win& w, int64_t j, Value pos, int64_t dim) {
+  if (w.adaptive) return put_add(b, acc, pos, upd, dim);
+  int64_t r = b.type(upd).rank();
+  Dims lo(r, 0), hi(r, 0), interior(r, 0);
+  lo[dim] = j * w.d;
+  interior[dim] = w.s - 1;
+  hi[dim] = b.dims(acc)[dim] - lo[dim] - ((w.out - 1) * w.s + 1);
+  return add(b, acc, b.pad(upd, zero(b, b.elem(upd)), lo, hi, interior));
+}
+
 Value along(Builder& b, Value v, const Dims& shape, int64_t dim) { return b.broadcast_in_dim(v, shape, {dim}); }
 
 ElemType acc_elem(c10::ScalarType t) {
@@ -166,18 +211,20 @@ Values max_pool_lower(Builder& b, Value x, const std::vector<Win>& wins) {
     ElemType t = b.elem(v);
     Value cur = b.broadcast_to(lowest(b, t), shape);
     Value found = b.constant(0, ElemType::kPred, shape);
-    std::vector<Value> cur_idx(ns);
+    std::vector<Value> cur_idx(ns), src_idx(ns);
     for (int64_t m = k; m < ns; ++m) cur_idx[m] = i64c(b, 0, shape);
+    Value src = window_source(b, v, w, dim);
+    for (int64_t m = k + 1; m < ns; ++m) src_idx[m] = window_source(b, idx[m], w, dim);
     for (int64_t j = 0; j < w.slots; ++j) {
       auto [pos, valid] = slot(b, w, j);
-      Value cand = take(b, v, pos, dim);
+      Value cand = pick(b, src, w, j, pos, dim);
       Value vb = along(b, valid, shape, dim);
       Value better = b.binary("stablehlo.or", b.compare(cand, cur, "GT"), b.compare(cand, cand, "NE"));
       better = b.binary("stablehlo.or", better, b.unary("stablehlo.not", found));
       Value sel = b.binary("stablehlo.and", vb, better);
       cur = b.select(sel, cand, cur);
       cur_idx[k] = b.select(sel, along(b, pos, shape, dim), cur_idx[k]);
-      for (int64_t m = k + 1; m < ns; ++m) cur_idx[m] = b.select(sel, take(b, idx[m], pos, dim), cur_idx[m]);
+      for (int64_t m = k + 1; m < ns; ++m) cur_idx[m] = b.select(sel, pick(b, src_idx[m], w, j, pos, dim), cur_idx[m]);
       found = b.binary("stablehlo.or", found, vb);
     }
     v = cur;
@@ -198,9 +245,10 @@ Value avg_pool_lower(Builder& b, Value x, const std::vector<Win>& wins, bool inc
     Dims shape = b.dims(v);
     shape[dim] = w.out;
     Value sum = zero(b, acc, shape);
+    Value src = window_source(b, v, w, dim);
     for (int64_t j = 0; j < w.slots; ++j) {
       auto [pos, valid] = slot(b, w, j);
-      sum = add(b, sum, b.select(along(b, valid, shape, dim), take(b, v, pos, dim), zero(b, acc, shape)));
+      sum = add(b, sum, b.select(along(b, valid, shape, dim), pick(b, src, w, j, pos, dim), zero(b, acc, shape)));
     }
     v = sum;
   }
@@ -220,12 +268,18 @@ Value avg_pool_backward_lower(Builder& b, Value gy, const std::vector<Win>& wins
     const Win& w = wins[k];
     int64_t dim = lead + k;
     Dims shape = b.dims(g);
-    shape[dim] = w.in;
+    shape[dim] = w.adaptive ? w.in : padded_len(w);
     Value res = zero(b, acc, shape);
     for (int64_t j = 0; j < w.slots; ++j) {
       auto [pos, valid] = slot(b, w, j);
       Value upd = b.select(along(b, valid, b.dims(g), dim), g, zero(b, acc, b.dims(g)));
-      res = put_add(b, res, pos, upd, dim);
+      res = unpick_add(b, res, upd, w, j, pos, dim);
+    }
+    if (!w.adaptive) {  // drop the padding
+      Dims start(shape.size(), 0), limit = shape;
+      start[dim] = w.p;
+      limit[dim] = w.p + w.in;
+      res = b.slice(res, start, limit, Dims(shape.size(), 1));
     }
     g = res;
   }

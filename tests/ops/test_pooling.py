@@ -96,21 +96,22 @@ def test_avg_pool1d_3d_int():
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_adaptive_avg_pool(dtype):
     x = torch.randn(2, 3, 11, 10, dtype=dtype)
-    check(lambda x: F.adaptive_avg_pool2d(x, (4, 3)), x, grad=True)
-    check(lambda x: F.adaptive_avg_pool2d(x, (1, 1)), x, grad=True)
-    check(lambda x: F.adaptive_avg_pool2d(x, (None, 7)), x[0], grad=True)
-    check(lambda x: F.adaptive_avg_pool1d(x, 4), torch.randn(2, 3, 9, dtype=dtype), grad=True)
-    check(lambda x: F.adaptive_avg_pool3d(x, (2, 3, 4)), torch.randn(2, 2, 5, 7, 6, dtype=dtype), grad=True)
+    check(lambda x: F.adaptive_avg_pool2d(x, (4, 5)), x, grad=True)  # ragged x even windows
+    if dtype == torch.float32:
+        check(lambda x: F.adaptive_avg_pool2d(x, (1, 1)), x, grad=True)
+        check(lambda x: F.adaptive_avg_pool2d(x, (None, 7)), x[0], grad=True)
+        check(lambda x: F.adaptive_avg_pool1d(x, 4), torch.randn(2, 3, 9), grad=True)
+        check(lambda x: F.adaptive_avg_pool3d(x, (2, 3, 4)), torch.randn(2, 2, 5, 7, 6), grad=True)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_adaptive_max_pool(dtype):
     x = distinct(2, 3, 11, 10, dtype=dtype)
-    check(lambda x: F.adaptive_max_pool2d(x, (4, 3), return_indices=True), x, grad=True)
-    check(lambda x: F.adaptive_max_pool2d(x, 13, return_indices=True), x[0], grad=True)  # upsampling
-    check(lambda x: F.adaptive_max_pool1d(x, 4, return_indices=True), distinct(2, 3, 9, dtype=dtype), grad=True)
-    check(lambda x: F.adaptive_max_pool3d(x, (2, 3, 4), return_indices=True), distinct(2, 2, 5, 7, 6, dtype=dtype),
-          grad=True)
+    check(lambda x: F.adaptive_max_pool2d(x, (4, 5), return_indices=True), x, grad=True)
+    if dtype == torch.float32:
+        check(lambda x: F.adaptive_max_pool2d(x, 13, return_indices=True), x[0], grad=True)  # upsampling
+        check(lambda x: F.adaptive_max_pool1d(x, 4, return_indices=True), distinct(2, 3, 9), grad=True)
+        check(lambda x: F.adaptive_max_pool3d(x, (2, 3, 4), return_indices=True), distinct(2, 2, 5, 7, 6), grad=True)
 
 
 def test_adaptive_noncontiguous():
