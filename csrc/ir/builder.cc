@@ -414,4 +414,59 @@ std::vector<Value> Builder::rng_bit_generator(Value state, const Dims& d, ElemTy
                       {{"rng_algorithm", "#stablehlo<rng_algorithm THREE_FRY>"}});
 }
 
+Value Builder::convolution(Value lhs, Value rhs, const std::string& ll, const std::string& rl,
+                           const std::string& ol, const Dims& strides,
+                           const std::vector<std::pair<int64_t, int64_t>>& padding, const Dims& lhs_dil,
+                           const Dims& rhs_dil, int64_t fgc, int64_t bgc, ElemType out_t,
+                           const std::string& precision) {
+  int r = type(lhs).rank();
+  size_t ns = r - 2;
+  if (type(rhs).rank() != r || (int)ll.size() != r || (int)rl.size() != r || (int)ol.size() != r)
+    fail("convolution: operand ranks and layouts differ");
+  if (strides.size() != ns || padding.size() != ns || lhs_dil.size() != ns || rhs_dil.size() != ns)
+    fail("convolution: window attribute sizes");
+  if (fgc < 1 || bgc < 1 || (fgc > 1 && bgc > 1)) fail("convolution: group counts");
+  // Position of layout char c in layout l.
+  auto pos = [&](const std::string& l, char c) -> int64_t {
+    auto p = l.find(c);
+    if (p == std::string::npos) fail("convolution: layout " + l + " lacks '" + std::string(1, c) + "'");
+    return (int64_t)p;
+  };
+  const Dims& ld = dims(lhs);
+  const Dims& rd = dims(rhs);
+  int64_t lb = ld[pos(ll, 'b')], lf = ld[pos(ll, 'f')], ro = rd[pos(rl, 'o')], ri = rd[pos(rl, 'i')];
+  if (lf != ri * fgc) fail("convolution: lhs features " + std::to_string(lf) + " != rhs input features x groups");
+  if (ro % fgc != 0 || ro % bgc != 0 || lb % bgc != 0) fail("convolution: group divisibility");
+  Dims out(r, 0);
+  out[pos(ol, 'b')] = lb / bgc;
+  out[pos(ol, 'f')] = ro;
+  std::string pad_text = "dense<[";
+  for (size_t i = 0; i < ns; ++i) {
+    char c = static_cast<char>('0' + i);
+    int64_t in = ld[pos(ll, c)], k = rd[pos(rl, c)];
+    if (strides[i] < 1 || lhs_dil[i] < 1 || rhs_dil[i] < 1) fail("convolution: non-positive window attribute");
+    int64_t d = (in > 0 ? (in - 1) * lhs_dil[i] + 1 : 0) + padding[i].first + padding[i].second;
+    int64_t w = k > 0 ? (k - 1) * rhs_dil[i] + 1 : 0;
+    out[pos(ol, c)] = d < w ? 0 : (d - w) / strides[i] + 1;
+    pad_text += (i ? ", [" : "[") + std::to_string(padding[i].first) + ", " + std::to_string(padding[i].second) + "]";
+  }
+  pad_text += "]> : tensor<" + std::to_string(ns) + "x2xi64>";
+  auto layout = [](const std::string& l) {
+    std::string s = "[";
+    for (size_t i = 0; i < l.size(); ++i) s += (i ? ", " : "") + std::string(1, l[i]);
+    return s + "]";
+  };
+  std::string dn = "#stablehlo.conv<" + layout(ll) + "x" + layout(rl) + "->" + layout(ol) + ">";
+  std::string prec = "[#stablehlo<precision " + precision + ">, #stablehlo<precision " + precision + ">]";
+  return g_.add("stablehlo.convolution", {lhs, rhs}, TensorType{out_t, out},
+                {{"window_strides", render_i64_array(strides)},
+                 {"padding", pad_text},
+                 {"lhs_dilation", render_i64_array(lhs_dil)},
+                 {"rhs_dilation", render_i64_array(rhs_dil)},
+                 {"dimension_numbers", dn},
+                 {"feature_group_count", std::to_string(fgc) + " : i64"},
+                 {"batch_group_count", std::to_string(bgc) + " : i64"},
+                 {"precision_config", prec}});
+}
+
 }  // namespace torch_tpu::ir

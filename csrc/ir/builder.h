@@ -78,6 +78,16 @@ class Builder {
   // Region helper: a scalar binary combiner graph for reduce/scatter.
   static std::shared_ptr<Graph> scalar_combiner(const char* op, ElemType t);
 
+  // stablehlo.convolution. Layouts name each operand dimension, one char
+  // per dimension: lhs "b"atch/"f"eature, rhs "o"utput/"i"nput feature,
+  // result "b"/"f", spatial dimensions '0'..'9' (e.g. "bf01", "oi01",
+  // "bf01"). `padding` is (low, high) per spatial dimension.
+  Value convolution(Value lhs, Value rhs, const std::string& lhs_layout, const std::string& rhs_layout,
+                    const std::string& out_layout, const Dims& window_strides,
+                    const std::vector<std::pair<int64_t, int64_t>>& padding, const Dims& lhs_dilation,
+                    const Dims& rhs_dilation, int64_t feature_group_count, int64_t batch_group_count,
+                    ElemType out, const std::string& precision = "DEFAULT");
+
  private:
   Graph& g_;
 };
