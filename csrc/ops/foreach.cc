@@ -5,27 +5,52 @@
 // which in turn dispatches to our tpu kernels. A fused multi-tensor
 // program can replace these later without changing the registrations.
 #include <ATen/ops/_foreach_abs_native.h>
+#include <ATen/ops/_foreach_acos_native.h>
 #include <ATen/ops/_foreach_add_native.h>
 #include <ATen/ops/_foreach_addcdiv_native.h>
 #include <ATen/ops/_foreach_addcmul_native.h>
+#include <ATen/ops/_foreach_asin_native.h>
+#include <ATen/ops/_foreach_atan_native.h>
+#include <ATen/ops/_foreach_ceil_native.h>
 #include <ATen/ops/_foreach_clamp_max_native.h>
 #include <ATen/ops/_foreach_clamp_min_native.h>
+#include <ATen/ops/_foreach_clone_native.h>
 #include <ATen/ops/_foreach_copy_native.h>
+#include <ATen/ops/_foreach_cos_native.h>
+#include <ATen/ops/_foreach_cosh_native.h>
 #include <ATen/ops/_foreach_div_native.h>
+#include <ATen/ops/_foreach_erf_native.h>
+#include <ATen/ops/_foreach_erfc_native.h>
 #include <ATen/ops/_foreach_exp_native.h>
+#include <ATen/ops/_foreach_expm1_native.h>
+#include <ATen/ops/_foreach_floor_native.h>
+#include <ATen/ops/_foreach_frac_native.h>
 #include <ATen/ops/_foreach_lerp_native.h>
+#include <ATen/ops/_foreach_lgamma_native.h>
+#include <ATen/ops/_foreach_log10_native.h>
+#include <ATen/ops/_foreach_log1p_native.h>
+#include <ATen/ops/_foreach_log2_native.h>
 #include <ATen/ops/_foreach_log_native.h>
+#include <ATen/ops/_foreach_max_native.h>
 #include <ATen/ops/_foreach_maximum_native.h>
 #include <ATen/ops/_foreach_minimum_native.h>
 #include <ATen/ops/_foreach_mul_native.h>
 #include <ATen/ops/_foreach_neg_native.h>
 #include <ATen/ops/_foreach_norm_native.h>
 #include <ATen/ops/_foreach_pow_native.h>
+#include <ATen/ops/_foreach_powsum_native.h>
 #include <ATen/ops/_foreach_reciprocal_native.h>
+#include <ATen/ops/_foreach_round_native.h>
 #include <ATen/ops/_foreach_rsqrt_native.h>
+#include <ATen/ops/_foreach_sigmoid_native.h>
 #include <ATen/ops/_foreach_sign_native.h>
+#include <ATen/ops/_foreach_sin_native.h>
+#include <ATen/ops/_foreach_sinh_native.h>
 #include <ATen/ops/_foreach_sqrt_native.h>
 #include <ATen/ops/_foreach_sub_native.h>
+#include <ATen/ops/_foreach_tan_native.h>
+#include <ATen/ops/_foreach_tanh_native.h>
+#include <ATen/ops/_foreach_trunc_native.h>
 #include <ATen/ops/_foreach_zero_native.h>
 #include <torch/library.h>
 
@@ -94,6 +119,31 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_foreach_zero_", foreach_tensor_zero_slow_);
   m.impl("_foreach_copy_", foreach_tensor_copy_list_kernel_slow_);
   m.impl("_foreach_norm.Scalar", foreach_tensor_norm_slow);
+  TT_FOREACH_UNARY(acos)
+  TT_FOREACH_UNARY(asin)
+  TT_FOREACH_UNARY(atan)
+  TT_FOREACH_UNARY(ceil)
+  TT_FOREACH_UNARY(cos)
+  TT_FOREACH_UNARY(cosh)
+  TT_FOREACH_UNARY(erf)
+  TT_FOREACH_UNARY(erfc)
+  TT_FOREACH_UNARY(expm1)
+  TT_FOREACH_UNARY(floor)
+  TT_FOREACH_UNARY(frac)
+  TT_FOREACH_UNARY(lgamma)
+  TT_FOREACH_UNARY(log10)
+  TT_FOREACH_UNARY(log1p)
+  TT_FOREACH_UNARY(log2)
+  TT_FOREACH_UNARY(round)
+  TT_FOREACH_UNARY(sigmoid)
+  TT_FOREACH_UNARY(sin)
+  TT_FOREACH_UNARY(sinh)
+  TT_FOREACH_UNARY(tan)
+  TT_FOREACH_UNARY(tanh)
+  TT_FOREACH_UNARY(trunc)
+  m.impl("_foreach_max", foreach_tensor_max_slow);
+  m.impl("_foreach_powsum.Scalar", foreach_tensor_powsum_slow);
+  m.impl("_foreach_clone", foreach_tensor_clone_slow);
 }
 
 #undef TT_FOREACH_BINARY
