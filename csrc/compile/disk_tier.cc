@@ -1,7 +1,5 @@
 #include "compile/disk_tier.h"
 
-#include <c10/util/Exception.h>
-#include <c10/util/Logging.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <utime.h>
@@ -83,8 +81,8 @@ DiskTier::~DiskTier() {
 
 void DiskTier::disable(const std::string& why) {
   if (enabled_.exchange(false))
-    TORCH_WARN("torch_tpu: the ", label_, " compilation cache is off for this process (", why,
-               "); compiled programs stay in memory only.");
+    log::write(log::Level::kWarning, "the " + label_ + " compilation cache is off for this process (" + why +
+                                         "); compiled programs stay in memory only.");
 }
 
 void DiskTier::set_environment(const CacheKey& env, std::string description) {
@@ -134,8 +132,9 @@ std::optional<DiskEntry> DiskTier::lookup(const CacheKey& key, const std::string
     corrupt++;
     misses++;
     if (!warned_corrupt_.exchange(true))
-      TORCH_WARN("torch_tpu: ignoring unusable compilation cache file ", path, " (", why,
-                 "); it will be recompiled and replaced. Further such files are skipped silently.");
+      log::write(log::Level::kWarning, "ignoring unusable compilation cache file " + path + " (" + why +
+                                           "); it will be recompiled and replaced. Further such files are "
+                                           "skipped silently.");
     std::error_code ec;
     fs::remove(path, ec);
     return std::nullopt;

@@ -1,6 +1,6 @@
 #include "compile/executable_cache.h"
 
-#include <c10/util/Exception.h>
+#include "runtime/log.h"
 
 #include <chrono>
 #include <cstdio>
@@ -157,7 +157,8 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
     } catch (const std::exception& e) {
       load_failures++;
       if (!warned_load_.exchange(true))
-        TORCH_WARN("torch_tpu: a cached executable failed to load (", e.what(), "); recompiling.");
+        log::write(log::Level::kWarning,
+                   std::string("a cached executable failed to load (") + e.what() + "); recompiling.");
     }
   }
   if (!exe) {
