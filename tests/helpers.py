@@ -64,6 +64,16 @@ def check(fn, *args, grad=False, atol=None, rtol=None, **kwargs):
     return actual
 
 
+def both_raise(exc, fn, *cpu_args):
+    """fn raises `exc` on CPU arguments and on their tpu copies alike."""
+    import pytest
+
+    with pytest.raises(exc):
+        fn(*cpu_args)
+    with pytest.raises(exc):
+        fn(*[a.to(TPU) if isinstance(a, torch.Tensor) else a for a in cpu_args])
+
+
 def _assert_same(actual, expected, tol):
     if isinstance(expected, (tuple, list)):
         assert len(actual) == len(expected)

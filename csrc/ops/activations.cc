@@ -13,19 +13,12 @@ namespace {
 
 using ir::Dims;
 
-c10::ScalarType opmath(c10::ScalarType t) {
-  return (t == c10::kHalf || t == c10::kBFloat16) ? c10::kFloat : t;
-}
-
 void check_float(const at::Tensor& t, const char* kernel) {
   TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t.scalar_type()), "\"", kernel, "\" not implemented for '",
                               c10::toString(t.scalar_type()), "'");
 }
 
 Value scalar_like(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
-Value mul(Builder& b, Value x, Value y) { return b.binary("stablehlo.multiply", x, y); }
-Value add(Builder& b, Value x, Value y) { return b.binary("stablehlo.add", x, y); }
-Value sub(Builder& b, Value x, Value y) { return b.binary("stablehlo.subtract", x, y); }
 
 // --- gelu --------------------------------------------------------------------
 

@@ -18,14 +18,6 @@ namespace {
 
 using ir::Dims;
 
-c10::ScalarType opmath(c10::ScalarType t) {
-  return (t == c10::kHalf || t == c10::kBFloat16) ? c10::kFloat : t;
-}
-
-Value mul(Builder& b, Value x, Value y) { return b.binary("stablehlo.multiply", x, y); }
-Value add(Builder& b, Value x, Value y) { return b.binary("stablehlo.add", x, y); }
-Value sub(Builder& b, Value x, Value y) { return b.binary("stablehlo.subtract", x, y); }
-Value div(Builder& b, Value x, Value y) { return b.binary("stablehlo.divide", x, y); }
 Value splat(Builder& b, double v, ElemType e, const Dims& d) { return b.constant(v, e, d); }
 
 // Sum of x over every dim but `keep`, as a vector of x.dims[keep].

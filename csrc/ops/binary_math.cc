@@ -22,10 +22,6 @@ ScalarType upcast(ScalarType t) {
   return (t == c10::kBFloat16 || t == c10::kHalf) ? c10::kFloat : t;
 }
 Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
-Value mul(Builder& b, Value x, Value y) { return b.binary("stablehlo.multiply", x, y); }
-Value add(Builder& b, Value x, Value y) { return b.binary("stablehlo.add", x, y); }
-Value sub(Builder& b, Value x, Value y) { return b.binary("stablehlo.subtract", x, y); }
-Value div(Builder& b, Value x, Value y) { return b.binary("stablehlo.divide", x, y); }
 Value isnan(Builder& b, Value x) { return b.compare(x, x, "NE"); }
 Value nan_like(Builder& b, Value x) { return cst(b, NAN, x); }
 Value por(Builder& b, Value x, Value y) { return b.binary("stablehlo.or", x, y); }

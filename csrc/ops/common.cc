@@ -1,5 +1,6 @@
 #include "ops/common.h"
 
+#include <ATen/Context.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
@@ -68,6 +69,21 @@ c10::ScalarType default_float() { return c10::typeMetaToScalarType(c10::get_defa
 
 c10::ScalarType float_result(c10::ScalarType t) {
   return c10::isFloatingType(t) ? t : default_float();
+}
+
+c10::ScalarType opmath(c10::ScalarType t) {
+  return (t == c10::kHalf || t == c10::kBFloat16) ? c10::kFloat : t;
+}
+
+const char* precision_for(c10::ScalarType t) {
+  if (t == c10::kDouble) return "HIGHEST";
+  if (t != c10::kFloat) return "DEFAULT";
+  switch (at::globalContext().float32MatmulPrecision()) {
+    case at::Float32MatmulPrecision::HIGHEST: return "HIGHEST";
+    case at::Float32MatmulPrecision::HIGH: return "HIGH";
+    case at::Float32MatmulPrecision::MEDIUM: return "DEFAULT";
+  }
+  return "DEFAULT";
 }
 
 Value zero(Builder& b, ElemType t, const std::vector<int64_t>& dims) { return b.constant(0, t, dims); }

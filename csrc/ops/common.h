@@ -55,6 +55,19 @@ int64_t wrap_dim(int64_t dim, int64_t rank);
 c10::ScalarType default_float();
 // The float dtype ops like exp/sqrt compute in (ints and bool -> default float).
 c10::ScalarType float_result(c10::ScalarType t);
+// Arithmetic shorthands for lowerings (same-shape operands).
+inline Value add(Builder& b, Value x, Value y) { return b.binary("stablehlo.add", x, y); }
+inline Value sub(Builder& b, Value x, Value y) { return b.binary("stablehlo.subtract", x, y); }
+inline Value mul(Builder& b, Value x, Value y) { return b.binary("stablehlo.multiply", x, y); }
+inline Value div(Builder& b, Value x, Value y) { return b.binary("stablehlo.divide", x, y); }
+
+// PyTorch's "opmath" type: half types compute in float32, others in themselves.
+c10::ScalarType opmath(c10::ScalarType t);
+inline ElemType opmath_elem(c10::ScalarType t) { return to_elem(opmath(t)); }
+// dot_general/convolution precision for operands of dtype `t`, following
+// torch.set_float32_matmul_precision (highest/high/medium -> HIGHEST/HIGH/DEFAULT).
+const char* precision_for(c10::ScalarType t);
+
 // Zero/one/min/max constants of an element type.
 Value zero(Builder& b, ElemType t, const std::vector<int64_t>& dims = {});
 Value one(Builder& b, ElemType t, const std::vector<int64_t>& dims = {});

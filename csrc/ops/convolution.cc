@@ -23,22 +23,6 @@ namespace {
 using ir::Dims;
 using Pads = std::vector<std::pair<int64_t, int64_t>>;
 
-const char* precision_for(c10::ScalarType t) {
-  if (t == c10::kDouble) return "HIGHEST";
-  if (t != c10::kFloat) return "DEFAULT";
-  switch (at::globalContext().float32MatmulPrecision()) {
-    case at::Float32MatmulPrecision::HIGHEST: return "HIGHEST";
-    case at::Float32MatmulPrecision::HIGH: return "HIGH";
-    case at::Float32MatmulPrecision::MEDIUM: return "DEFAULT";
-  }
-  return "DEFAULT";
-}
-
-ElemType acc_elem(c10::ScalarType t) {
-  if (t == c10::kHalf || t == c10::kBFloat16) return ElemType::kF32;
-  return to_elem(t);
-}
-
 // "bf012"-style layout with `ns` spatial dimensions after two named ones.
 std::string layout(const char* head, int64_t ns) {
   std::string s = head;
@@ -218,7 +202,7 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   call.input(weight);
   if (bias.defined()) call.input(bias);
   call.output(result);
-  ElemType acc = acc_elem(input.scalar_type());
+  ElemType acc = opmath_elem(input.scalar_type());
   Dims spatial(out.begin() + 2, out.end());
   call.run([&](Builder& b, const Values& in) {
     Value x = b.convert(in[0], acc), w = b.convert(in[1], acc);
@@ -254,7 +238,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   call.input(weight);
   for (auto* t : {&gi, &gw, &gb})
     if (t->defined()) call.output(*t);
-  ElemType acc = acc_elem(input.scalar_type());
+  ElemType acc = opmath_elem(input.scalar_type());
   Dims in_sp = vec(input.sizes().slice(2)), k_sp = vec(weight.sizes().slice(2));
   call.run([&](Builder& b, const Values& in) {
     Value gy = b.convert(in[0], acc), x = b.convert(in[1], acc), w = b.convert(in[2], acc);

@@ -16,10 +16,6 @@
 namespace torch_tpu::ops {
 namespace {
 
-ElemType opmath(c10::ScalarType t) {
-  return (t == c10::kHalf || t == c10::kBFloat16) ? ElemType::kF32 : to_elem(t);
-}
-
 void check_list(at::TensorList params, at::TensorList other, const char* what) {
   TORCH_CHECK(other.size() == params.size(), "Expected ", what, " to have ", params.size(), " tensors, got ",
               other.size());
@@ -75,10 +71,6 @@ void check_scale(const std::optional<at::Tensor>& t, const char* what) {
 }
 
 Value bcast(Builder& b, Value s, const Value& like) { return b.broadcast_to(s, b.dims(like)); }
-Value add(Builder& b, Value x, Value y) { return b.binary("stablehlo.add", x, y); }
-Value sub(Builder& b, Value x, Value y) { return b.binary("stablehlo.subtract", x, y); }
-Value mul(Builder& b, Value x, Value y) { return b.binary("stablehlo.multiply", x, y); }
-Value div(Builder& b, Value x, Value y) { return b.binary("stablehlo.divide", x, y); }
 
 // found_inf != 0 keeps `old`, else `upd` (both already in the output dtype).
 Value guard(Builder& b, const std::optional<Value>& skip, Value upd, Value old) {
@@ -147,7 +139,7 @@ void fused_adam_impl(bool adamw, at::TensorList params, at::TensorList grads, at
     Values outs;
     for (size_t i = 0; i < n; ++i) {
       const Idx& x = idx[i];
-      ElemType ce = opmath(params[i].scalar_type());
+      ElemType ce = opmath_elem(params[i].scalar_type());
       ElemType pe = to_elem(params[i].scalar_type());
       auto s = [&](int k) { return Shared::scalar(b, in, k, ce); };
       Value lr_v = s(sh.lr), b1 = s(sh.hyper[0]), b2 = s(sh.hyper[1]), wd_v = s(sh.hyper[2]), eps_v = s(sh.hyper[3]);
@@ -245,7 +237,7 @@ void fused_sgd_impl(at::TensorList params, at::TensorList grads, at::TensorList 
     Values outs;
     for (size_t i = 0; i < n; ++i) {
       const Idx& x = idx[i];
-      ElemType ce = opmath(params[i].scalar_type());
+      ElemType ce = opmath_elem(params[i].scalar_type());
       ElemType pe = to_elem(params[i].scalar_type());
       auto s = [&](int k) { return Shared::scalar(b, in, k, ce); };
       Value lr_v = s(sh.lr), wd_v = s(sh.hyper[0]), mom = s(sh.hyper[1]), damp = s(sh.hyper[2]);
@@ -335,7 +327,7 @@ void fused_adagrad_impl(at::TensorList params, at::TensorList grads, at::TensorL
     Values outs;
     for (size_t i = 0; i < n; ++i) {
       const Idx& x = idx[i];
-      ElemType ce = opmath(params[i].scalar_type());
+      ElemType ce = opmath_elem(params[i].scalar_type());
       ElemType pe = to_elem(params[i].scalar_type());
       auto s = [&](int k) { return Shared::scalar(b, in, k, ce); };
       Value lr_v = s(sh.lr), decay = s(sh.hyper[0]), wd_v = s(sh.hyper[1]), eps_v = s(sh.hyper[2]);

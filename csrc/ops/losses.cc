@@ -18,12 +18,6 @@ using ir::Dims;
 
 enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
 
-c10::ScalarType opmath(c10::ScalarType t) {
-  return (t == c10::kHalf || t == c10::kBFloat16) ? c10::kFloat : t;
-}
-
-Value mul(Builder& b, Value x, Value y) { return b.binary("stablehlo.multiply", x, y); }
-Value sub(Builder& b, Value x, Value y) { return b.binary("stablehlo.subtract", x, y); }
 Value full(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
 
 Value sum_all(Builder& b, Value x) {

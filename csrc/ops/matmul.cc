@@ -14,24 +14,6 @@ namespace {
 
 enum class Kind : int64_t { kMM, kBMM, kMV, kDot, kAddBMM };
 
-// The dot_general precision for operands of dtype `t`.
-const char* precision_for(c10::ScalarType t) {
-  if (t == c10::kDouble) return "HIGHEST";
-  if (t != c10::kFloat) return "DEFAULT";
-  switch (at::globalContext().float32MatmulPrecision()) {
-    case at::Float32MatmulPrecision::HIGHEST: return "HIGHEST";
-    case at::Float32MatmulPrecision::HIGH: return "HIGH";
-    case at::Float32MatmulPrecision::MEDIUM: return "DEFAULT";
-  }
-  return "DEFAULT";
-}
-
-// Element type the product is accumulated in.
-ElemType acc_elem(c10::ScalarType t) {
-  if (t == c10::kHalf || t == c10::kBFloat16) return ElemType::kF32;
-  return to_elem(t);
-}
-
 void check_dtype_supported(c10::ScalarType t, const char* what) {
   TORCH_CHECK_NOT_IMPLEMENTED(t != c10::kBool && !c10::isComplexType(t), "\"", what, "\" not implemented for '",
                               c10::toString(t), "'");
@@ -70,7 +52,7 @@ void gemm(Kind k, const at::Tensor& a, const at::Tensor& b, const at::Tensor& se
     call.scalar(beta, sdt);
   }
   call.output(out);
-  ElemType acc = acc_elem(dtype);
+  ElemType acc = opmath_elem(dtype);
   call.run([&](Builder& bd, const Values& in) {
     Value x = in[0], y = in[1];
     Value p;

@@ -44,16 +44,9 @@ inline Value cumsum(Builder& b, Value x, int64_t dim) {
   return b.reduce_window(x, zero(b, b.elem(x)), window, strides, dil, dil, padding, "stablehlo.add");
 }
 
-inline Value add(Builder& b, Value x, Value y) { return b.binary("stablehlo.add", x, y); }
-inline Value sub(Builder& b, Value x, Value y) { return b.binary("stablehlo.subtract", x, y); }
-inline Value mul(Builder& b, Value x, Value y) { return b.binary("stablehlo.multiply", x, y); }
-inline Value div(Builder& b, Value x, Value y) { return b.binary("stablehlo.divide", x, y); }
 inline Value full_like(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
 
 inline Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
 
-inline c10::ScalarType opmath(c10::ScalarType t) {
-  return (t == c10::kHalf || t == c10::kBFloat16) ? c10::kFloat : t;
-}
 
 }  // namespace torch_tpu::ops::misc

@@ -17,13 +17,6 @@ namespace {
 
 using ir::Dims;
 
-c10::ScalarType opmath(c10::ScalarType t) {
-  return (t == c10::kHalf || t == c10::kBFloat16) ? c10::kFloat : t;
-}
-
-Value mul(Builder& b, Value x, Value y) { return b.binary("stablehlo.multiply", x, y); }
-Value add(Builder& b, Value x, Value y) { return b.binary("stablehlo.add", x, y); }
-Value sub(Builder& b, Value x, Value y) { return b.binary("stablehlo.subtract", x, y); }
 
 // Sum of `x` over dims [axis, rank) broadcast back to x's shape, divided by
 // the number of reduced elements.

@@ -68,8 +68,6 @@ void key_wins(eager::OpCall& call, const std::vector<Win>& wins) {
 }
 
 Value i64c(Builder& b, int64_t v, const Dims& dims) { return b.constant((double)v, ElemType::kS64, dims); }
-Value add(Builder& b, Value x, Value y) { return b.binary("stablehlo.add", x, y); }
-Value mul(Builder& b, Value x, Value y) { return b.binary("stablehlo.multiply", x, y); }
 
 // Window starts (regular: unclipped o*s - p) and ends (exclusive), i64 [out].
 Value win_start(Builder& b, const Win& w) {

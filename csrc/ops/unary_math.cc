@@ -39,10 +39,6 @@ ScalarType upcast(ScalarType t) {
 Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
 Value un(Builder& b, const char* op, Value x) { return b.unary(op, x); }
 Value bin(Builder& b, const char* op, Value x, Value y) { return b.binary(op, x, y); }
-Value mul(Builder& b, Value x, Value y) { return b.binary("stablehlo.multiply", x, y); }
-Value add(Builder& b, Value x, Value y) { return b.binary("stablehlo.add", x, y); }
-Value sub(Builder& b, Value x, Value y) { return b.binary("stablehlo.subtract", x, y); }
-Value div(Builder& b, Value x, Value y) { return b.binary("stablehlo.divide", x, y); }
 
 Value f_neg(Builder& b, Value x) { return un(b, "stablehlo.negate", x); }
 Value f_abs(Builder& b, Value x) { return un(b, "stablehlo.abs", x); }

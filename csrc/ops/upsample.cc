@@ -131,7 +131,8 @@ Tables make_tables_t(Mode mode, c10::IntArrayRef in, c10::IntArrayRef out, bool 
   return t;
 }
 
-c10::ScalarType opmath(c10::ScalarType t) { return t == c10::kDouble ? c10::kDouble : c10::kFloat; }
+// Resampling weights are float32 (float64 for double), integers included.
+c10::ScalarType resample_math(c10::ScalarType t) { return t == c10::kDouble ? c10::kDouble : c10::kFloat; }
 
 Tables make_tables(Mode mode, c10::IntArrayRef in, c10::IntArrayRef out, bool ac, const Scales& s,
                    c10::ScalarType ct, c10::Device dev) {
@@ -215,7 +216,7 @@ void upsample_into(const char* name, Mode mode, const at::Tensor& input, c10::In
   if (out.numel() == 0) return;
 
   bool weighted = mode == Mode::kLinear || mode == Mode::kCubic;
-  auto ct = opmath(input.scalar_type());
+  auto ct = resample_math(input.scalar_type());
   Tables tab = make_tables(mode, input.sizes().slice(2), output_size, align_corners, scales, ct, input.device());
   int taps = taps_of(mode);
 
@@ -275,7 +276,7 @@ void upsample_backward_into(const char* name, Mode mode, const at::Tensor& grad,
     return;
   }
 
-  auto ct = opmath(grad.scalar_type());
+  auto ct = resample_math(grad.scalar_type());
   Tables tab = make_tables(mode, input_size.slice(2), output_size, align_corners, scales, ct, grad.device());
   bool weighted = mode == Mode::kLinear || mode == Mode::kCubic;
   int taps = taps_of(mode);

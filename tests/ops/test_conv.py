@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.helpers import TPU, check
+from tests.helpers import TPU, both_raise, check
 
 FLOATS = [torch.float32, torch.bfloat16]
 
@@ -15,13 +15,6 @@ def tol(dtype):
     accumulated in f32 and rounded once, is 0.056), so the two bf16 results
     may differ by 2-3 bf16 ulps of the summed terms. f32: the default."""
     return dict(atol=0.1, rtol=0.02) if dtype == torch.bfloat16 else {}
-
-
-def both_raise(exc, fn, *cpu_args):
-    with pytest.raises(exc):
-        fn(*cpu_args)
-    with pytest.raises(exc):
-        fn(*[a.to(TPU) if isinstance(a, torch.Tensor) else a for a in cpu_args])
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

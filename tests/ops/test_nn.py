@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.helpers import TPU, check
+from tests.helpers import TPU, both_raise, check
 
 
 def needs(*ops):
@@ -15,13 +15,6 @@ def needs(*ops):
 
 
 FLOATS = [torch.float32, torch.bfloat16]
-
-
-def both_raise(exc, fn, *cpu_args):
-    with pytest.raises(exc):
-        fn(*cpu_args)
-    with pytest.raises(exc):
-        fn(*[a.to(TPU) if isinstance(a, torch.Tensor) else a for a in cpu_args])
 
 
 # --- activations -----------------------------------------------------------------

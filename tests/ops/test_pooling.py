@@ -5,16 +5,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.helpers import TPU, check
+from tests.helpers import TPU, both_raise, check
 
 FLOATS = [torch.float32, torch.bfloat16]
-
-
-def both_raise(exc, fn, *cpu_args):
-    with pytest.raises(exc):
-        fn(*cpu_args)
-    with pytest.raises(exc):
-        fn(*[a.to(TPU) if isinstance(a, torch.Tensor) else a for a in cpu_args])
 
 
 def distinct(*shape, dtype=torch.float32):

@@ -6,16 +6,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tests.helpers import TPU, check, to_tpu
+from tests.helpers import TPU, both_raise, check, to_tpu
 
 FLOATS = [torch.float32, torch.bfloat16]
-
-
-def both_raise(exc, fn, *cpu_args):
-    with pytest.raises(exc):
-        fn(*cpu_args)
-    with pytest.raises(exc):
-        fn(*[a.to(TPU) if isinstance(a, torch.Tensor) else a for a in cpu_args])
 
 
 # --- interpolate ------------------------------------------------------------------
