@@ -14,6 +14,7 @@ import argparse
 import collections
 import json
 import os
+import re
 import sys
 
 from tools.opinfo_pool import run_pool
@@ -49,6 +50,16 @@ def summarize(results):
     return per
 
 
+def missing_ops(results):
+    """Counter of the ATen ops named by 'unsupported' results."""
+    c = collections.Counter()
+    for r in results:
+        if r["status"] == "unsupported":
+            m = re.search(r"aten::([\w.]+)", r["reason"])
+            c[m.group(1) if m else r["reason"][:60]] += 1
+    return c
+
+
 def render_markdown(results, args_line=""):
     per = summarize(results)
     lines = ["# OpInfo conformance (tpu vs PyTorch CPU)", "",
@@ -63,19 +74,27 @@ def render_markdown(results, args_line=""):
         rate = f"{100 * c['pass'] / n:.1f}%" if n else "-"
         lines.append(f"| {d} | {n} | {c['pass']} | {c['mismatch']} | {c['unsupported']} "
                      f"| {c['error']} | {c['skip']} | {rate} |")
-    lines += ["", "| op | dtype | status | reason |", "| --- | --- | --- | --- |"]
+    missing = missing_ops(results)
+    if missing:
+        lines += ["", "## Missing kernels, by (op, dtype) entries they block", "",
+                  "| ATen op | entries |", "| --- | ---: |"]
+        lines += [f"| {name} | {n} |" for name, n in missing.most_common(40)]
+    lines += ["", "## Every entry", "", "| op | dtype | status | reason |", "| --- | --- | --- | --- |"]
     for r in results:
         reason = r["reason"].replace("|", "\\|").replace("\n", " ")
         lines.append(f"| {r['op']} | {r['dtype']} | {r['status']} | {reason} |")
     return "\n".join(lines) + "\n"
 
 
-def write_baseline(results, path):
-    data = {}
+def write_baseline(results, path, samples, time_limit):
+    """{"samples", "time_limit", "status": {op: {dtype: status}}}; the
+    regression slice (tests/opinfo) replays it with the same sample count."""
+    status = {}
     for r in results:
-        data.setdefault(r["op"], {})[r["dtype"]] = r["status"]
+        status.setdefault(r["op"], {})[r["dtype"]] = r["status"]
     with open(path, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
+        json.dump({"samples": samples, "time_limit": time_limit, "status": status},
+                  f, indent=1, sort_keys=True)
         f.write("\n")
 
 
@@ -91,7 +110,11 @@ def main(argv=None):
     p.add_argument("--write", help="markdown report path")
     p.add_argument("--baseline", help="JSON status file path")
     p.add_argument("--json", help="raw result rows (JSON) path")
+    p.add_argument("--from-json", help="re-render --write/--baseline from saved rows, no run")
     args = p.parse_args(argv)
+    if args.from_json:
+        with open(args.from_json) as f:
+            return _report(json.load(f), args)
 
     os.environ["TORCH_TPU_CPU_FALLBACK"] = "0"
     dtypes = set(args.dtypes.split(","))
@@ -102,7 +125,13 @@ def main(argv=None):
                        workers=args.workers)
     order = {k: i for i, (k, _) in enumerate(entries)}
     results.sort(key=lambda r: (order[r["op"]], DTYPE_NAMES.index(r["dtype"])))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=0)
+    return _report(results, args)
 
+
+def _report(results, args):
     for d, c in sorted(summarize(results).items(), key=lambda kv: DTYPE_NAMES.index(kv[0])):
         n = sum(c.values())
         print(f"{d:9s} {c['pass']:4d}/{n:<4d} pass  " +
@@ -112,10 +141,7 @@ def main(argv=None):
         with open(args.write, "w") as f:
             f.write(render_markdown(results, args_line))
     if args.baseline:
-        write_baseline(results, args.baseline)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=0)
+        write_baseline(results, args.baseline, args.samples, args.time_limit)
     return 0
 
 
