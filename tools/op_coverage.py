@@ -55,8 +55,8 @@ def missing_ops(results):
     c = collections.Counter()
     for r in results:
         if r["status"] == "unsupported":
-            m = re.search(r"aten::([\w.]+)", r["reason"])
-            c[m.group(1) if m else r["reason"][:60]] += 1
+            m = re.search(r"aten::([\w.]+)|(\w+) not implemented", r["reason"])
+            c[(m.group(1) or m.group(2)) if m else r["reason"][:60]] += 1
     return c
 
 
@@ -111,6 +111,8 @@ def main(argv=None):
     p.add_argument("--baseline", help="JSON status file path")
     p.add_argument("--json", help="raw result rows (JSON) path")
     p.add_argument("--from-json", help="re-render --write/--baseline from saved rows, no run")
+    p.add_argument("--merge-into", help="saved rows (JSON) that this run's ops replace; "
+                                        "reports then cover the merged rows")
     args = p.parse_args(argv)
     if args.from_json:
         with open(args.from_json) as f:
@@ -125,6 +127,16 @@ def main(argv=None):
                        workers=args.workers)
     order = {k: i for i, (k, _) in enumerate(entries)}
     results.sort(key=lambda r: (order[r["op"]], DTYPE_NAMES.index(r["dtype"])))
+    if args.merge_into:
+        with open(args.merge_into) as f:
+            old = json.load(f)
+        rerun = {k for k, _ in entries}
+        merged = {(r["op"], r["dtype"]): r for r in old if r["op"] not in rerun}
+        merged.update({(r["op"], r["dtype"]): r for r in results})
+        order = {k: i for i, (k, _) in enumerate(list_entries())}
+        results = sorted(merged.values(),
+                         key=lambda r: (order.get(r["op"], 1 << 30), DTYPE_NAMES.index(r["dtype"])))
+        args.json = args.json or args.merge_into
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=0)
