@@ -88,7 +88,8 @@ def _call(op, sample):
 def _compare(actual, expected, what):
     """assert_close leaf by leaf, with the tolerance of each expected output's
     dtype (an int64 input to sin gives a float32 result, compared as float)."""
-    a_leaves, a_spec = tree_flatten(_to_cpu(actual))
+    a_leaves, a_spec = tree_flatten(actual)
+    a_leaves = [_to_cpu(a) for a in a_leaves]  # per leaf: keeps torch.Size et al. intact
     e_leaves, e_spec = tree_flatten(expected)
     if a_spec != e_spec:
         raise Failure("mismatch", f"{what}: output structure {a_spec} != {e_spec}"[:200])

@@ -1,4 +1,4 @@
-"""Regenerates tests/registered_ops.txt: every ATen op with a PrivateUse1
+"""Regenerates tests/registered_ops.txt: every ATen (aten::) op with a PrivateUse1
 (tpu) kernel, one per line, sorted. Run after adding kernels:
 
     python -m tools.update_registered_ops
@@ -16,7 +16,10 @@ def registered_ops():
     import torch
     import torch_tpu  # noqa: F401  (registers the kernels)
 
-    return sorted(torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1"))
+    # aten only: other namespaces (fsdp::, ...) register lazily when their
+    # Python modules are imported, so their presence depends on the caller.
+    return sorted(op for op in torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1")
+                  if op.startswith("aten::"))
 
 
 def main():
