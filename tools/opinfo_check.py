@@ -1,0 +1,199 @@
+"""Checks one OpInfo entry at one dtype on tpu against PyTorch CPU.
+
+The unit of the conformance sweep (tools/op_coverage.py): runs the entry's
+sample inputs on CPU and on tpu copies, compares values with
+torch.testing.assert_close and, for differentiable ops at float dtypes, the
+gradients too. See docs/testing.md for the tolerance table.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+
+import torch
+from torch.utils._pytree import tree_flatten, tree_map
+
+TPU = torch.device("tpu")
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16,
+          "int64": torch.int64, "bool": torch.bool}
+
+# (atol, rtol) per output dtype; the reasons are in docs/testing.md.
+TOLERANCES = {
+    torch.float32: (1e-4, 1e-4),
+    torch.bfloat16: (1e-2, 1.6e-2),
+    torch.int64: (0.0, 0.0),
+    torch.bool: (0.0, 0.0),
+}
+
+# Factories whose values are uninitialized memory: only shapes/dtypes compare.
+UNINITIALIZED = {"empty", "empty_like", "empty_strided", "empty_permuted",
+                 "new_empty", "new_empty_strided"}
+
+STATUSES = ("pass", "mismatch", "unsupported", "error", "skip")
+
+
+def key_of(op) -> str:
+    """Stable name of an OpInfo entry: name, plus .variant when it has one."""
+    return f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:200]
+
+
+class Failure(Exception):
+    def __init__(self, status: str, reason: str):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def _to_tpu(t):
+    if isinstance(t, torch.Tensor):
+        return t.detach().to(TPU).requires_grad_(t.requires_grad)
+    return t
+
+
+def _tpu_sample(sample):
+    """The sample with tensors copied to tpu and device arguments (creation
+    ops, .to) pointed at tpu."""
+    def dev(v):
+        is_cpu = (isinstance(v, torch.device) and v.type == "cpu") or v == "cpu"
+        return TPU if is_cpu else v
+
+    s = sample.transform(_to_tpu)
+    s.args = tuple(dev(a) for a in s.args)
+    s.kwargs = {k: dev(v) for k, v in s.kwargs.items()}
+    return s
+
+
+def _to_cpu(x):
+    return tree_map(lambda t: t.detach().cpu() if isinstance(t, torch.Tensor) else t, x)
+
+
+def _tensors(x):
+    return [t for t in tree_flatten(x)[0] if isinstance(t, torch.Tensor)]
+
+
+def _meta(x):
+    return tree_map(lambda t: (tuple(t.shape), t.dtype) if isinstance(t, torch.Tensor) else t, x)
+
+
+def _call(op, sample):
+    return op(sample.input, *sample.args, **sample.kwargs)
+
+
+def _compare(actual, expected, what):
+    """assert_close leaf by leaf, with the tolerance of each expected output's
+    dtype (an int64 input to sin gives a float32 result, compared as float)."""
+    a_leaves, a_spec = tree_flatten(actual)
+    a_leaves = [_to_cpu(a) for a in a_leaves]  # per leaf: keeps torch.Size et al. intact
+    e_leaves, e_spec = tree_flatten(expected)
+    if a_spec != e_spec:
+        raise Failure("mismatch", f"{what}: output structure {a_spec} != {e_spec}"[:200])
+    for a, e in zip(a_leaves, e_leaves):
+        dtype = e.dtype if isinstance(e, torch.Tensor) else torch.float32
+        atol, rtol = TOLERANCES.get(dtype, TOLERANCES[torch.float32])
+        try:
+            torch.testing.assert_close(a, e, atol=atol, rtol=rtol, equal_nan=True,
+                                       check_device=False)
+        except AssertionError as err:
+            lines = [l.strip() for l in str(err).splitlines() if l.strip()]
+            raise Failure("mismatch", f"{what}: " + " ".join(lines[:3])[:200]) from None
+
+
+def _grads(sample, out, seed):
+    """Gradients of the sample's differentiable outputs wrt its inputs, with
+    cotangents drawn on CPU from a fixed seed so both devices get the same ones."""
+    outs = [t for t in _tensors(sample.output_process_fn_grad(out))
+            if t.requires_grad and t.is_floating_point()]
+    ins = [t for t in _tensors((sample.input, sample.args, sample.kwargs)) if t.requires_grad]
+    if not outs or not ins:
+        return None
+    g = torch.Generator().manual_seed(seed)
+    cots = [torch.randn(o.shape, generator=g, dtype=o.dtype).to(o.device) for o in outs]
+    return torch.autograd.grad(outs, ins, cots, allow_unused=True)
+
+
+def _is_random(op, sample, first):
+    """Ops whose CPU result changes between two identical calls (RNG users):
+    their values cannot be compared across devices, only shapes and dtypes.
+    OpInfo wraps some in wrapper_set_seed, which reseeds every call."""
+    if op.name in UNINITIALIZED:
+        return True
+    code = getattr(op.op, "__code__", None)
+    if code is not None and "wrapper_set_seed" in code.co_names:
+        return True
+    try:
+        again = _call(op, sample)
+    except Exception:
+        return False
+    try:
+        torch.testing.assert_close(again, first, equal_nan=True, atol=0, rtol=0)
+        return False
+    except AssertionError:
+        return True
+
+
+def _check_sample(op, dtype, sample, grad, index):
+    seed = 1234 + index
+    torch.manual_seed(seed)
+    try:
+        expected = _call(op, sample)
+    except Exception:
+        return False  # CPU rejects this sample: nothing to compare against.
+    random = _is_random(op, sample, expected)
+    tsample = _tpu_sample(sample)
+    torch.manual_seed(seed)
+    try:
+        actual = _call(op, tsample)
+        for t in _tensors(actual):
+            if t.device.type != "tpu":
+                raise Failure("mismatch", f"output on {t.device.type}, expected tpu")
+        if random:
+            if _meta(actual) != _meta(expected):
+                raise Failure("mismatch", f"random op: shapes/dtypes {_meta(actual)} != {_meta(expected)}"[:200])
+            return True
+        _compare(actual, expected, "values")
+        if grad:
+            ge = _grads(sample, expected, seed)
+            if ge is not None:
+                _compare(_grads(tsample, actual, seed), ge, "grads")
+    except Failure:
+        raise
+    except NotImplementedError as e:
+        raise Failure("unsupported", first_line(e)) from None
+    except Exception as e:
+        raise Failure("error", first_line(e)) from None
+    return True
+
+
+def check_op(op, dtype: torch.dtype, max_samples: int = 8, time_limit: float = 60.0):
+    """Returns (status, reason) for one OpInfo entry at one dtype."""
+    grad = op.supports_autograd and dtype.is_floating_point
+    # Samples are drawn from the global RNG: seed it so an entry gets the same
+    # samples whatever ran before it (sweep worker or pytest).
+    torch.manual_seed(0)
+    try:
+        samples = list(itertools.islice(op.sample_inputs("cpu", dtype, requires_grad=grad),
+                                        max_samples))
+    except Exception as e:
+        return "skip", "sample_inputs failed: " + first_line(e)
+    if not samples:
+        return "skip", "no samples"
+    start, compared = time.monotonic(), 0
+    for i, sample in enumerate(samples):
+        if time.monotonic() - start > time_limit:
+            break
+        try:
+            compared += _check_sample(op, dtype, sample, grad, i)
+        except Failure as f:
+            return f.status, f"sample {i}: {f.reason}"
+    if not compared:
+        return "skip", "CPU fails on every sample"
+    note = f"{compared}/{len(samples)} samples"
+    if compared < len(samples):
+        note += " (rest CPU-rejected or over time limit)"
+    return "pass", note
