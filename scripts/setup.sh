@@ -29,8 +29,8 @@ if [ ! -x .venv/bin/python ]; then
   $PY -m venv .venv
 fi
 VPY=$ROOT/.venv/bin/python
-if ! $VPY -c "import torch, xla_plugins.xla_cpu_pjrt, tqdm, pytest, numpy; assert torch.__version__.startswith('2.13.0')" 2>/dev/null; then
-  log "installing Python packages (torch 2.13.0 CPU, xla-cpu-pjrt 0.0.1, ...)"
+if ! $VPY -c "import torch, xla_plugins.xla_cpu_pjrt, tqdm, pytest, numpy, transformers; assert torch.__version__.startswith('2.13.0')" 2>/dev/null; then
+  log "installing Python packages (torch 2.13.0 CPU, xla-cpu-pjrt 0.0.1, transformers, ...)"
   # Pinned torch: any other pin would pull a multi-GB CUDA build.
   $VPY -m pip install -q --disable-pip-version-check -r requirements.txt
 fi

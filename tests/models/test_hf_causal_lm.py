@@ -28,7 +28,8 @@ def build(arch, attn):
         cfg = transformers.LlamaConfig(**TINY)
         cls = transformers.LlamaForCausalLM
     elif arch == "qwen2":
-        cfg = transformers.Qwen2Config(**TINY)
+        # Tied head, as the small Qwen2 checkpoints have.
+        cfg = transformers.Qwen2Config(tie_word_embeddings=True, **TINY)
         cls = transformers.Qwen2ForCausalLM
     else:
         cfg = transformers.Qwen3Config(head_dim=16, **TINY)
