@@ -29,10 +29,14 @@ if [ ! -x .venv/bin/python ]; then
   $PY -m venv .venv
 fi
 VPY=$ROOT/.venv/bin/python
-if ! $VPY -c "import torch, xla_plugins.xla_cpu_pjrt, tqdm, pytest, numpy, expecttest; assert torch.__version__.startswith('2.13.0')" 2>/dev/null; then
-  log "installing Python packages (torch 2.13.0 CPU, xla-cpu-pjrt 0.0.1, ...)"
+# Reinstall only when requirements.txt changed since the last install.
+REQ_SUM=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [ "$(cat .venv/.requirements.sha256 2>/dev/null)" != "$REQ_SUM" ] || \
+   ! $VPY -c "import torch, xla_plugins.xla_cpu_pjrt; assert torch.__version__.startswith('2.13.0')" 2>/dev/null; then
+  log "installing Python packages (torch 2.13.0 CPU, xla-cpu-pjrt 0.0.1, transformers, ...)"
   # Pinned torch: any other pin would pull a multi-GB CUDA build.
   $VPY -m pip install -q --disable-pip-version-check -r requirements.txt
+  echo "$REQ_SUM" > .venv/.requirements.sha256
 fi
 
 # --- the PJRT plugin must be present and export GetPjrtApi --------------------
@@ -49,8 +53,7 @@ if [ ! -f build/build.ninja ]; then
 fi
 log "building"
 ninja -C build
-if [ ! -f .venv/lib/python3*/site-packages/__editable__.torch_tpu-*.pth ] 2>/dev/null && \
-   ! ls .venv/lib/python3*/site-packages/ | grep -q '__editable__.*torch_tpu'; then
+if ! $VPY -c "import importlib.metadata as m; m.distribution('torch_tpu')" 2>/dev/null; then
   log "installing torch_tpu (editable)"
   $VPY -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
 fi

@@ -302,3 +302,17 @@ def test_multiple_cpu_devices_in_a_subprocess():
     env = dict(__import__("os").environ, TORCH_TPU_NUM_CPU_DEVICES="2")
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr
+
+
+def test_module_to_tpu_keeps_tied_weights():
+    emb = torch.nn.Embedding(10, 4)
+    head = torch.nn.Linear(4, 10, bias=False)
+    head.weight = emb.weight
+    model = torch.nn.ModuleDict({"emb": emb, "head": head})
+    p_before = emb.weight
+    model.to("tpu")
+    assert model["emb"].weight is model["head"].weight
+    assert model["emb"].weight is p_before  # swapped in place, same Parameter
+    assert model["emb"].weight.device.type == "tpu"
+    model.to("cpu")
+    assert model["emb"].weight is model["head"].weight
