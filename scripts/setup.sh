@@ -52,7 +52,9 @@ if [ ! -f build/build.ninja ]; then
   cmake -S . -B build -G Ninja -DPython3_EXECUTABLE="$VPY" >/dev/null
 fi
 log "building"
+t0=$(date +%s)
 ninja -C build
+log "build step took $(( $(date +%s) - t0 )) s"
 if ! $VPY -c "import importlib.metadata as m; m.distribution('torch_tpu')" 2>/dev/null; then
   log "installing torch_tpu (editable)"
   $VPY -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
