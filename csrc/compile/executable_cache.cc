@@ -145,6 +145,7 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
   const CacheKey& pkey = key;
   std::shared_ptr<runtime::Executable> exe;
   int64_t ns = 0;
+  auto load_start = std::chrono::steady_clock::now();
   for (int t = 0; t < 2 && !exe; ++t) {
     if (!tiers[t]) continue;
     auto entry = tiers[t]->lookup(pkey, name);
@@ -161,6 +162,8 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
                    std::string("a cached executable failed to load (") + e.what() + "); recompiling.");
     }
   }
+  load_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - load_start)
+                 .count();
   if (!exe) {
     std::string text = emit();
     auto t0 = std::chrono::steady_clock::now();

@@ -57,6 +57,8 @@ class ExecutableCache {
   void clear();
 
   std::atomic<int64_t> mem_requests{0}, mem_hits{0}, mem_misses{0}, load_failures{0};
+  // Time spent getting executables from the persistent tiers (read + deserialise).
+  std::atomic<int64_t> load_ns{0};
 
  private:
   void ensure_environment(const runtime::Client& client);

@@ -128,6 +128,7 @@ PYBIND11_MODULE(_C, m) {
     d["compiles"] = mt.compiles.load();
     d["compile_ms"] = mt.compile_ns.load() / 1e6;
     d["compile_ms_saved"] = saved / 1e6;
+    d["load_ms"] = c.load_ns.load() / 1e6;
     d["load_failures"] = c.load_failures.load();
     return d;
   });
