@@ -344,8 +344,41 @@ void polygamma_run(int64_t n, const at::Tensor& self, const at::Tensor& out) {
     u_run(d_digamma, self, out);
     return;
   }
-  pointwise("polygamma", {self, c10::Scalar(static_cast<double>(n))}, out, compute,
-            [](Builder& b, const Values& x) { return b.binary("chlo.polygamma", x[1], x[0]); });
+  // chlo.polygamma is only accurate for positive x and gives NaN at poles.
+  // Like CPU: trigamma reflects for x < 0.5; n = 2, 3 reflect for x < 0
+  // (closed-form derivatives of pi*cot(pi*x)); poles give +inf (odd n) or
+  // -inf (even n). Larger n with negative x keep chlo's values.
+  pointwise(
+      "polygamma", {self, c10::Scalar(static_cast<double>(n))}, out, compute,
+      [n](Builder& b, const Values& in) {
+        Value x = in[0];
+        Value direct = b.binary("chlo.polygamma", in[1], x);
+        Value pole = b.binary("stablehlo.and", b.compare(x, cst(b, 0.0, x), "LE"),
+                              b.compare(x, b.unary("stablehlo.floor", x), "EQ"));
+        Value inf = cst(b, n % 2 ? INFINITY : -INFINITY, x);
+        if (n > 3) return b.select(pole, inf, direct);
+        Value one_v = cst(b, 1.0, x);
+        Value refl_x = sub(b, one_v, x);
+        Value mirrored = b.binary("chlo.polygamma", in[1], refl_x);
+        Value pix = mul(b, x, cst(b, M_PI, x));
+        Value sn = b.unary("stablehlo.sine", pix);
+        Value csc2 = div(b, one_v, mul(b, sn, sn));
+        Value cot = div(b, b.unary("stablehlo.cosine", pix), sn);
+        Value r;
+        if (n == 1) {
+          r = sub(b, mul(b, cst(b, M_PI * M_PI, x), csc2), mirrored);
+          return b.select(b.compare(x, cst(b, 0.5, x), "LT"), r, direct);
+        }
+        if (n == 2) {
+          r = sub(b, mirrored, mul(b, cst(b, 2 * M_PI * M_PI * M_PI, x), mul(b, csc2, cot)));
+        } else {
+          Value inner = add(b, mul(b, cst(b, 2.0, x), mul(b, cot, cot)), csc2);
+          r = sub(b, mul(b, cst(b, 2 * std::pow(M_PI, 4), x), mul(b, csc2, inner)), mirrored);
+        }
+        Value neg = b.compare(x, cst(b, 0.0, x), "LT");
+        return b.select(pole, inf, b.select(neg, r, direct));
+      },
+      n);
 }
 at::Tensor polygamma(int64_t n, const at::Tensor& self) {
   at::Tensor out = empty_tpu(self.sizes(), float_result(self.scalar_type()), self.device());
