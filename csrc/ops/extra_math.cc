@@ -303,6 +303,30 @@ Value f_digamma(Builder& b, Value x) {
   return b.select(b.compare(x, cst(b, 0.0, x), "EQ"), pole, r);
 }
 
+// Modified Bessel I0 (Abramowitz & Stegun 9.8.1/9.8.2, ~2e-7 relative): a
+// polynomial in (x/3.75)^2 for |x| <= 3.75, else exp(|x|)/sqrt(|x|) times a
+// polynomial in 3.75/|x|; exp(|x|) is formed whole so it overflows
+// (to inf) past |x| ~ 88.7 exactly as CPU's kernel does.
+Value poly(Builder& b, Value t, std::initializer_list<double> c) {
+  std::vector<double> cs(c);
+  Value r = cst(b, cs.back(), t);
+  for (int i = static_cast<int>(cs.size()) - 2; i >= 0; --i) r = add(b, mul(b, r, t), cst(b, cs[i], t));
+  return r;
+}
+Value f_i0(Builder& b, Value x) {
+  Value ax = b.unary("stablehlo.abs", x);
+  Value small_t = div(b, ax, cst(b, 3.75, x));
+  Value small = poly(b, mul(b, small_t, small_t),
+                     {1.0, 3.5156229, 3.0899424, 1.2067492, 0.2659732, 0.0360768, 0.0045813});
+  Value big_x = b.binary("stablehlo.maximum", ax, cst(b, 3.75, x));  // keeps the unused branch finite
+  Value t = div(b, cst(b, 3.75, x), big_x);
+  Value p = poly(b, t, {0.39894228, 0.01328592, 0.00225319, -0.00157565, 0.00916281, -0.02057706, 0.02635537,
+                        -0.01647633, 0.00392377});
+  Value big = mul(b, div(b, p, b.unary("stablehlo.sqrt", big_x)), b.unary("stablehlo.exponential", big_x));
+  return b.select(b.compare(ax, cst(b, 3.75, x), "LE"), small, big);
+}
+
+constexpr UDef d_i0{"i0", true, true, f_i0};
 constexpr UDef d_sinc{"sinc", true, true, f_sinc};
 constexpr UDef d_signbit{"signbit", false, true, f_signbit};
 constexpr UDef d_lgamma{"lgamma", true, true, f_lgamma};
@@ -421,7 +445,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("heaviside", heaviside);
   m.impl("heaviside.out", heaviside_out);
   m.impl("heaviside_", heaviside_);
-  REG3(sinc) REG3(lgamma) REG3(digamma)
+  REG3(sinc) REG3(lgamma) REG3(digamma) REG3(i0)
   m.impl("signbit", u_fn<d_signbit>);
   m.impl("signbit.out", u_out<d_signbit>);
   m.impl("polygamma", polygamma);

@@ -350,3 +350,18 @@ def test_polygamma_negative_and_poles(n):
         x = x[x != -1.0]  # CPU's value at this pole is 1/sin(pi*x)^2 rounding noise
     # the reflection formula cancels digits near the poles: 1e-3 relative
     check(lambda t: torch.polygamma(n, t), x, atol=1e-3, rtol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_i0(dtype):
+    if dtype.is_floating_point:
+        x = torch.cat([torch.linspace(-100, 100, 401), torch.tensor([0.0, 3.75, -3.75, 3.7501])]).to(dtype)
+    else:
+        x = rnd(3, 5, dtype=dtype)
+    check(torch.i0, x)
+    check(lambda t: torch.i0(t[::2]), x)
+    out = torch.empty(0, dtype=torch.i0(x).dtype, device=TPU)
+    torch.i0(x.to(TPU), out=out)
+    torch.testing.assert_close(out.cpu(), torch.i0(x), **({} if dtype != torch.bfloat16 else dict(atol=1e-2, rtol=1.6e-2)))
+    if dtype.is_floating_point:
+        check(lambda t: t.clone().i0_(), x)
