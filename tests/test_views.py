@@ -139,3 +139,15 @@ def test_save_load(tmp_path):
     d = torch.load(buf, map_location="tpu")
     assert d["a"].device.type == "tpu"
     same(d["b"], t.cpu()[1:])
+
+
+def test_as_strided_partial_view_absolute_offsets():
+    # OpInfo 'as_strided/partial_views': as_strided on a view of a bigger
+    # storage, with the view's own, an earlier and a later storage offset.
+    for off in (None, 0, 10):
+        got = []
+        for dev in ("cpu", TPU):
+            x = torch.arange(20.0).to(dev)[5:15]
+            kw = {} if off is None else {"storage_offset": off}
+            got.append(torch.as_strided(x, (2, 2), (1, 2), **kw).cpu())
+        torch.testing.assert_close(got[1], got[0])

@@ -230,8 +230,10 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
 
 at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mask, double scale) {
   TORCH_CHECK(mask.scalar_type() == c10::kBool, "Mask should be Bool Scalar Type", mask.scalar_type());
-  at::Tensor out = empty_tpu(broadcast_shape({grad, mask}), grad.scalar_type(), grad.device());
-  auto ct = opmath(grad.scalar_type());
+  // grad * mask * scale: a Python float scale promotes integer/bool grads
+  // to the default float dtype, as on CPU.
+  at::Tensor out = empty_tpu(broadcast_shape({grad, mask}), float_result(grad.scalar_type()), grad.device());
+  auto ct = opmath(out.scalar_type());
   eager::OpCall call("native_dropout_backward");
   call.attr(static_cast<int64_t>(ct));
   call.input(grad);
