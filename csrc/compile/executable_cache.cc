@@ -2,6 +2,9 @@
 
 #include "runtime/log.h"
 
+#include <dlfcn.h>
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +29,18 @@ std::string host_cpu_features() {
     if (!model.empty() && !flags.empty()) break;
   }
   return model + "|" + flags;
+}
+
+// Identity of the binary holding the lowerings (size and mtime of the
+// shared object this code is linked into): a rebuilt torch_tpu with changed
+// lowerings must not load executables compiled from the old ones.
+std::string build_identity() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&host_cpu_features), &info) == 0 || info.dli_fname == nullptr)
+    return "unknown";
+  struct stat st{};
+  if (::stat(info.dli_fname, &st) != 0) return "unknown";
+  return std::to_string(st.st_size) + "@" + std::to_string(st.st_mtime);
 }
 
 }  // namespace
@@ -119,7 +134,7 @@ void ExecutableCache::ensure_environment(const runtime::Client& client) {
   KeyBuilder cpu_hash, opts_hash;
   cpu_hash.add(std::string_view(cpu));
   opts_hash.add(std::string_view(runtime::CompileOptions{}.serialize()));
-  env_desc_ = std::string("torch_tpu=") + kTorchTpuVersion + "\n" +
+  env_desc_ = std::string("torch_tpu=") + kTorchTpuVersion + "\n" + "build=" + build_identity() + "\n" +
               "cache_format=" + std::to_string(kCacheFormatVersion) + "\n" +
               "platform=" + client.platform_name() + "\n" +
               "device_kind=" + (client.devices().empty() ? "" : client.devices()[0].kind) + "\n" +
