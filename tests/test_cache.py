@@ -121,3 +121,19 @@ def test_cli_and_prune(tmp_path):
     subprocess.run([sys.executable, "-m", "torch_tpu.cache", "prune", "--max-bytes", "0"], env=full_env,
                    check=True, capture_output=True)
     assert not [p for p in tmp_path.iterdir() if p.suffix == ".xex"]
+
+
+def test_failed_writes_as_on_a_full_disk_fall_back_to_memory(tmp_path):
+    # RLIMIT_FSIZE makes every cache write fail (EFBIG) the way a full disk
+    # does (ENOSPC): same write-failure path, no root or mount needed.
+    code = (
+        "import resource, signal\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (512, 512))\n" + WORK
+    )
+    res, err = run({"TORCH_TPU_CACHE_DIR": str(tmp_path)}, code=code)
+    cold, _ = run({"TORCH_TPU_CACHE_DIR": "disabled"})
+    assert res["y"] == cold["y"]
+    assert res["disk"]["enabled"] is False and res["disk"]["writes"] == 0
+    assert "compilation cache is off for this process" in err
+    assert not list(tmp_path.iterdir())  # no partial or temporary files left
