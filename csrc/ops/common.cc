@@ -86,6 +86,15 @@ const char* precision_for(c10::ScalarType t) {
   return "DEFAULT";
 }
 
+Value gather_along(Builder& b, Value x, int64_t d, Value idx) {
+  std::vector<int64_t> xd = b.dims(x), offs, sizes = xd, out = xd;
+  for (int64_t i = 0; i < static_cast<int64_t>(xd.size()); ++i)
+    if (i != d) offs.push_back(i);
+  sizes[d] = 1;
+  out[d] = b.dims(idx)[0];
+  return b.gather(x, b.reshape(idx, {out[d], 1}), offs, {d}, {d}, 1, sizes, out);
+}
+
 Value zero(Builder& b, ElemType t, const std::vector<int64_t>& dims) { return b.constant(0, t, dims); }
 Value one(Builder& b, ElemType t, const std::vector<int64_t>& dims) { return b.constant(1, t, dims); }
 

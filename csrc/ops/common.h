@@ -68,6 +68,10 @@ inline ElemType opmath_elem(c10::ScalarType t) { return to_elem(opmath(t)); }
 // torch.set_float32_matmul_precision (highest/high/medium -> HIGHEST/HIGH/DEFAULT).
 const char* precision_for(c10::ScalarType t);
 
+// `x` gathered along dim `d` at integer indices `idx` (shape [n] or [n, 1]):
+// dim d of the result has size n.
+Value gather_along(Builder& b, Value x, int64_t d, Value idx);
+
 // Zero/one/min/max constants of an element type.
 Value zero(Builder& b, ElemType t, const std::vector<int64_t>& dims = {});
 Value one(Builder& b, ElemType t, const std::vector<int64_t>& dims = {});

@@ -108,16 +108,6 @@ Value source_index(Builder& b, PadMode mode, int64_t in, int64_t out, int64_t lo
   return b.binary("stablehlo.subtract", last, b.unary("stablehlo.abs", b.binary("stablehlo.subtract", last, j)));
 }
 
-Value gather_dim(Builder& b, Value x, int64_t d, Value idx) {
-  Dims xd = b.dims(x);
-  Dims offs, sizes = xd, out = xd;
-  for (int64_t i = 0; i < static_cast<int64_t>(xd.size()); ++i)
-    if (i != d) offs.push_back(i);
-  sizes[d] = 1;
-  out[d] = b.dims(idx)[0];
-  return b.gather(x, b.reshape(idx, {out[d], 1}), offs, {d}, {d}, 1, sizes, out);
-}
-
 Value scatter_add_dim(Builder& b, Value acc, int64_t d, Value idx, Value upd) {
   Dims wins;
   for (int64_t i = 0; i < static_cast<int64_t>(b.dims(upd).size()); ++i)
@@ -146,7 +136,7 @@ void pad_into(PadMode mode, int64_t nsp, const at::Tensor& input, c10::IntArrayR
     Value x = in[0];
     for (int64_t k = nsp - 1; k >= 0; --k) {
       int64_t d = rank - nsp + k, p = nsp - 1 - k;
-      x = gather_dim(b, x, d, source_index(b, mode, in_size[d], osize[d], pads[2 * p]));
+      x = gather_along(b, x, d, source_index(b, mode, in_size[d], osize[d], pads[2 * p]));
     }
     return Values{x};
   });

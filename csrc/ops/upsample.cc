@@ -142,17 +142,6 @@ Tables make_tables(Mode mode, c10::IntArrayRef in, c10::IntArrayRef out, bool ac
 
 // --- lowering helpers -------------------------------------------------------------
 
-// x gathered along dim d at idx ([n, 1] s32): dim d becomes n.
-Value gather_dim(Builder& b, Value x, int64_t d, Value idx) {
-  Dims xd = b.dims(x);
-  Dims offs, sizes = xd, out = xd;
-  for (int64_t i = 0; i < static_cast<int64_t>(xd.size()); ++i)
-    if (i != d) offs.push_back(i);
-  sizes[d] = 1;
-  out[d] = b.dims(idx)[0];
-  return b.gather(x, idx, offs, {d}, {d}, 1, sizes, out);
-}
-
 // acc[..., idx[o], ...] += upd[..., o, ...] along dim d.
 Value scatter_add_dim(Builder& b, Value acc, int64_t d, Value idx, Value upd) {
   Dims wins;
@@ -241,7 +230,7 @@ void upsample_into(const char* name, Mode mode, const at::Tensor& input, c10::In
       int64_t d = k + 2, o = out_sp[k];
       Value acc;
       for (int t = 0; t < taps; ++t) {
-        Value g = gather_dim(b, x, d, table_col(b, in[1], offs[k], o, taps, t));
+        Value g = gather_along(b, x, d, table_col(b, in[1], offs[k], o, taps, t));
         if (weighted) {
           Value wt = b.reshape(table_col(b, in[2], offs[k], o, taps, t), {o});
           g = b.binary("stablehlo.multiply", g, b.broadcast_in_dim(wt, b.dims(g), {d}));
