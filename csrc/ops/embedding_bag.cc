@@ -58,7 +58,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> embedding_bag(
     TORCH_CHECK(psw.scalar_type() == weight.scalar_type(), "expected scalar type ", weight.scalar_type(),
                 " but found ", psw.scalar_type());
   }
-  int64_t n = indices.size(0), d = weight.size(1), nw = weight.size(0);
+  int64_t n = indices.size(0), d = weight.size(1);
   int64_t bags = include_last_offset ? offsets.size(0) - 1 : offsets.size(0);
   at::Tensor out = empty_tpu({bags, d}, weight.scalar_type(), weight.device());
   at::Tensor o2b = empty_tpu({n}, c10::kLong, weight.device());
