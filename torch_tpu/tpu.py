@@ -68,7 +68,8 @@ def set_device(d: Any) -> None:
     if i >= device_count():
         raise RuntimeError(f"tpu device index {i} is out of range ({device_count()} devices)")
     _current = i
-    torch._C._accelerator_setDeviceIndex(i) if hasattr(torch._C, "_accelerator_setDeviceIndex") else None
+    # The C++ device guard holds the thread's current device for allocations.
+    torch._C._accelerator_setDeviceIndex(i)
 
 
 class device:
@@ -131,10 +132,6 @@ def get_device_properties(device: Any = None) -> _DeviceProperties:
 
 
 # --- RNG -----------------------------------------------------------------
-
-class _Generators(tuple):
-    pass
-
 
 def _generators() -> tuple:
     return tuple(_C._get_default_generator(i) for i in range(max(1, device_count())))
