@@ -469,4 +469,33 @@ Value Builder::convolution(Value lhs, Value rhs, const std::string& ll, const st
                  {"precision_config", prec}});
 }
 
+std::shared_ptr<Graph> Builder::loop_region(const std::vector<Value>& carried) const {
+  auto r = std::make_shared<Graph>();
+  for (Value v : carried) r->param(type(v));
+  return r;
+}
+
+std::vector<Value> Builder::while_loop(const std::vector<Value>& init, std::shared_ptr<Graph> cond,
+                                       std::shared_ptr<Graph> body) {
+  // Checked here because a mismatched loop signature aborts XLA.
+  auto check_params = [&](const Graph& r, const char* which) {
+    if (r.params().size() != init.size()) fail(std::string("while: ") + which + " takes the wrong number of values");
+    for (size_t i = 0; i < init.size(); ++i)
+      if (!(r.type(Value{r.params()[i], 0}) == type(init[i])))
+        fail(std::string("while: ") + which + " parameter " + std::to_string(i) + " has the wrong type");
+  };
+  check_params(*cond, "cond");
+  check_params(*body, "body");
+  if (cond->outputs().size() != 1 || !(cond->type(cond->outputs()[0]) == TensorType{ElemType::kPred, {}}))
+    fail("while: cond must return one scalar i1");
+  if (body->outputs().size() != init.size()) fail("while: body returns the wrong number of values");
+  std::vector<TensorType> results;
+  for (size_t i = 0; i < init.size(); ++i) {
+    if (!(body->type(body->outputs()[i]) == type(init[i])))
+      fail("while: body result " + std::to_string(i) + " has the wrong type");
+    results.push_back(type(init[i]));
+  }
+  return g_.add_multi("stablehlo.while", init, results, {}, {std::move(cond), std::move(body)});
+}
+
 }  // namespace torch_tpu::ir

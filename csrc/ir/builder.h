@@ -88,6 +88,14 @@ class Builder {
                     const Dims& rhs_dilation, int64_t feature_group_count, int64_t batch_group_count,
                     ElemType out, const std::string& precision = "DEFAULT");
 
+  // stablehlo.while. `cond` maps the carried values to a scalar i1 and
+  // `body` maps them to new values of the same types. Regions are closed
+  // graphs: anything the loop reads must be carried (see loop_region).
+  std::vector<Value> while_loop(const std::vector<Value>& init, std::shared_ptr<Graph> cond,
+                                std::shared_ptr<Graph> body);
+  // A region graph whose parameters have the types of `carried`.
+  std::shared_ptr<Graph> loop_region(const std::vector<Value>& carried) const;
+
  private:
   Graph& g_;
 };

@@ -103,6 +103,35 @@ TEST(Ir, RngBitGenerator) {
   EXPECT_NE(out[0], out[1]);
 }
 
+TEST(Ir, WhileLoopCarriesValues) {
+  // x <- x * 2 for i in [0, 3): the loop count is carried, not captured.
+  Graph g;
+  Builder b(g);
+  Value x = g.param({ElemType::kF32, {3}});
+  Value i0 = b.constant(0, ElemType::kS32);
+  auto cond = b.loop_region({i0, x});
+  {
+    Builder c(*cond);
+    Value i = Value{cond->params()[0], 0};
+    cond->set_outputs({c.compare(i, c.constant(3, ElemType::kS32), "LT")});
+  }
+  auto body = b.loop_region({i0, x});
+  {
+    Builder c(*body);
+    Value i = Value{body->params()[0], 0}, v = Value{body->params()[1], 0};
+    body->set_outputs({c.binary("stablehlo.add", i, c.constant(1, ElemType::kS32)),
+                       c.binary("stablehlo.multiply", v, c.constant(2, ElemType::kF32, {3}))});
+  }
+  auto outs = b.while_loop({i0, x}, cond, body);
+  g.set_outputs({outs[1]});
+  EXPECT_EQ(run_f32(g, {{1, 2, 3}}, {{3}}, 3), (std::vector<float>{8, 16, 24}));
+
+  // A body returning the wrong types is rejected before XLA sees it.
+  auto bad = b.loop_region({i0, x});
+  bad->set_outputs({Value{bad->params()[1], 0}, Value{bad->params()[0], 0}});
+  EXPECT_THROW(b.while_loop({i0, x}, cond, bad), std::invalid_argument);
+}
+
 TEST(Ir, FingerprintIsStructural) {
   auto build = [](int64_t n, const char* op) {
     Graph g;
