@@ -1,18 +1,18 @@
-"""ResNet-18 (tests/models/resnet.py: torchvision's architecture and init
-reproduced, since torchvision's PyPI wheels are CUDA builds that cannot load
-next to the CPU torch wheel) trained 3 steps with SGD(momentum, weight decay)
-on tpu vs CPU, BatchNorm in training mode, CPU fallback off."""
+"""torchvision's ResNet-18 trained 3 steps with SGD(momentum, weight decay)
+on tpu vs CPU, BatchNorm in training mode, CPU fallback off. (torchvision is
+imported through tests/models/_torchvision.py: its compiled ops library is a
+CUDA build, which ResNet does not need.)"""
 import torch
 import torch.nn.functional as F
 
 from tests.helpers import TPU
 from tests.models._harness import compare_training
-from tests.models.resnet import resnet18
+from tests.models._torchvision import import_torchvision
 
 
 def test_resnet18_sgd_momentum():
     torch.manual_seed(0)
-    model = resnet18(num_classes=10)
+    model = import_torchvision().models.resnet18(num_classes=10)
     g = torch.Generator().manual_seed(1)
     # Batch 8 at 32x32: layer4 runs at 1x1, so its BatchNorm normalizes over
     # only N values per channel. With N=4, or with lr >= 0.01, three steps
