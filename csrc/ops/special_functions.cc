@@ -518,11 +518,25 @@ Value f_xlog1py(Builder& b, const Values& v) {
 // Hurwitz zeta(x, q). chlo.zeta handles x > 1 with any q; CPU's edge rules
 // (x == 1 -> inf, x < 1 -> nan, q a non-positive integer -> inf, q < 0 with
 // non-integer x -> nan) are applied on top, in CPU's order.
+// chlo.zeta is wrong for q < 0, so there the first kShift terms (q + k)^-x
+// are summed directly (x is an integer there, else the result is nan) and
+// chlo.zeta gives the rest, zeta(x, q + kShift): exact for q >= -kShift.
+constexpr int kZetaShift = 16;
 Value f_zeta(Builder& b, const Values& v) {
   Value x = v[0], q = v[1];
   Value r = b.binary("chlo.zeta", x, q);
-  Value q_int = b.compare(q, un(b, "stablehlo.floor", q), "EQ");
   Value x_int = b.compare(x, un(b, "stablehlo.floor", x), "EQ");
+  Value x_odd = b.compare(b.binary("stablehlo.remainder", x, cst(b, 2.0, x)), cst(b, 0.0, x), "NE");
+  Value head = cst(b, 0.0, x);
+  for (int k = 0; k < kZetaShift; ++k) {
+    Value base = add(b, q, cst(b, k, q));
+    Value mag = b.binary("stablehlo.power", absv(b, base), neg(b, x));
+    Value flip = b.binary("stablehlo.and", lt(b, base, 0.0), x_odd);
+    head = add(b, head, sel(b, flip, neg(b, mag), mag));
+  }
+  Value shifted = add(b, head, b.binary("chlo.zeta", x, add(b, q, cst(b, kZetaShift, q))));
+  r = sel(b, lt(b, q, 0.0), shifted, r);
+  Value q_int = b.compare(q, un(b, "stablehlo.floor", q), "EQ");
   Value q_nonpos = le(b, q, 0.0);
   r = sel(b, b.binary("stablehlo.and", q_nonpos, b.unary("stablehlo.not", x_int)), cst(b, NAN, x), r);
   r = sel(b, b.binary("stablehlo.and", q_nonpos, q_int), cst(b, INFINITY, x), r);

@@ -199,3 +199,10 @@ def test_zeta_bfloat16_rejected_like_cpu():
         S.zeta(x, x)
     with pytest.raises(NotImplementedError):
         S.zeta(x.to(TPU), x.to(TPU))
+
+
+def test_zeta_negative_q():
+    # q < 0 with integer x: finite values near the poles of (q + k)^-x.
+    x = torch.tensor([2.0, 3.0, 4.0, 7.0, 12.0, 12.0, 5.0, 2.0])
+    q = torch.tensor([-0.5, -1.25, -3.7, -8.7, -8.4, -0.1, -15.5, -2.5])
+    assert_like_cpu(S.zeta(x.to(TPU), q.to(TPU)), S.zeta(x, q))
