@@ -447,8 +447,14 @@ Value f_ndtri(Builder& b, Value y0) {
   return sel(b, eq(b, y0, 0.0), cst(b, -INFINITY, y0), r);
 }
 
-Value f_entr(Builder& b, Value x) {
-  Value r = neg(b, mul(b, x, logv(b, x)));
+// CPU's bfloat16/half kernels round log's result to the storage type before
+// multiplying (its log overload for those types returns them): so do we.
+Value round_to(Builder& b, Value v, ElemType storage) {
+  return storage == b.elem(v) ? v : b.convert(b.convert(v, storage), b.elem(v));
+}
+
+Value f_entr(Builder& b, Value x, ElemType storage) {
+  Value r = neg(b, mul(b, x, round_to(b, logv(b, x), storage)));
   r = sel(b, eq(b, x, 0.0), cst(b, 0.0, x), r);
   r = sel(b, lt(b, x, 0.0), cst(b, -INFINITY, x), r);
   return sel(b, isnan(b, x), x, r);
@@ -460,8 +466,12 @@ struct SDef {
   const char* name;      // cache key
   const char* cpu_name;  // for PyTorch's dtype error message
   bool half_ok;          // CPU accepts bfloat16/half
-  Value (*fn)(Builder&, Value);
+  Value (*fn)(Builder&, Value, ElemType storage);
 };
+template <Value (*F)(Builder&, Value)>
+Value plain(Builder& b, Value x, ElemType) {
+  return F(b, x);
+}
 
 void check_dtype(const SDef& d, ScalarType t) {
   bool ok = !c10::isComplexType(t) && (d.half_ok || (t != c10::kBFloat16 && t != c10::kHalf));
@@ -469,8 +479,12 @@ void check_dtype(const SDef& d, ScalarType t) {
 }
 void run(const SDef& d, const at::Tensor& self, const at::Tensor& out) {
   auto fn = d.fn;
-  pointwise(d.name, {self}, out, opmath(float_result(self.scalar_type())),
-            [fn](Builder& b, const Values& x) { return fn(b, x[0]); });
+  // The kernel's own dtype (not out='s): CPU rounds there, then casts.
+  ScalarType t = float_result(self.scalar_type());
+  ElemType storage = to_elem(t);
+  pointwise(
+      d.name, {self}, out, opmath(t), [fn, storage](Builder& b, const Values& x) { return fn(b, x[0], storage); },
+      static_cast<int64_t>(t));
 }
 template <const SDef& D>
 at::Tensor s_fn(const at::Tensor& self) {
@@ -487,31 +501,31 @@ at::Tensor& s_out(const at::Tensor& self, at::Tensor& out) {
   return out;
 }
 
-constexpr SDef d_i0e{"special_i0e", "i0e", true, f_i0e};
-constexpr SDef d_i1{"special_i1", "i1", true, f_i1};
-constexpr SDef d_i1e{"special_i1e", "i1e", true, f_i1e};
-constexpr SDef d_mi0{"special_modified_bessel_i0", "modified_bessel_i0", false, f_i0};
-constexpr SDef d_mi1{"special_modified_bessel_i1", "modified_bessel_i1", false, f_i1};
-constexpr SDef d_mk0{"special_modified_bessel_k0", "modified_bessel_k0", false, f_k<0, false>};
-constexpr SDef d_mk1{"special_modified_bessel_k1", "modified_bessel_k1", false, f_k<1, false>};
-constexpr SDef d_sk0{"special_scaled_modified_bessel_k0", "scaled_modified_bessel_k0", false, f_k<0, true>};
-constexpr SDef d_sk1{"special_scaled_modified_bessel_k1", "scaled_modified_bessel_k1", false, f_k<1, true>};
-constexpr SDef d_j0{"special_bessel_j0", "bessel_j0", false, f_j0};
-constexpr SDef d_j1{"special_bessel_j1", "bessel_j1", false, f_j1};
-constexpr SDef d_y0{"special_bessel_y0", "bessel_y0", false, f_y0};
-constexpr SDef d_y1{"special_bessel_y1", "bessel_y1", false, f_y1};
-constexpr SDef d_sj0{"special_spherical_bessel_j0", "spherical_bessel_j0", false, f_spherical_j0};
-constexpr SDef d_airy{"special_airy_ai", "airy_ai", false, f_airy_ai};
+constexpr SDef d_i0e{"special_i0e", "i0e", true, plain<f_i0e>};
+constexpr SDef d_i1{"special_i1", "i1", true, plain<f_i1>};
+constexpr SDef d_i1e{"special_i1e", "i1e", true, plain<f_i1e>};
+constexpr SDef d_mi0{"special_modified_bessel_i0", "modified_bessel_i0", false, plain<f_i0>};
+constexpr SDef d_mi1{"special_modified_bessel_i1", "modified_bessel_i1", false, plain<f_i1>};
+constexpr SDef d_mk0{"special_modified_bessel_k0", "modified_bessel_k0", false, plain<f_k<0, false>>};
+constexpr SDef d_mk1{"special_modified_bessel_k1", "modified_bessel_k1", false, plain<f_k<1, false>>};
+constexpr SDef d_sk0{"special_scaled_modified_bessel_k0", "scaled_modified_bessel_k0", false, plain<f_k<0, true>>};
+constexpr SDef d_sk1{"special_scaled_modified_bessel_k1", "scaled_modified_bessel_k1", false, plain<f_k<1, true>>};
+constexpr SDef d_j0{"special_bessel_j0", "bessel_j0", false, plain<f_j0>};
+constexpr SDef d_j1{"special_bessel_j1", "bessel_j1", false, plain<f_j1>};
+constexpr SDef d_y0{"special_bessel_y0", "bessel_y0", false, plain<f_y0>};
+constexpr SDef d_y1{"special_bessel_y1", "bessel_y1", false, plain<f_y1>};
+constexpr SDef d_sj0{"special_spherical_bessel_j0", "spherical_bessel_j0", false, plain<f_spherical_j0>};
+constexpr SDef d_airy{"special_airy_ai", "airy_ai", false, plain<f_airy_ai>};
 constexpr SDef d_entr{"special_entr", "entr", true, f_entr};
-constexpr SDef d_ndtri{"special_ndtri", "ndtri", false, f_ndtri};
-constexpr SDef d_log_ndtr{"special_log_ndtr", "log_ndtr", false, f_log_ndtr};
-constexpr SDef d_erfcx{"special_erfcx", "erfcx", false, f_erfcx};
+constexpr SDef d_ndtri{"special_ndtri", "ndtri", false, plain<f_ndtri>};
+constexpr SDef d_log_ndtr{"special_log_ndtr", "log_ndtr", false, plain<f_log_ndtr>};
+constexpr SDef d_erfcx{"special_erfcx", "erfcx", false, plain<f_erfcx>};
 
 // --- binary: xlog1py, zeta ------------------------------------------------------------------------
 
-Value f_xlog1py(Builder& b, const Values& v) {
+Value f_xlog1py(Builder& b, const Values& v, ElemType storage) {
   Value x = v[0], y = v[1];
-  Value r = mul(b, x, un(b, "stablehlo.log_plus_one", y));
+  Value r = mul(b, x, round_to(b, un(b, "stablehlo.log_plus_one", y), storage));
   r = sel(b, eq(b, x, 0.0), cst(b, 0.0, x), r);
   return sel(b, isnan(b, y), y, r);
 }
@@ -522,7 +536,7 @@ Value f_xlog1py(Builder& b, const Values& v) {
 // are summed directly (x is an integer there, else the result is nan) and
 // chlo.zeta gives the rest, zeta(x, q + kShift): exact for q >= -kShift.
 constexpr int kZetaShift = 16;
-Value f_zeta(Builder& b, const Values& v) {
+Value f_zeta(Builder& b, const Values& v, ElemType) {
   Value x = v[0], q = v[1];
   Value r = b.binary("chlo.zeta", x, q);
   Value x_int = b.compare(x, un(b, "stablehlo.floor", x), "EQ");
@@ -548,7 +562,7 @@ struct BDef {
   const char* name;
   const char* cpu_name;
   bool half_ok;
-  Value (*fn)(Builder&, const Values&);
+  Value (*fn)(Builder&, const Values&, ElemType storage);
 };
 constexpr BDef d_xlog1py{"special_xlog1py", "xlog1py", true, f_xlog1py};
 constexpr BDef d_zeta{"special_zeta", "zeta", false, f_zeta};
@@ -560,18 +574,25 @@ ScalarType b_check(const BDef& d, const at::Tensor& a, const at::Tensor& c) {
   return float_result(t);
 }
 template <const BDef& D>
+void b_run(const at::Tensor& self, const at::Tensor& other, ScalarType t, const at::Tensor& out) {
+  ElemType storage = to_elem(t);
+  pointwise(
+      D.name, {self, other}, out, opmath(t), [storage](Builder& b, const Values& v) { return D.fn(b, v, storage); },
+      static_cast<int64_t>(t));
+}
+template <const BDef& D>
 at::Tensor b_fn(const at::Tensor& self, const at::Tensor& other) {
   ScalarType t = b_check(D, self, other);
   c10::Device dev = self.is_cpu() ? other.device() : self.device();
   at::Tensor out = empty_tpu(broadcast_shape({self, other}), t, dev);
-  pointwise(D.name, {self, other}, out, opmath(t), D.fn);
+  b_run<D>(self, other, t, out);
   return out;
 }
 template <const BDef& D>
 at::Tensor& b_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
   ScalarType t = b_check(D, self, other);
   prepare_out(out, broadcast_shape({self, other}), t, D.name);
-  pointwise(D.name, {self, other}, out, opmath(t), D.fn);
+  b_run<D>(self, other, t, out);
   return out;
 }
 

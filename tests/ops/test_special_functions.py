@@ -206,3 +206,13 @@ def test_zeta_negative_q():
     x = torch.tensor([2.0, 3.0, 4.0, 7.0, 12.0, 12.0, 5.0, 2.0])
     q = torch.tensor([-0.5, -1.25, -3.7, -8.7, -8.4, -0.1, -15.5, -2.5])
     assert_like_cpu(S.zeta(x.to(TPU), q.to(TPU)), S.zeta(x, q))
+
+
+def test_bfloat16_rounds_log_like_cpu():
+    # CPU's bfloat16 kernels round log/log1p to bfloat16 before multiplying;
+    # matching that keeps sums of these results (broadcast gradients) exact.
+    x = (torch.randn(4096) * 5).bfloat16()
+    y = (torch.rand(4096) * 10 - 0.9).bfloat16()
+    torch.testing.assert_close(S.xlog1py(x.to(TPU), y.to(TPU)).cpu(), S.xlog1py(x, y), atol=0, rtol=0)
+    p = (torch.rand(4096) * 10).bfloat16()
+    torch.testing.assert_close(S.entr(p.to(TPU)).cpu(), S.entr(p), atol=0, rtol=0)
