@@ -40,8 +40,14 @@ void gemm(Kind k, const at::Tensor& a, const at::Tensor& b, const at::Tensor& se
   bool use_self = self.defined() && !(beta.isIntegral(true) ? beta.toLong() == 0 : beta.toDouble() == 0.0);
   bool scaled = self.defined();  // addmm-family: alpha applies
   const char* prec = precision_for(dtype);
+  ElemType acc = opmath_elem(dtype);
+  // XLA:CPU runs some bf16 x bf16 -> f32 dots (e.g. with a broadcast
+  // operand) in a thunk that rejects mixed types at run time. Widening the
+  // operands first gives the same result (bf16/f16 products are exact in
+  // f32) and leaves TPUs/GPUs their native mixed-precision dot.
+  bool widen = acc != to_elem(dtype) && client().platform_name() == "cpu";
   eager::OpCall call("gemm");
-  call.attr(static_cast<int64_t>(k)).attr(use_self).attr(scaled).attr(std::string_view(prec));
+  call.attr(static_cast<int64_t>(k)).attr(use_self).attr(scaled).attr(std::string_view(prec)).attr(widen);
   call.input(a);
   call.input(b);
   // alpha/beta in the accumulation type: a bf16 alpha would be rounded.
@@ -52,9 +58,12 @@ void gemm(Kind k, const at::Tensor& a, const at::Tensor& b, const at::Tensor& se
     call.scalar(beta, sdt);
   }
   call.output(out);
-  ElemType acc = opmath_elem(dtype);
   call.run([&](Builder& bd, const Values& in) {
     Value x = in[0], y = in[1];
+    if (widen) {
+      x = bd.convert(x, acc);
+      y = bd.convert(y, acc);
+    }
     Value p;
     switch (k) {
       case Kind::kMM: p = bd.dot_general(x, y, {}, {}, {1}, {0}, acc, prec); break;

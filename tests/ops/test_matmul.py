@@ -229,3 +229,12 @@ def test_empty_and_zero_k():
     check(torch.mm, torch.randn(3, 0), torch.randn(0, 4))
     check(torch.addmm, torch.randn(3, 4), torch.randn(3, 0), torch.randn(0, 4))
     check(torch.mm, torch.randn(0, 2), torch.randn(2, 4))
+
+
+def test_bilinear_bf16_backward():
+    # bilinear's backward runs bmm on broadcast (stride-0) bf16 operands;
+    # XLA:CPU rejects that bf16 x bf16 -> f32 dot at run time unless the
+    # operands are widened first.
+    g = torch.Generator().manual_seed(0)
+    args = [torch.randn(*s, generator=g).bfloat16() for s in ((8, 3), (8, 4), (5, 3, 4), (5,))]
+    check(torch.nn.functional.bilinear, *args, grad=True)
