@@ -190,3 +190,45 @@ def test_repeat_interleave():
     check(lambda x: torch.repeat_interleave(x, 2, dim=1), x.bfloat16())
     both_raise(RuntimeError, torch.repeat_interleave, torch.tensor([1, -1]))
     both_raise(RuntimeError, torch.repeat_interleave, torch.tensor([[1, 2]]))
+
+
+# --- segment_reduce and hash_tensor ---------------------------------------------------
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min", "prod"])
+@pytest.mark.parametrize("initial", [None, 2.0])
+def test_segment_reduce(reduce, initial):
+    data = torch.randn(7, 3)
+    data[2, 1] = data[3, 1]  # a tie for max/min
+    data[5, 0] = 0.0  # a zero for prod's gradient
+    # An empty segment's mean is NaN, which check() would call unequal.
+    empty_ok = not (reduce == "mean" and initial is None)
+    lengths = torch.tensor([2, 0, 3, 2]) if empty_ok else torch.tensor([2, 1, 2, 2])
+    kw = dict(initial=initial) if initial is not None else {}
+    check(lambda d, l: torch.segment_reduce(d, reduce, lengths=l, **kw), data, lengths, grad=True)
+    offsets = torch.tensor([0, 2, 2, 5, 7]) if empty_ok else torch.tensor([0, 2, 3, 5, 7])
+    check(lambda d, o: torch.segment_reduce(d, reduce, offsets=o, **kw), data, offsets, grad=True)
+    # batched lengths along axis 1
+    d2 = torch.randn(2, 5, 3)
+    l2 = torch.tensor([[1, 4], [3, 2]])
+    check(lambda d, l: torch.segment_reduce(d, reduce, lengths=l, axis=1, **kw), d2, l2, grad=True)
+    check(lambda d, l: torch.segment_reduce(d, reduce, lengths=l, **kw), data.bfloat16(), lengths)
+
+
+def test_segment_reduce_errors():
+    data = torch.randn(5, 2)
+    both_raise(RuntimeError, lambda d, l: torch.segment_reduce(d, "sum", lengths=l), data, torch.tensor([2, 2]))
+    both_raise(RuntimeError, lambda d, l: torch.segment_reduce(d, "sum", lengths=l), data, torch.tensor([6, -1]))
+    both_raise(RuntimeError, lambda d, l: torch.segment_reduce(d, "avg", lengths=l), data, torch.tensor([5]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.int32, torch.bool])
+def test_hash_tensor(dtype):
+    x = torch.randn(4, 5).mul(10).to(dtype)
+    check(torch.hash_tensor, x)
+    check(lambda x: torch.hash_tensor(x, 1), x)
+    check(lambda x: torch.hash_tensor(x, (0,), keepdim=True), x)
+    check(lambda x: torch.hash_tensor(x, 0), x.t())
+    check(torch.hash_tensor, torch.tensor(3).to(dtype))
+    h = torch.hash_tensor(x.to(TPU))
+    assert h.dtype == torch.uint64 and h.device.type == "tpu"
