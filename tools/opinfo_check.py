@@ -56,14 +56,80 @@ def _to_tpu(t):
     return t
 
 
-def _tpu_sample(sample):
-    """The sample with tensors copied to tpu and device arguments (creation
-    ops, .to) pointed at tpu."""
+def _sample_tensors(sample):
+    """The sample's tensors in the order SampleInput.transform visits them."""
+    found = []
+
+    def f(t):
+        if isinstance(t, torch.Tensor):
+            found.append(t)
+        return t
+
+    sample.transform(f)
+    return found
+
+
+def _host_only(op, dtype, grad, samples):
+    """Per sample, which of its tensors stay on the CPU in PyTorch's own device
+    tests. Sample functions create such arguments without the device they are
+    given (tensor_split's indices_or_sections, index_put's indices, narrow's
+    start), and ops like tensor_split require them on the CPU. We find them by
+    drawing the same samples for the meta device: a tensor that is still on
+    the CPU there is host-only. When that cannot be told (the sample function
+    fails on meta or draws differently), every tensor moves, as before."""
+    torch.manual_seed(0)
+    try:
+        metas = list(itertools.islice(op.sample_inputs("meta", dtype, requires_grad=grad), len(samples)))
+    except Exception:
+        return [None] * len(samples)
+    if len(metas) != len(samples):
+        return [None] * len(samples)
+    masks = []
+    for s, m in zip(samples, metas):
+        st, mt = _sample_tensors(s), _sample_tensors(m)
+        ok = len(st) == len(mt) and all(a.shape == b.shape for a, b in zip(st, mt))
+        masks.append([b.device.type == "cpu" for b in mt] if ok else None)
+    return masks
+
+
+def _with_base(t):
+    """A tpu copy of `t` that keeps its storage layout: views of a larger
+    storage (as_strided.partial_views samples read outside the view's own
+    elements) are rebuilt on a tpu copy of the whole base storage with the
+    same size, stride and storage offset."""
+    storage = t.untyped_storage()
+    n = storage.nbytes() // t.element_size()
+    contiguous_whole = t.storage_offset() == 0 and t.is_contiguous() and t.numel() == n
+    if contiguous_whole or n == 0:
+        return t.detach().to(TPU)
+    base = torch.empty(0, dtype=t.dtype).set_(storage, 0, (n,), (1,))
+    return base.to(TPU).as_strided(t.size(), t.stride(), t.storage_offset())
+
+
+def _to_tpu_keep(t, keep_cpu):
+    if isinstance(t, torch.Tensor):
+        if keep_cpu:
+            return t
+        return _with_base(t.detach()).requires_grad_(t.requires_grad)
+    return t
+
+
+def _tpu_sample(sample, host_mask=None):
+    """The sample with tensors copied to tpu (except the host-only ones, see
+    _host_only) and device arguments (creation ops, .to) pointed at tpu."""
     def dev(v):
         is_cpu = (isinstance(v, torch.device) and v.type == "cpu") or v == "cpu"
         return TPU if is_cpu else v
 
-    s = sample.transform(_to_tpu)
+    count = itertools.count()
+
+    def move(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        i = next(count)
+        return _to_tpu_keep(t, bool(host_mask and host_mask[i]))
+
+    s = sample.transform(move)
     s.args = tuple(dev(a) for a in s.args)
     s.kwargs = {k: dev(v) for k, v in s.kwargs.items()}
     return s
@@ -148,7 +214,7 @@ def _is_random(op, sample, first):
         return True
 
 
-def _check_sample(op, dtype, sample, grad, index):
+def _check_sample(op, dtype, sample, grad, index, host_mask=None):
     seed = 1234 + index
     torch.manual_seed(seed)
     try:
@@ -156,7 +222,7 @@ def _check_sample(op, dtype, sample, grad, index):
     except Exception:
         return False  # CPU rejects this sample: nothing to compare against.
     random = _is_random(op, sample, expected)
-    tsample = _tpu_sample(sample)
+    tsample = _tpu_sample(sample, host_mask)
     torch.manual_seed(seed)
     try:
         actual = _call(op, tsample)
@@ -201,12 +267,13 @@ def check_op(op, dtype: torch.dtype, max_samples: int = 8, time_limit: float = 6
         return "skip", "sample_inputs failed: " + first_line(e)
     if not samples:
         return "skip", "no samples"
+    host_masks = _host_only(op, dtype, grad, samples)
     start, compared = time.monotonic(), 0
     for i, sample in enumerate(samples):
         if time.monotonic() - start > time_limit:
             break
         try:
-            compared += _check_sample(op, dtype, sample, grad, i)
+            compared += _check_sample(op, dtype, sample, grad, i, host_masks[i])
         except Failure as f:
             return f.status, f"sample {i}: {f.reason}"
     if not compared:

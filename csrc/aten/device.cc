@@ -66,6 +66,7 @@ bool is_supported(c10::ScalarType t) {
   switch (t) {
     case c10::kBool: case c10::kByte: case c10::kChar: case c10::kShort: case c10::kInt:
     case c10::kLong: case c10::kHalf: case c10::kBFloat16: case c10::kFloat: case c10::kDouble:
+    case c10::kUInt64:  // hash_tensor's result; few ops take it, as on CPU
       return true;
     default:
       return false;
@@ -84,6 +85,7 @@ ir::ElemType to_elem(c10::ScalarType t) {
     case c10::kBFloat16: return ir::ElemType::kBF16;
     case c10::kFloat: return ir::ElemType::kF32;
     case c10::kDouble: return ir::ElemType::kF64;
+    case c10::kUInt64: return ir::ElemType::kU64;
     default:
       TORCH_CHECK_TYPE(false, "tpu does not support dtype ", t);
   }
