@@ -361,6 +361,46 @@ at::Tensor& u_out(const at::Tensor& self, at::Tensor& out) {
 
 // --- polygamma ------------------------------------------------------------------------
 
+// chlo.polygamma is wrong for negative non-integer x (e.g. n = 4 at
+// x = -8.3 it is off by thousands), while CPU sums the Hurwitz zeta series
+// directly there. Shift x up past 1 with the recurrence
+// psi_n(x) = psi_n(x + 1) + (-1)^(n+1) n! / x^(n+1), one step per loop
+// iteration (each element stops once its own x + k >= 1), then use chlo on
+// the positive argument. Elements that need no shift pass through unchanged.
+Value polygamma_shifted(Builder& b, int64_t n, Value nv, Value x) {
+  Value one_v = cst(b, 1.0, x);
+  Value finite = b.compare(b.unary("stablehlo.abs", x), cst(b, INFINITY, x), "LT");
+  Value need = b.binary("stablehlo.and", b.compare(x, cst(b, 0.0, x), "LT"), finite);
+  Value q0 = b.select(need, x, one_v);
+  std::vector<Value> init{q0, cst(b, 0.0, x)};
+  auto cond = b.loop_region(init);
+  {
+    Builder c(*cond);
+    Value q{cond->params()[0], 0};
+    Value more = c.compare(q, cst(c, 1.0, q), "LT");
+    if (!c.dims(q).empty()) {
+      std::vector<int64_t> all(c.dims(q).size());
+      for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+      more = c.reduce(more, c.constant(0, ElemType::kPred), all, "stablehlo.or");
+    }
+    cond->set_outputs({more});
+  }
+  auto body = b.loop_region(init);
+  {
+    Builder c(*body);
+    Value q{body->params()[0], 0}, acc{body->params()[1], 0};
+    Value act = c.compare(q, cst(c, 1.0, q), "LT");
+    Value pw = q;  // q^(n+1)
+    for (int64_t i = 0; i < n; ++i) pw = mul(c, pw, q);
+    Value term = div(c, cst(c, 1.0, q), pw);
+    body->set_outputs({c.select(act, add(c, q, cst(c, 1.0, q)), q),
+                       c.select(act, add(c, acc, term), acc)});
+  }
+  auto outs = b.while_loop(init, cond, body);
+  double fact = std::tgamma(static_cast<double>(n) + 1.0) * (n % 2 ? 1.0 : -1.0);  // (-1)^(n+1) n!
+  return add(b, b.binary("chlo.polygamma", nv, outs[0]), mul(b, cst(b, fact, x), outs[1]));
+}
+
 void polygamma_run(int64_t n, const at::Tensor& self, const at::Tensor& out) {
   TORCH_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
   ScalarType compute = opmath(float_result(self.scalar_type()));
@@ -380,7 +420,8 @@ void polygamma_run(int64_t n, const at::Tensor& self, const at::Tensor& out) {
         Value pole = b.binary("stablehlo.and", b.compare(x, cst(b, 0.0, x), "LE"),
                               b.compare(x, b.unary("stablehlo.floor", x), "EQ"));
         Value inf = cst(b, n % 2 ? INFINITY : -INFINITY, x);
-        if (n > 3) return b.select(pole, inf, direct);
+        Value neg_x = b.compare(x, cst(b, 0.0, x), "LT");
+        if (n > 3) return b.select(pole, inf, b.select(neg_x, polygamma_shifted(b, n, in[1], x), direct));
         Value one_v = cst(b, 1.0, x);
         Value refl_x = sub(b, one_v, x);
         Value mirrored = b.binary("chlo.polygamma", in[1], refl_x);
