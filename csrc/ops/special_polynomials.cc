@@ -200,6 +200,9 @@ Value lower(Builder& b, const PolyDef& d, Value x, Value n) {
       break;
     }
   }
+  // (NaN x with n >= 2 gives NaN. CPU's U, W, Laguerre and Legendre loops
+  // then return an uninitialised value, which varies with the element's
+  // position in the vectorised loop; it is not reproduced.)
   closed = por(b, closed, pnot(b, valid));
   Value m = sel(b, closed, I(0), sub(b, ni, I(1)));  // recurrence steps left
   Value rec = recurrence(b, d.kind, y, m, one_f, q1);

@@ -5,7 +5,25 @@ import math
 import pytest
 import torch
 
-from tests.helpers import TPU, both_raise, check
+from tests.helpers import TPU, both_raise, to_tpu, tols
+from tests.helpers import check as _check
+
+
+def check(fn, *args, grad=False, **kw):
+    """helpers.check, but NaN == NaN (these functions return NaN by design
+    outside their domain)."""
+    if grad:
+        return _check(fn, *args, grad=True, **kw)
+    expected = fn(*args)
+    actual = fn(*[to_tpu(a) for a in args])
+    dts = [a.dtype for a in args if isinstance(a, torch.Tensor)]
+    tol = tols(dts[0]) if dts else {}
+    if isinstance(expected, tuple):
+        for a, e in zip(actual, expected):
+            torch.testing.assert_close(a.cpu(), e, equal_nan=True, **tol)
+    else:
+        torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, **tol)
+    return actual
 
 POLYS = [
     "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
@@ -21,8 +39,8 @@ def _xn():
     # Special points: |x| == 1, x == 0 and 0.5 (the shifted forms' edges),
     # |x| < 1 with large n (trig branch), |x| > 1 with large n (overflow ->
     # NaN stop), negative / fractional / non-finite n.
-    xs = torch.tensor([-1.0, 1.0, 0.0, 0.5, 0.3, -0.7, 0.999, 1.5, -2.0, 3.0, NAN, 0.25])
-    ns = torch.tensor([0.0, 1.0, 2.0, 3.0, 4.7, -1.0, -0.5, 5.0, 7.0, 9.0, 12.0, 20.0, 30.0, 150.0, NAN, INF])
+    xs = torch.tensor([-1.0, 1.0, 0.0, 0.5, 0.3, -0.7, 0.999, 1.5, -2.0, 3.0, NAN, 0.25, INF, -INF])
+    ns = torch.tensor([0.0, 1.0, 2.0, 3.0, 4.7, -1.0, -0.5, 5.0, 7.0, 9.0, 12.0, 20.0, 30.0, NAN, INF, 1e30])
     return xs.view(-1, 1).expand(-1, ns.numel()).contiguous(), ns.view(1, -1).expand(xs.numel(), -1).contiguous()
 
 
@@ -30,12 +48,17 @@ def _xn():
 def test_polynomial_values(name):
     fn = getattr(torch.special, name)
     x, n = _xn()
+    if not name.endswith(("_t", "_v", "_h", "_he")):
+        # CPU returns an uninitialised value for NaN x with n >= 2 here.
+        x = torch.where(x.isnan(), 0.75, x)
     check(fn, x, n)
     # Random x over a wider range and integer degrees (the OpInfo inputs).
     torch.manual_seed(0)
     xr = torch.empty(5, 6).uniform_(-3, 3)
     nr = torch.randint(-2, 11, (5, 6)).float()
     check(fn, xr, nr)
+    # Degrees past Hermite's cut-off (128 in float32) give NaN.
+    check(fn, torch.tensor([0.5, -0.2, 1.1]), torch.tensor([128.0, 129.0, 150.0]))
 
 
 @pytest.mark.parametrize("name", ["chebyshev_polynomial_t", "hermite_polynomial_h", "legendre_polynomial_p"])
@@ -50,7 +73,7 @@ def test_polynomial_dtypes_scalars_layouts(name):
     check(fn, 0.5, torch.tensor([0.0, 1.0, 5.0, 9.0]))  # x_scalar
     check(fn, x, torch.tensor([1.0, 2.0, 3.0, 8.0]))  # broadcasting
     big = torch.linspace(-1.2, 1.2, 40).reshape(5, 8)
-    check(lambda a, b: fn(a.t(), b[:, ::2][1:]), big, torch.arange(40.0).reshape(8, 5) % 7)
+    check(lambda a, b: fn(a.t(), b[:, ::2]), big, torch.arange(80.0).reshape(8, 10) % 7)
     # out= into a non-contiguous view of a bigger tensor.
     check(lambda a, b: fn(a, b, out=torch.zeros(4, 6, device=a.device)[:3, 1:5]), x, torch.full((3, 4), 4.0))
 
