@@ -361,6 +361,85 @@ at::Tensor& u_out(const at::Tensor& self, at::Tensor& out) {
 
 // --- polygamma ------------------------------------------------------------------------
 
+// Hurwitz zeta(s, q) for integer s = n + 1 >= 3, as CPU computes it for
+// polygamma (Cephes: direct sum until the term is negligible or q + i > 9,
+// then an Euler-Maclaurin tail), in float64 because CPU accumulates float
+// inputs in double. chlo.polygamma is inaccurate for negative non-integer x
+// (off by thousands for n = 4 near x = -8.3) and the reflection formulas
+// lose ~1e-4 relative in float32 there, so n >= 2 uses this for every x.
+// `q` must be f64 and finite, and not a pole.
+Value zeta_cephes(Builder& b, int64_t sv, Value q) {
+  const double eps = 1.11022302462515654042e-16;
+  auto C = [&](Builder& c, double v, Value like) { return cst(c, v, like); };
+  auto inv_pow = [&](Builder& c, Value a) {  // a^-s
+    Value p = a;
+    for (int64_t i = 1; i < sv; ++i) p = mul(c, p, a);
+    return div(c, C(c, 1.0, a), p);
+  };
+  // Carried: i (s32), a, b, s, done.
+  Value s0 = inv_pow(b, q);
+  std::vector<Value> init{b.constant(0, ElemType::kS32), q, cst(b, 0.0, q), s0,
+                          b.constant(0, ElemType::kPred, b.dims(q))};
+  auto running = [&](Builder& c, Value i, Value a, Value done) {
+    Value more = c.binary("stablehlo.or", c.broadcast_to(c.compare(i, c.constant(9, ElemType::kS32), "LT"), c.dims(a)),
+                          c.compare(a, C(c, 9.0, a), "LE"));
+    return c.binary("stablehlo.and", more, c.unary("stablehlo.not", done));
+  };
+  auto any = [&](Builder& c, Value p) {
+    if (c.dims(p).empty()) return p;
+    std::vector<int64_t> all(c.dims(p).size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+    return c.reduce(p, c.constant(0, ElemType::kPred), all, "stablehlo.or");
+  };
+  auto cond = b.loop_region(init);
+  {
+    Builder c(*cond);
+    auto P = [&](int k) { return Value{cond->params()[k], 0}; };
+    cond->set_outputs({any(c, running(c, P(0), P(1), P(4)))});
+  }
+  auto body = b.loop_region(init);
+  {
+    Builder c(*body);
+    auto P = [&](int k) { return Value{body->params()[k], 0}; };
+    Value i = P(0), a = P(1), bb = P(2), s = P(3), done = P(4);
+    Value act = running(c, i, a, done);
+    Value na = add(c, a, C(c, 1.0, a));
+    Value nb = inv_pow(c, na);
+    Value ns = add(c, s, nb);
+    Value tol = mul(c, C(c, eps, ns), ns);
+    Value conv = c.binary("stablehlo.and", c.compare(c.unary("stablehlo.negate", tol), nb, "LT"),
+                          c.compare(nb, tol, "LT"));
+    body->set_outputs({add(c, i, c.constant(1, ElemType::kS32)), c.select(act, na, a), c.select(act, nb, bb),
+                       c.select(act, ns, s), c.binary("stablehlo.or", done, c.binary("stablehlo.and", act, conv))});
+  }
+  auto outs = b.while_loop(init, cond, body);
+  Value a = outs[1], bb = outs[2], s = outs[3], done = outs[4];
+  // Euler-Maclaurin tail (12 Bernoulli terms), each element stopping once
+  // its correction is negligible.
+  static const double A[] = {12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
+                             7.47242496e10, -2.950130727918164224e12, 1.1646782814350067249e14,
+                             -4.5979787224074726105e15, 1.8152105401943546773e17, -7.1661652561756670113e18};
+  const double x = static_cast<double>(sv);
+  Value w = a;
+  Value st = sub(b, add(b, s, div(b, mul(b, bb, w), cst(b, x - 1.0, q))), mul(b, cst(b, 0.5, q), bb));
+  s = b.select(done, s, st);
+  Value fa = cst(b, 1.0, q);
+  double k = 0;
+  for (int i = 0; i < 12; ++i) {
+    fa = mul(b, fa, cst(b, x + k, q));
+    bb = div(b, bb, w);
+    Value t = div(b, mul(b, fa, bb), cst(b, A[i], q));
+    Value ns = add(b, s, t);
+    s = b.select(done, s, ns);
+    done = b.binary("stablehlo.or", done, b.compare(b.unary("stablehlo.abs", div(b, t, ns)), cst(b, eps, q), "LT"));
+    k += 1;
+    fa = mul(b, fa, cst(b, x + k, q));
+    bb = div(b, bb, w);
+    k += 1;
+  }
+  return s;
+}
+
 void polygamma_run(int64_t n, const at::Tensor& self, const at::Tensor& out) {
   TORCH_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
   ScalarType compute = opmath(float_result(self.scalar_type()));
@@ -369,9 +448,8 @@ void polygamma_run(int64_t n, const at::Tensor& self, const at::Tensor& out) {
     return;
   }
   // chlo.polygamma is only accurate for positive x and gives NaN at poles.
-  // Like CPU: trigamma reflects for x < 0.5; n = 2, 3 reflect for x < 0
-  // (closed-form derivatives of pi*cot(pi*x)); poles give +inf (odd n) or
-  // -inf (even n). Larger n with negative x keep chlo's values.
+  // Like CPU: trigamma reflects for x < 0.5; n >= 2 goes through the
+  // Hurwitz zeta; poles give +inf (odd n) or -inf (even n).
   pointwise(
       "polygamma", {self, c10::Scalar(static_cast<double>(n))}, out, compute,
       [n](Builder& b, const Values& in) {
@@ -380,27 +458,22 @@ void polygamma_run(int64_t n, const at::Tensor& self, const at::Tensor& out) {
         Value pole = b.binary("stablehlo.and", b.compare(x, cst(b, 0.0, x), "LE"),
                               b.compare(x, b.unary("stablehlo.floor", x), "EQ"));
         Value inf = cst(b, n % 2 ? INFINITY : -INFINITY, x);
-        if (n > 3) return b.select(pole, inf, direct);
+        if (n >= 2) {
+          // CPU: (-1)^(n+1) exp(lgamma(n + 1)) zeta(n + 1, x), zeta in double.
+          Value finite = b.compare(b.unary("stablehlo.abs", x), cst(b, INFINITY, x), "LT");
+          Value safe = b.select(b.binary("stablehlo.and", finite, b.unary("stablehlo.not", pole)), x, cst(b, 1.0, x));
+          Value z = b.convert(zeta_cephes(b, n + 1, b.convert(safe, ElemType::kF64)), b.elem(x));
+          bool f64 = b.elem(x) == ElemType::kF64;
+          double fact = f64 ? std::exp(std::lgamma(n + 1.0)) : std::exp(std::lgamma(static_cast<float>(n + 1)));
+          Value r = mul(b, cst(b, fact * (n % 2 ? 1.0 : -1.0), x), z);
+          return b.select(pole, inf, b.select(finite, r, direct));
+        }
+        // n == 1 (CPU's trigamma): reflect for x < 0.5.
         Value one_v = cst(b, 1.0, x);
-        Value refl_x = sub(b, one_v, x);
-        Value mirrored = b.binary("chlo.polygamma", in[1], refl_x);
-        Value pix = mul(b, x, cst(b, M_PI, x));
-        Value sn = b.unary("stablehlo.sine", pix);
-        Value csc2 = div(b, one_v, mul(b, sn, sn));
-        Value cot = div(b, b.unary("stablehlo.cosine", pix), sn);
-        Value r;
-        if (n == 1) {
-          r = sub(b, mul(b, cst(b, M_PI * M_PI, x), csc2), mirrored);
-          return b.select(b.compare(x, cst(b, 0.5, x), "LT"), r, direct);
-        }
-        if (n == 2) {
-          r = sub(b, mirrored, mul(b, cst(b, 2 * M_PI * M_PI * M_PI, x), mul(b, csc2, cot)));
-        } else {
-          Value inner = add(b, mul(b, cst(b, 2.0, x), mul(b, cot, cot)), csc2);
-          r = sub(b, mul(b, cst(b, 2 * std::pow(M_PI, 4), x), mul(b, csc2, inner)), mirrored);
-        }
-        Value neg = b.compare(x, cst(b, 0.0, x), "LT");
-        return b.select(pole, inf, b.select(neg, r, direct));
+        Value mirrored = b.binary("chlo.polygamma", in[1], sub(b, one_v, x));
+        Value sn = b.unary("stablehlo.sine", mul(b, x, cst(b, M_PI, x)));
+        Value r = sub(b, mul(b, cst(b, M_PI * M_PI, x), div(b, one_v, mul(b, sn, sn))), mirrored);
+        return b.select(b.compare(x, cst(b, 0.5, x), "LT"), r, direct);
       },
       n);
 }

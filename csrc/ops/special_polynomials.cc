@@ -1,0 +1,254 @@
+// Orthogonal polynomials with a per-element degree n: torch.special's
+// chebyshev_polynomial_{t,u,v,w}, shifted_chebyshev_polynomial_{t,u,v,w},
+// hermite_polynomial_{h,he}, laguerre_polynomial_l, legendre_polynomial_p.
+//
+// Semantics follow PyTorch CPU (ATen/native/Math.h): n is truncated toward
+// zero (NaN/inf/huge n count as negative and give 0), closed forms for
+// |x| == 1 and, for Chebyshev with |x| < 1 and large n, a trigonometric
+// form; otherwise the three-term recurrence, which stops early once the
+// running value is NaN (Chebyshev, Laguerre, Legendre). Since n varies per
+// element, the recurrence runs in one stablehlo.while up to the largest
+// remaining degree (decided on device, in the loop condition); each
+// element stops updating once it reaches its own n.
+//
+// Only the .out overloads are registered: the functional, in-place and
+// Scalar-operand overloads are composites over them.
+#include <ATen/ops/result_type.h>
+#include <torch/library.h>
+
+#include <cmath>
+
+#include "ops/common.h"
+
+namespace torch_tpu::ops {
+namespace {
+
+using c10::ScalarType;
+
+enum class Kind { kT, kU, kV, kW, kH, kHe, kL, kP };
+
+struct PolyDef {
+  const char* name;     // kernel name (CPU's, for error messages)
+  Kind kind;
+  bool shifted;         // shifted Chebyshev: argument 2x - 1
+};
+
+Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
+Value sel(Builder& b, Value p, Value t, Value f) { return b.select(p, t, f); }
+Value pand(Builder& b, Value x, Value y) { return b.binary("stablehlo.and", x, y); }
+Value por(Builder& b, Value x, Value y) { return b.binary("stablehlo.or", x, y); }
+Value pnot(Builder& b, Value x) { return b.unary("stablehlo.not", x); }
+Value isnan(Builder& b, Value x) { return b.compare(x, x, "NE"); }
+
+// Degree above which CPU switches Chebyshev (|y| < 1) to the trig form.
+int64_t trig_threshold(const PolyDef& d) {
+  switch (d.kind) {
+    case Kind::kT: return 6;
+    case Kind::kU: case Kind::kV: return d.shifted ? 6 : 8;
+    case Kind::kW: return d.shifted ? 4 : 8;
+    default: return -1;
+  }
+}
+
+// One recurrence step: the next value from (p, q) = (P_{k-1}, P_k) at loop
+// index j (1-based; j-th application of the recurrence).
+Value step(Builder& b, Kind kind, Value y, Value p, Value q, Value j_f) {
+  auto C = [&](double v) { return cst(b, v, y); };
+  switch (kind) {
+    case Kind::kH: {  // k = 2j: r = (x + x) q - k p
+      Value k = add(b, j_f, j_f);
+      return sub(b, mul(b, add(b, y, y), q), mul(b, k, p));
+    }
+    case Kind::kHe:  // k = j: r = x q - k p
+      return sub(b, mul(b, y, q), mul(b, j_f, p));
+    case Kind::kL: {  // k = j: r = ((2k + (1 - x)) q - k p) / (k + 1)
+      Value t = add(b, add(b, j_f, j_f), sub(b, C(1), y));
+      return div(b, sub(b, mul(b, t, q), mul(b, j_f, p)), add(b, j_f, C(1)));
+    }
+    case Kind::kP: {  // k = j: r = ((2k + 1) x q - k p) / (k + 1)
+      Value t = mul(b, add(b, add(b, j_f, j_f), C(1)), y);
+      return div(b, sub(b, mul(b, t, q), mul(b, j_f, p)), add(b, j_f, C(1)));
+    }
+    default:  // Chebyshev family: r = (y + y) q - p
+      return sub(b, mul(b, add(b, y, y), q), p);
+  }
+}
+
+bool nan_stops(Kind k) { return k != Kind::kH && k != Kind::kHe; }
+
+// Elements with j <= m that are still running (no NaN yet, where CPU stops on NaN).
+Value running(Builder& b, Kind kind, Value j, Value m, Value q) {
+  Value act = b.compare(b.broadcast_to(j, b.dims(m)), m, "LE");
+  if (nan_stops(kind)) act = pand(b, act, pnot(b, isnan(b, q)));
+  return act;
+}
+
+// Runs the recurrence from (p, q) = (P_0, P_1) for m[i] steps per element.
+Value recurrence(Builder& b, Kind kind, Value y, Value m, Value p0, Value q0) {
+  Value j0 = b.constant(1, ElemType::kS64);
+  std::vector<Value> init{j0, y, m, p0, q0};
+  auto cond = b.loop_region(init);
+  {
+    Builder c(*cond);
+    auto P = [&](int i) { return Value{cond->params()[i], 0}; };
+    Value act = running(c, kind, P(0), P(2), P(4));
+    Value any = act;
+    if (!c.dims(act).empty()) {
+      std::vector<int64_t> all(c.dims(act).size());
+      for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+      any = c.reduce(act, c.constant(0, ElemType::kPred), all, "stablehlo.or");
+    }
+    cond->set_outputs({any});
+  }
+  auto body = b.loop_region(init);
+  {
+    Builder c(*body);
+    auto P = [&](int i) { return Value{body->params()[i], 0}; };
+    Value j = P(0), yv = P(1), mv = P(2), p = P(3), q = P(4);
+    Value act = running(c, kind, j, mv, q);
+    Value j_f = c.broadcast_to(c.convert(j, c.elem(yv)), c.dims(yv));
+    Value r = step(c, kind, yv, p, q, j_f);
+    body->set_outputs({add(c, j, c.constant(1, ElemType::kS64)), yv, mv, c.select(act, q, p),
+                       c.select(act, r, q)});
+  }
+  return b.while_loop(init, cond, body)[4];
+}
+
+Value lower(Builder& b, const PolyDef& d, Value x, Value n) {
+  auto C = [&](double v) { return cst(b, v, x); };
+  Value zero_f = C(0), one_f = C(1);
+  // n truncated toward zero; CPU's float -> int64 cast of NaN/inf/out of
+  // range gives INT64_MIN, i.e. "negative", hence 0.
+  Value nt = sel(b, b.compare(n, zero_f, "LT"), b.unary("stablehlo.ceil", n), b.unary("stablehlo.floor", n));
+  Value valid = pand(b, b.compare(nt, zero_f, "GE"), b.compare(nt, C(9223372036854775808.0), "LT"));
+  Value nf = sel(b, valid, nt, zero_f);
+  Value ni = b.convert(nf, ElemType::kS64);
+  auto I = [&](int64_t v) { return b.constant(static_cast<double>(v), ElemType::kS64, b.dims(ni)); };
+  Value even = b.compare(b.binary("stablehlo.remainder", ni, I(2)), I(0), "EQ");
+  Value n0 = b.compare(ni, I(0), "EQ"), n1 = b.compare(ni, I(1), "EQ");
+  Value two_n1 = add(b, add(b, nf, nf), one_f);  // float(2n + 1)
+  Value pm1 = sel(b, even, one_f, C(-1));        // (-1)^n
+
+  Value y = d.shifted ? sub(b, add(b, x, x), one_f) : x;
+  Value result;   // closed-form value where `closed`
+  Value closed;
+  Value q1;       // P_1, the recurrence's starting q (P_0 = 1)
+  switch (d.kind) {
+    case Kind::kT: case Kind::kU: case Kind::kV: case Kind::kW: {
+      Value ay = b.unary("stablehlo.abs", y);
+      Value at1 = b.compare(ay, one_f, "EQ");
+      Value pos = b.compare(y, zero_f, "GT");
+      Value trig = pand(b, b.compare(ni, I(trig_threshold(d)), "GT"), b.compare(ay, one_f, "LT"));
+      Value th = b.unary("chlo.acos", y);
+      Value edge, tv;
+      if (d.kind == Kind::kT) {
+        q1 = y;
+        edge = sel(b, por(b, pos, even), one_f, C(-1));
+        tv = b.unary("stablehlo.cosine", mul(b, nf, th));
+      } else if (d.kind == Kind::kU) {
+        q1 = add(b, y, y);
+        Value np1 = add(b, nf, one_f);
+        edge = sel(b, por(b, pos, even), np1, b.unary("stablehlo.negate", np1));
+        Value s = b.unary("stablehlo.sine", th);
+        Value a = mul(b, np1, th);
+        tv = sel(b, b.compare(s, zero_f, "NE"), div(b, b.unary("stablehlo.sine", a), s),
+                 div(b, mul(b, np1, b.unary("stablehlo.cosine", a)), y));
+      } else if (d.kind == Kind::kV) {
+        q1 = sub(b, add(b, y, y), one_f);
+        Value odd_case = mul(b, pm1, two_n1);  // +-(2n+1)
+        edge = sel(b, pos, one_f, odd_case);
+        Value h = div(b, th, C(2));
+        Value a = mul(b, add(b, nf, C(0.5)), th);
+        tv = sel(b, b.compare(b.unary("stablehlo.sine", h), one_f, "NE"),
+                 div(b, b.unary("stablehlo.cosine", a), b.unary("stablehlo.cosine", h)), odd_case);
+      } else {
+        q1 = add(b, add(b, y, y), one_f);
+        edge = sel(b, pos, two_n1, pm1);
+        Value h = div(b, th, C(2));
+        Value a = mul(b, add(b, nf, C(0.5)), th);
+        Value degenerate = d.shifted ? pm1 : edge;
+        tv = sel(b, b.compare(b.unary("stablehlo.cosine", h), one_f, "NE"),
+                 div(b, b.unary("stablehlo.sine", a), b.unary("stablehlo.sine", h)), degenerate);
+      }
+      result = sel(b, at1, edge, sel(b, trig, tv, sel(b, n0, one_f, q1)));
+      closed = por(b, por(b, at1, trig), por(b, n0, n1));
+      break;
+    }
+    case Kind::kH: case Kind::kHe: {
+      q1 = d.kind == Kind::kH ? add(b, x, x) : x;
+      // CPU gives up (NaN) past a dtype-dependent degree.
+      int64_t limit = b.elem(x) == ElemType::kF32 ? 128 : b.elem(x) == ElemType::kF64 ? 512 : 1024;
+      Value big = b.compare(ni, I(limit), "GT");
+      result = sel(b, n0, one_f, sel(b, n1, q1, C(NAN)));
+      closed = por(b, por(b, n0, n1), big);
+      break;
+    }
+    case Kind::kL: {
+      q1 = sub(b, one_f, x);
+      Value x0 = b.compare(x, zero_f, "EQ");
+      result = sel(b, por(b, x0, n0), one_f, q1);
+      closed = por(b, por(b, x0, n0), n1);
+      break;
+    }
+    case Kind::kP: {
+      q1 = x;
+      Value at1 = b.compare(b.unary("stablehlo.abs", x), one_f, "EQ");
+      Value pos = b.compare(x, zero_f, "GT");
+      Value edge = sel(b, por(b, pos, even), one_f, C(-1));
+      result = sel(b, at1, edge, sel(b, n0, one_f, q1));
+      closed = por(b, at1, por(b, n0, n1));
+      break;
+    }
+  }
+  // (NaN x with n >= 2 gives NaN. CPU's U, W, Laguerre and Legendre loops
+  // then return an uninitialised value, which varies with the element's
+  // position in the vectorised loop; it is not reproduced.)
+  closed = por(b, closed, pnot(b, valid));
+  Value m = sel(b, closed, I(0), sub(b, ni, I(1)));  // recurrence steps left
+  Value rec = recurrence(b, d.kind, y, m, one_f, q1);
+  return sel(b, pnot(b, valid), zero_f, sel(b, closed, result, rec));
+}
+
+template <const PolyDef& D>
+at::Tensor& poly_out(const at::Tensor& x, const at::Tensor& n, at::Tensor& out) {
+  ScalarType common = at::result_type(x, n);
+  ScalarType dtype = float_result(common);
+  // CPU's kernels exist for float and double only (ints promote to float).
+  TORCH_CHECK_NOT_IMPLEMENTED(dtype == c10::kFloat || dtype == c10::kDouble, "\"", D.name,
+                              "\" not implemented for '", c10::toString(dtype), "'");
+  prepare_out(out, broadcast_shape({x, n}), dtype, D.name);
+  pointwise(D.name, {x, n}, out, dtype,
+            [](Builder& b, const Values& in) { return lower(b, D, in[0], in[1]); });
+  return out;
+}
+
+constexpr PolyDef kChebT{"chebyshev_polynomial_t_cpu", Kind::kT, false};
+constexpr PolyDef kChebU{"chebyshev_polynomial_u_cpu", Kind::kU, false};
+constexpr PolyDef kChebV{"chebyshev_polynomial_v_cpu", Kind::kV, false};
+constexpr PolyDef kChebW{"chebyshev_polynomial_w_cpu", Kind::kW, false};
+constexpr PolyDef kSChebT{"shifted_chebyshev_polynomial_t_cpu", Kind::kT, true};
+constexpr PolyDef kSChebU{"shifted_chebyshev_polynomial_u_cpu", Kind::kU, true};
+constexpr PolyDef kSChebV{"shifted_chebyshev_polynomial_v_cpu", Kind::kV, true};
+constexpr PolyDef kSChebW{"shifted_chebyshev_polynomial_w_cpu", Kind::kW, true};
+constexpr PolyDef kHermH{"hermite_polynomial_h_cpu", Kind::kH, false};
+constexpr PolyDef kHermHe{"hermite_polynomial_he_cpu", Kind::kHe, false};
+constexpr PolyDef kLagL{"laguerre_polynomial_l_cpu", Kind::kL, false};
+constexpr PolyDef kLegP{"legendre_polynomial_p_cpu", Kind::kP, false};
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("special_chebyshev_polynomial_t.out", poly_out<kChebT>);
+  m.impl("special_chebyshev_polynomial_u.out", poly_out<kChebU>);
+  m.impl("special_chebyshev_polynomial_v.out", poly_out<kChebV>);
+  m.impl("special_chebyshev_polynomial_w.out", poly_out<kChebW>);
+  m.impl("special_shifted_chebyshev_polynomial_t.out", poly_out<kSChebT>);
+  m.impl("special_shifted_chebyshev_polynomial_u.out", poly_out<kSChebU>);
+  m.impl("special_shifted_chebyshev_polynomial_v.out", poly_out<kSChebV>);
+  m.impl("special_shifted_chebyshev_polynomial_w.out", poly_out<kSChebW>);
+  m.impl("special_hermite_polynomial_h.out", poly_out<kHermH>);
+  m.impl("special_hermite_polynomial_he.out", poly_out<kHermHe>);
+  m.impl("special_laguerre_polynomial_l.out", poly_out<kLagL>);
+  m.impl("special_legendre_polynomial_p.out", poly_out<kLegP>);
+}
+
+}  // namespace
+}  // namespace torch_tpu::ops
