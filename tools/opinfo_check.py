@@ -179,7 +179,10 @@ def _grads(sample, out, seed):
     if not outs or not ins:
         return None
     g = torch.Generator().manual_seed(seed)
-    cots = [torch.randn(o.shape, generator=g, dtype=o.dtype).to(o.device) for o in outs]
+    # float64 outputs (the reference of _matches_float64) get the float32
+    # draws widened, so both sides see the same cotangents.
+    cots = [torch.randn(o.shape, generator=g, dtype=torch.float32 if o.dtype == torch.float64 else o.dtype)
+            .to(o.dtype).to(o.device) for o in outs]
     return torch.autograd.grad(outs, ins, cots, allow_unused=True)
 
 
@@ -214,6 +217,40 @@ def _is_random(op, sample, first):
         return True
 
 
+def _matches_float64(op, dtype, sample, actual, tsample, seed, grad):
+    """Second opinion for a float32 mismatch: CPU's float32 result carries
+    rounding error too, which some formulas amplify (layer_norm's backward on
+    a one-element row multiplies it by 1/sqrt(eps)). When the op runs in
+    float64 on CPU, tpu passes if it matches that more exact reference,
+    rounded to float32, within the float32 tolerance."""
+    if dtype != torch.float32 or torch.float64 not in op.supported_dtypes("cpu"):
+        return False
+
+    def up(t):
+        if isinstance(t, torch.Tensor) and t.dtype == torch.float32:
+            return t.detach().double().requires_grad_(t.requires_grad)
+        return t
+
+    def down(v):
+        return v.float() if isinstance(v, torch.Tensor) and v.dtype == torch.float64 else v
+
+    try:
+        s64 = sample.transform(up)
+        torch.manual_seed(seed)
+        expected = _call(op, s64)
+        # Rerun tpu too: the first run's autograd graph was freed by backward.
+        torch.manual_seed(seed)
+        actual = _call(op, tsample)
+        _compare(actual, tree_map(down, expected), "values")
+        if grad:
+            ge = _grads(s64, expected, seed)
+            if ge is not None:
+                _compare(_grads(tsample, actual, seed), tree_map(down, ge), "grads")
+    except Exception:
+        return False
+    return True
+
+
 def _check_sample(op, dtype, sample, grad, index, host_mask=None):
     seed = 1234 + index
     torch.manual_seed(seed)
@@ -233,7 +270,12 @@ def _check_sample(op, dtype, sample, grad, index, host_mask=None):
             if _meta(actual) != _meta(expected):
                 raise Failure("mismatch", f"random op: shapes/dtypes {_meta(actual)} != {_meta(expected)}"[:200])
             return True
-        _compare(actual, expected, "values")
+        try:
+            _compare(actual, expected, "values")
+        except Failure:
+            if not _matches_float64(op, dtype, sample, actual, tsample, seed, grad):
+                raise
+            return True
         if grad:
             try:
                 ge = _grads(sample, expected, seed)
@@ -244,7 +286,11 @@ def _check_sample(op, dtype, sample, grad, index, host_mask=None):
                 _same_refusal(type(e), lambda: _grads(tsample, actual, seed))
                 ge = None
             if ge is not None:
-                _compare(_grads(tsample, actual, seed), ge, "grads")
+                try:
+                    _compare(_grads(tsample, actual, seed), ge, "grads")
+                except Failure:
+                    if not _matches_float64(op, dtype, sample, actual, tsample, seed, grad):
+                        raise
     except Failure:
         raise
     except NotImplementedError as e:
