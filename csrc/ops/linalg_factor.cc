@@ -321,6 +321,58 @@ Value pivots_sign(Builder& b, Value piv, ElemType t) {
 
 namespace {
 
+// Right-looking Cholesky of symmetric [..., n, n] as one stablehlo.while
+// over the columns. stablehlo.cholesky cannot be used: XLA turns the whole
+// result into NaN on failure, so LAPACK's info (the order of the first
+// leading minor that is not positive-definite) could not be recovered.
+// A non-positive (or NaN) pivot stops the elimination there and sets info.
+std::pair<Value, Value> cholesky_factor(Builder& b, Value a) {
+  Dims d = b.dims(a);
+  int64_t r = d.size(), n = d[r - 1];
+  Dims batch(d.begin(), d.end() - 2);
+  int64_t B = numel(batch);
+  ElemType t = b.elem(a);
+  Value X = b.reshape(a, {B, n, n});
+  Value info = b.constant(0, kI32, {B});
+  std::vector<Value> init{b.constant(0, kI32), X, info};
+  auto cond = b.loop_region(init);
+  {
+    Builder c(*cond);
+    cond->set_outputs({c.compare(param(cond, 0), c.constant(n, kI32), "LT")});
+  }
+  auto body = b.loop_region(init);
+  {
+    Builder c(*body);
+    Value k = param(body, 0), A = param(body, 1), inf = param(body, 2);
+    Dims d3{B, n, n}, d2{B, n}, d1{B};
+    Value zi = c.constant(0, kI32);
+    Value rows2 = c.iota(d2, 1, kI32), rows3 = c.iota(d3, 1, kI32), cols3 = c.iota(d3, 2, kI32);
+    Value k2 = c.broadcast_to(k, d2), k3 = c.broadcast_to(k, d3);
+    Value col = c.reshape(c.dynamic_slice(A, {zi, zi, k}, {B, n, 1}), d2);
+    Value pivot = c.reshape(c.dynamic_slice(col, {zi, k}, {B, 1}), d1);
+    Value good = c.compare(pivot, zero(c, t, d1), "GT");
+    Value clean = c.compare(inf, c.constant(0, kI32, d1), "EQ");
+    Value ok = land(c, good, clean);
+    inf = c.select(land(c, clean, lnot(c, good)), add(c, c.broadcast_to(k, d1), c.constant(1, kI32, d1)), inf);
+    Value s = c.unary("stablehlo.sqrt", pivot);
+    // LAPACK scales the column by the reciprocal of the pivot's root.
+    Value l = mul(c, col, c.broadcast_in_dim(div(c, one(c, t, d1), s), d2, {0}));
+    l = c.select(c.compare(rows2, k2, "EQ"), c.broadcast_in_dim(s, d2, {0}), l);
+    Value li = c.broadcast_in_dim(l, d3, {0, 1}), lj = c.broadcast_in_dim(l, d3, {0, 2});
+    Value ok3 = c.broadcast_in_dim(ok, d3, {0});
+    Value trailing = land(c, land(c, c.compare(rows3, k3, "GT"), c.compare(cols3, k3, "GT")), ok3);
+    A = c.select(trailing, sub(c, A, mul(c, li, lj)), A);
+    A = c.select(land(c, land(c, c.compare(cols3, k3, "EQ"), c.compare(rows3, k3, "GE")), ok3), li, A);
+    body->set_outputs({add(c, k, c.constant(1, kI32)), A, inf});
+  }
+  auto outs = b.while_loop(init, cond, body);
+  return {keep_triangle(b, b.reshape(outs[1], d), true), b.reshape(outs[2], batch)};
+}
+
+}  // namespace
+
+namespace {
+
 // Cholesky of the triangle named by `upper`; info = first non-positive pivot.
 void cholesky_into(const at::Tensor& A, bool upper, const at::Tensor& L, const at::Tensor& info) {
   if (A.numel() == 0) {
@@ -335,20 +387,9 @@ void cholesky_into(const at::Tensor& A, bool upper, const at::Tensor& L, const a
   call.run([&](Builder& b, const Values& in) {
     Value a = in[0];
     Dims d = b.dims(a);
-    int64_t n = d.back();
     // Read one triangle only, as LAPACK does.
     Value sym = b.select(tri_mask(b, d, !upper), a, mT(b, a));
-    Value l = keep_triangle(b, b.cholesky(sym, true), true);
-    Value diag = diagonal(b, l);
-    Dims dd = b.dims(diag);
-    int64_t r = dd.size();
-    // Not positive (NaN included) marks where the factorization broke down.
-    Value bad = lnot(b, b.compare(diag, zero(b, b.elem(a), dd), "GT"));
-    Value idx = add(b, b.iota(dd, r - 1, kI32), b.constant(1, kI32, dd));
-    Value first = b.reduce(b.select(bad, idx, b.constant(n + 1, kI32, dd)), b.constant(n + 1, kI32), {r - 1},
-                           "stablehlo.minimum");
-    Dims bd = b.dims(first);
-    Value inf = b.select(b.compare(first, b.constant(n + 1, kI32, bd), "EQ"), b.constant(0, kI32, bd), first);
+    auto [l, inf] = cholesky_factor(b, sym);
     return Values{upper ? mT(b, l) : l, inf};
   });
 }
@@ -457,8 +498,9 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_lu_out(const at::Tensor
 }
 
 
-// CPU factors A^T when A is contiguous (and solves with adjoint=True); the
+// CPU's det/slogdet factor A^T when A is contiguous (det(A^T) = det(A)); the
 // backward formulas assume the same, so LU/pivots must follow that choice.
+// (solve_ex's LU output is always the factorization of A.)
 bool use_transpose(const at::Tensor& A) { return A.is_contiguous(); }
 
 // Batch-broadcast shape of two operands' leading dims.
@@ -493,11 +535,11 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_solve_ex_o
   if (A.numel() == 0 || B_.numel() == 0) {
     if (info.numel()) info.zero_();
     if (result.numel()) result.zero_();
-    if (A.numel()) lu_into(A, use_transpose(A), LUt, piv, info);
+    if (A.numel()) lu_into(A, false, LUt, piv, info);
     if (check_errors) at::_linalg_check_errors(info, "torch.linalg.solve_ex", A.dim() == 2);
     return {result, LUt, piv, info};
   }
-  bool tr = use_transpose(A);
+  bool tr = false;
   eager::OpCall call("linalg_solve_ex");
   call.attr(left).attr(tr).attr(vector_case).attr(c10::IntArrayRef(batch));
   call.input(A);
@@ -539,7 +581,7 @@ std::tuple<at::Tensor&, at::Tensor&> linalg_inv_ex_out(const at::Tensor& A, bool
   if (A.numel() == 0) {
     if (info.numel()) info.zero_();
   } else {
-    bool tr = use_transpose(A);
+    bool tr = false;
     eager::OpCall call("linalg_inv_ex");
     call.attr(tr);
     call.input(A);

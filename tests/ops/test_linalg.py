@@ -62,7 +62,7 @@ def test_cholesky_inverse_and_solve():
     b = torch.randn(3, 2, 4, 3)  # batch-broadcast against L
     check(torch.cholesky_solve, b, L, grad=True)
     check(lambda x, y: torch.cholesky_solve(x, y, upper=True), b, L.mT, grad=True)
-    both_raise(RuntimeError, torch.cholesky_solve, torch.randn(4, 2), L[0])
+    both_raise(RuntimeError, torch.cholesky_solve, torch.randn(3, 2), L[0])
 
 
 # --- triangular solves -----------------------------------------------------------
@@ -117,7 +117,7 @@ def test_solve_triangular_errors():
 def test_cross(dtype):
     make = (lambda *s: torch.randn(*s).to(dtype)) if dtype.is_floating_point else (
         lambda *s: torch.randint(-9, 9, s, dtype=dtype))
-    a, b = make(4, 3), make(2, 1, 3)
+    a, b = make(1, 4, 3), make(2, 1, 3)
     check(torch.linalg.cross, a, b, grad=dtype == torch.float32)
     c, d = make(3, 5), make(3, 5)
     check(lambda x, y: torch.cross(x, y, dim=0), c, d)
@@ -209,7 +209,7 @@ def test_solve():
     check(lambda a, b: torch.linalg.solve_ex(a, b), A, torch.randn(4, 1))
     check(lambda a, b: torch.linalg.tensorsolve(a, b), torch.randn(2, 3, 6) + torch.eye(6).reshape(2, 3, 6),
           torch.randn(2, 3))
-    check(torch.linalg.tensorinv, torch.randn(4, 2, 2, 4) + 4 * torch.eye(4).reshape(4, 2, 2, 4), grad=True)
+    check(torch.linalg.tensorinv, torch.randn(4, 2, 2, 4) + 4 * torch.eye(8).reshape(4, 2, 2, 4), grad=True)
 
 
 def test_solve_errors():
