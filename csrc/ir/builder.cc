@@ -498,4 +498,32 @@ std::vector<Value> Builder::while_loop(const std::vector<Value>& init, std::shar
   return g_.add_multi("stablehlo.while", init, results, {}, {std::move(cond), std::move(body)});
 }
 
+// --- linalg branch ---
+
+Value Builder::cholesky(Value a, bool lower) {
+  const Dims& d = dims(a);
+  if (d.size() < 2 || d[d.size() - 1] != d[d.size() - 2]) fail("cholesky: operand must be [..., n, n], got " + dims_str(d));
+  if (!is_float(elem(a))) fail("cholesky: operand must be floating point");
+  return g_.add("stablehlo.cholesky", {a}, type(a), {{"lower", lower ? "true" : "false"}});
+}
+
+Value Builder::triangular_solve(Value a, Value b, bool left_side, bool lower, bool unit_diagonal,
+                                const char* transpose_a) {
+  const Dims& da = dims(a);
+  const Dims& db = dims(b);
+  size_t r = da.size();
+  if (r < 2 || db.size() != r || da[r - 1] != da[r - 2]) fail("triangular_solve: a must be [..., m, m] and b of equal rank");
+  for (size_t i = 0; i + 2 < r; ++i)
+    if (da[i] != db[i]) fail("triangular_solve: batch dimensions differ");
+  if (da[r - 1] != db[left_side ? r - 2 : r - 1]) fail("triangular_solve: a " + dims_str(da) + " and b " + dims_str(db) + " do not conform");
+  if (elem(a) != elem(b) || !is_float(elem(a))) fail("triangular_solve: operands must share a float type");
+  std::string t = transpose_a;
+  if (t != "NO_TRANSPOSE" && t != "TRANSPOSE" && t != "ADJOINT") fail("triangular_solve: bad transpose_a " + t);
+  return g_.add("stablehlo.triangular_solve", {a, b}, type(b),
+                {{"left_side", left_side ? "true" : "false"},
+                 {"lower", lower ? "true" : "false"},
+                 {"unit_diagonal", unit_diagonal ? "true" : "false"},
+                 {"transpose_a", "#stablehlo<transpose " + t + ">"}});
+}
+
 }  // namespace torch_tpu::ir

@@ -96,6 +96,16 @@ class Builder {
   // A region graph whose parameters have the types of `carried`.
   std::shared_ptr<Graph> loop_region(const std::vector<Value>& carried) const;
 
+  // --- linalg branch ---
+  // stablehlo.cholesky of [..., n, n]: only the triangle named by `lower`
+  // is read; the other triangle of the result is unspecified.
+  Value cholesky(Value a, bool lower);
+  // stablehlo.triangular_solve: op(a) x = b (left_side) or x op(a) = b,
+  // a [..., m, m] triangular, b [..., m, n] with a's batch dims.
+  // `transpose_a`: "NO_TRANSPOSE", "TRANSPOSE" or "ADJOINT".
+  Value triangular_solve(Value a, Value b, bool left_side, bool lower, bool unit_diagonal,
+                         const char* transpose_a);
+
  private:
   Graph& g_;
 };
