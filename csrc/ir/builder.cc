@@ -500,13 +500,6 @@ std::vector<Value> Builder::while_loop(const std::vector<Value>& init, std::shar
 
 // --- linalg branch ---
 
-Value Builder::cholesky(Value a, bool lower) {
-  const Dims& d = dims(a);
-  if (d.size() < 2 || d[d.size() - 1] != d[d.size() - 2]) fail("cholesky: operand must be [..., n, n], got " + dims_str(d));
-  if (!is_float(elem(a))) fail("cholesky: operand must be floating point");
-  return g_.add("stablehlo.cholesky", {a}, type(a), {{"lower", lower ? "true" : "false"}});
-}
-
 Value Builder::triangular_solve(Value a, Value b, bool left_side, bool lower, bool unit_diagonal,
                                 const char* transpose_a) {
   const Dims& da = dims(a);

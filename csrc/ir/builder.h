@@ -97,9 +97,6 @@ class Builder {
   std::shared_ptr<Graph> loop_region(const std::vector<Value>& carried) const;
 
   // --- linalg branch ---
-  // stablehlo.cholesky of [..., n, n]: only the triangle named by `lower`
-  // is read; the other triangle of the result is unspecified.
-  Value cholesky(Value a, bool lower);
   // stablehlo.triangular_solve: op(a) x = b (left_side) or x op(a) = b,
   // a [..., m, m] triangular, b [..., m, n] with a's batch dims.
   // `transpose_a`: "NO_TRANSPOSE", "TRANSPOSE" or "ADJOINT".
