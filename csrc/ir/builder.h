@@ -96,6 +96,14 @@ class Builder {
   // A region graph whose parameters have the types of `carried`.
   std::shared_ptr<Graph> loop_region(const std::vector<Value>& carried) const;
 
+  // --- linalg2 ---
+  // stablehlo.custom_call to a target XLA itself expands (e.g. "Qr",
+  // "ProductOfElementaryHouseholderReflectors", "Eigh"). XLA does not check
+  // the result types against the target, so callers must get them right.
+  std::vector<Value> custom_call(const std::string& target, const std::vector<Value>& operands,
+                                 const std::vector<TensorType>& results,
+                                 const std::string& backend_config = "");
+
  private:
   Graph& g_;
 };
