@@ -60,7 +60,10 @@ def test_geqrf_noncontiguous_and_out():
 def test_householder_product(shape, k):
     a = torch.randn(*shape)
     tau = torch.rand(*shape[:-2], k) + 0.5
-    check(torch.linalg.householder_product, a, tau, grad=True)
+    # Arbitrary tau makes the reflectors non-orthogonal, so entries grow to
+    # ~10 and rounding of the k chained updates differs from LAPACK's blocked
+    # order at ~1e-5 relative (the OpInfo harness also uses 1e-4).
+    check(torch.linalg.householder_product, a, tau, grad=k > 0 and a.numel() > 0, atol=1e-4, rtol=1e-4)
 
 
 def test_householder_product_of_geqrf_is_q():
@@ -194,7 +197,7 @@ def test_svd(shape, full):
 def test_svd_grad():
     a = well_conditioned(2, 5, 3)
     check(torch.linalg.svdvals, a, grad=True, atol=1e-4, rtol=1e-4)
-    check(lambda x: torch.linalg.svd(x)[0].abs(), a, grad=True, atol=1e-4, rtol=1e-4)
+    check(lambda x: torch.linalg.svd(x, full_matrices=False)[0].abs(), a, grad=True, atol=1e-4, rtol=1e-4)
     check(lambda x: (lambda u, s, vh: u @ vh)(*torch.linalg.svd(x, full_matrices=False)), a, grad=True,
           atol=1e-4, rtol=1e-4)
 
@@ -216,7 +219,7 @@ def test_svd_composites():
     check(torch.linalg.cond, a, grad=True, atol=1e-4, rtol=1e-4)
     check(lambda x: torch.linalg.matrix_norm(x, "nuc"), a, grad=True, atol=1e-4, rtol=1e-4)
     # Rank-deficient: pinv and rank only use the nonzero singular values.
-    lowrank = a[..., :2] @ a[..., :2, :].mT
+    lowrank = a[..., :2] @ a[..., :2, :]
     check(torch.linalg.pinv, lowrank, atol=1e-4, rtol=1e-4)
     check(torch.linalg.matrix_rank, lowrank)
 
@@ -242,7 +245,7 @@ def test_lstsq_grad_vector_broadcast():
     a = well_conditioned(4, 3)
     check(lambda x, y: torch.linalg.lstsq(x, y).solution, a, torch.randn(4, 2), grad=True, atol=1e-4, rtol=1e-4)
     check(lambda x, y: torch.linalg.lstsq(x, y, driver="gels"), a, torch.randn(4), atol=1e-4, rtol=1e-4)
-    check(lambda x, y: torch.linalg.lstsq(x, y, driver="gelsd"), well_conditioned(2, 4, 3), torch.randn(4, 2),
+    check(lambda x, y: torch.linalg.lstsq(x, y, driver="gelsd"), well_conditioned(2, 4, 3), torch.randn(1, 4, 2),
           atol=1e-4, rtol=1e-4)
 
 
