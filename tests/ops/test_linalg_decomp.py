@@ -39,7 +39,7 @@ def symmetric(*shape, seed=0):
 
 # ---- QR -------------------------------------------------------------------
 
-@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 5, 3), (2, 3, 1, 4), (0, 3), (3, 0), (0, 4, 4)])
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 3, 1, 4), (0, 3)])
 def test_geqrf(shape):
     a = torch.randn(*shape)
     check(torch.geqrf, a)
@@ -56,7 +56,7 @@ def test_geqrf_noncontiguous_and_out():
     torch.testing.assert_close(tt.cpu(), et)
 
 
-@pytest.mark.parametrize("shape,k", [((5, 3), 3), ((5, 3), 2), ((4, 4), 4), ((2, 6, 4), 3), ((5, 3), 0), ((0, 3, 2), 2)])
+@pytest.mark.parametrize("shape,k", [((5, 3), 2), ((2, 6, 4), 4), ((5, 3), 0), ((0, 3, 2), 2)])
 def test_householder_product(shape, k):
     a = torch.randn(*shape)
     tau = torch.rand(*shape[:-2], k) + 0.5
@@ -77,7 +77,7 @@ def test_householder_product_of_geqrf_is_q():
 
 
 @pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
-@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 4, 3), (3, 0), (0, 3)])
+@pytest.mark.parametrize("shape", [(5, 3), (2, 3, 5), (3, 0)])
 def test_linalg_qr(mode, shape):
     a = torch.randn(*shape)
     check(lambda x: torch.linalg.qr(x, mode=mode), a)
@@ -85,7 +85,7 @@ def test_linalg_qr(mode, shape):
 
 
 @needs("linalg_solve_triangular")
-@pytest.mark.parametrize("shape", [(5, 3), (4, 4), (2, 3, 5)])
+@pytest.mark.parametrize("shape", [(5, 3), (2, 3, 5)])
 def test_linalg_qr_grad(shape):
     a = well_conditioned(*shape)
     check(lambda x: torch.linalg.qr(x), a, grad=True)
@@ -103,8 +103,7 @@ def test_linalg_qr_noncontiguous_and_out():
     torch.testing.assert_close(r.cpu(), er)
 
 
-@pytest.mark.parametrize("left", [True, False])
-@pytest.mark.parametrize("transpose", [True, False])
+@pytest.mark.parametrize("left,transpose", [(True, True), (False, False)])
 def test_ormqr(left, transpose):
     a = torch.randn(2, 5, 3)
     c = torch.randn(2, 5, 4) if left else torch.randn(2, 4, 5)
@@ -132,8 +131,7 @@ def _eigh_invariants(out):
     return w, v.abs(), (v * w.unsqueeze(-2)) @ v.mT
 
 
-@pytest.mark.parametrize("shape", [(4, 4), (1, 1), (3, 5, 5), (2, 2, 3, 3), (0, 3, 3), (0, 0)])
-@pytest.mark.parametrize("uplo", ["L", "U"])
+@pytest.mark.parametrize("shape,uplo", [((4, 4), "L"), ((1, 1), "U"), ((2, 2, 3, 3), "U"), ((0, 3, 3), "L")])
 def test_eigh(shape, uplo):
     a = symmetric(*shape) if 0 not in shape else torch.randn(*shape)
     # Only the `uplo` triangle may be read: garble the other one.
@@ -180,8 +178,7 @@ def _svd_invariants(out):
     return s, u[..., :k].abs(), vh[..., :k, :].abs(), (u[..., :k] * s.unsqueeze(-2)) @ vh[..., :k, :]
 
 
-@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 5, 3), (2, 2, 3, 4), (0, 3), (3, 0), (0, 2, 2)])
-@pytest.mark.parametrize("full", [False, True])
+@pytest.mark.parametrize("shape,full", [((5, 3), True), ((3, 5), True), ((2, 2, 3, 4), False), ((4, 4), False), ((0, 3), True)])
 def test_svd(shape, full):
     a = well_conditioned(*shape)
     check(lambda x: _svd_invariants(torch.linalg.svd(x, full_matrices=full)), a, atol=1e-5, rtol=1e-5)
@@ -233,8 +230,7 @@ def test_svd_bad_input():
 
 # ---- lstsq ------------------------------------------------------------------
 
-@pytest.mark.parametrize("driver", ["gels", "gelsy", "gelsd", "gelss"])
-@pytest.mark.parametrize("m", [2, 3, 4])
+@pytest.mark.parametrize("driver,m", [("gels", 4), ("gels", 2), ("gelsy", 3), ("gelsd", 4), ("gelss", 2)])
 def test_lstsq(driver, m):
     a = well_conditioned(2, m, 3)
     b = torch.randn(2, m, 2)
