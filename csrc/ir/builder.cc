@@ -517,6 +517,22 @@ Value Builder::triangular_solve(Value a, Value b, bool left_side, bool lower, bo
                  {"lower", lower ? "true" : "false"},
                  {"unit_diagonal", unit_diagonal ? "true" : "false"},
                  {"transpose_a", "#stablehlo<transpose " + t + ">"}});
+
+// --- linalg2 ---
+std::vector<Value> Builder::custom_call(const std::string& target, const std::vector<Value>& operands,
+                                        const std::vector<TensorType>& results,
+                                        const std::string& backend_config) {
+  auto plain = [](const std::string& t) {
+    for (char c : t)
+      if (c == '"' || c == '\\' || c == '\n') return false;
+    return true;
+  };
+  if (target.empty() || !plain(target) || !plain(backend_config)) fail("custom_call: bad target or config");
+  if (results.empty()) fail("custom_call: needs a result");
+  return g_.add_multi("stablehlo.custom_call", operands, results,
+                      {{"call_target_name", "\"" + target + "\""},
+                       {"backend_config", "\"" + backend_config + "\""},
+                       {"api_version", "1 : i32"}});
 }
 
 }  // namespace torch_tpu::ir

@@ -103,6 +103,14 @@ class Builder {
   Value triangular_solve(Value a, Value b, bool left_side, bool lower, bool unit_diagonal,
                          const char* transpose_a);
 
+  // --- linalg2 ---
+  // stablehlo.custom_call to a target XLA itself expands (e.g. "Qr",
+  // "ProductOfElementaryHouseholderReflectors", "Eigh"). XLA does not check
+  // the result types against the target, so callers must get them right.
+  std::vector<Value> custom_call(const std::string& target, const std::vector<Value>& operands,
+                                 const std::vector<TensorType>& results,
+                                 const std::string& backend_config = "");
+
  private:
   Graph& g_;
 };
