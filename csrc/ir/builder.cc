@@ -498,8 +498,6 @@ std::vector<Value> Builder::while_loop(const std::vector<Value>& init, std::shar
   return g_.add_multi("stablehlo.while", init, results, {}, {std::move(cond), std::move(body)});
 }
 
-// --- linalg branch ---
-
 Value Builder::triangular_solve(Value a, Value b, bool left_side, bool lower, bool unit_diagonal,
                                 const char* transpose_a) {
   const Dims& da = dims(a);
@@ -517,8 +515,8 @@ Value Builder::triangular_solve(Value a, Value b, bool left_side, bool lower, bo
                  {"lower", lower ? "true" : "false"},
                  {"unit_diagonal", unit_diagonal ? "true" : "false"},
                  {"transpose_a", "#stablehlo<transpose " + t + ">"}});
+}
 
-// --- linalg2 ---
 std::vector<Value> Builder::custom_call(const std::string& target, const std::vector<Value>& operands,
                                         const std::vector<TensorType>& results,
                                         const std::string& backend_config) {

@@ -96,14 +96,12 @@ class Builder {
   // A region graph whose parameters have the types of `carried`.
   std::shared_ptr<Graph> loop_region(const std::vector<Value>& carried) const;
 
-  // --- linalg branch ---
+  // Linear algebra beyond dot_general.
   // stablehlo.triangular_solve: op(a) x = b (left_side) or x op(a) = b,
   // a [..., m, m] triangular, b [..., m, n] with a's batch dims.
   // `transpose_a`: "NO_TRANSPOSE", "TRANSPOSE" or "ADJOINT".
   Value triangular_solve(Value a, Value b, bool left_side, bool lower, bool unit_diagonal,
                          const char* transpose_a);
-
-  // --- linalg2 ---
   // stablehlo.custom_call to a target XLA itself expands (e.g. "Qr",
   // "ProductOfElementaryHouseholderReflectors", "Eigh"). XLA does not check
   // the result types against the target, so callers must get them right.
