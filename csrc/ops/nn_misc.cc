@@ -236,14 +236,17 @@ at::Tensor& logit_backward_out(const at::Tensor& grad, const at::Tensor& self, s
                                at::Tensor& out) {
   bool has_eps = eps.has_value() && *eps >= 0;
   double lo = has_eps ? *eps : 0.0;
-  return bwd_out("logit_backward", {grad, self, c10::Scalar(lo), c10::Scalar(1.0 - lo)}, out,
+  ScalarType t = at::result_type(grad, self);
+  prepare_out(out, broadcast_shape({grad, self}), t, "logit_backward");
+  pointwise("logit_backward", {grad, self, c10::Scalar(lo), c10::Scalar(1.0 - lo)}, out, opmath(t),
                  [has_eps](Builder& b, const Values& x) {
                    Value g = x[0], v = x[1];
                    Value r = div(b, g, mul(b, v, sub(b, cst(b, 1.0, v), v)));
                    Value outside = b.binary("stablehlo.or", b.compare(v, x[2], "LT"), b.compare(v, x[3], "GT"));
                    Value fill = has_eps ? zeros(b, v) : cst(b, std::numeric_limits<double>::quiet_NaN(), v);
                    return b.select(outside, fill, r);
-                 });
+                 }, has_eps);
+  return out;
 }
 at::Tensor logit_backward(const at::Tensor& grad, const at::Tensor& self, std::optional<double> eps) {
   at::Tensor out = empty_tpu(broadcast_shape({grad, self}), at::result_type(grad, self), self.device());
@@ -368,6 +371,7 @@ at::Tensor& renorm_(at::Tensor& self, const c10::Scalar& p, int64_t dim, const c
 at::Tensor trace(const at::Tensor& self) {
   TORCH_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
   ScalarType t = self.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(t != c10::kBool, "\"trace\" not implemented for 'Bool'");
   ScalarType rt = c10::isIntegralType(t, /*includeBool=*/true) ? c10::kLong : t;
   at::Tensor out = empty_tpu({}, rt, self.device());
   auto ct = opmath(rt);
@@ -394,7 +398,9 @@ Value log_add_exp(Builder& b, Value x, Value y) {
   Value inf = cst(b, std::numeric_limits<double>::infinity(), mn);
   Value infinite = b.compare(b.unary("stablehlo.abs", mn), inf, "EQ");
   Value keep = b.binary("stablehlo.and", b.compare(mn, mx, "EQ"), infinite);
-  return b.select(keep, x, r);
+  // NaN propagates explicitly: XLA:CPU's minimum/maximum need not.
+  Value nan = b.binary("stablehlo.or", b.compare(x, x, "NE"), b.compare(y, y, "NE"));
+  return b.select(nan, add(b, x, y), b.select(keep, x, r));
 }
 at::Tensor& logcumsumexp_out(const at::Tensor& self, int64_t dim, at::Tensor& out) {
   check_float(self, "logcumsumexp_out_cpu");
@@ -402,6 +408,9 @@ at::Tensor& logcumsumexp_out(const at::Tensor& self, int64_t dim, at::Tensor& ou
   int64_t d0 = wrap_dim(dim, r);
   prepare_out(out, self.sizes(), self.scalar_type(), "logcumsumexp");
   if (self.numel() == 0) return out;
+  // CPU accumulates float in double; an f64 scan here corrupted the heap
+  // inside XLA:CPU for some shapes (e.g. [9, 4] along dim 0), so this stays
+  // in opmath and the f32 backward (which cancels large terms) is ~1e-3 off.
   auto ct = opmath(self.scalar_type());
   ElemType e = to_elem(ct);
   Dims d = dims_of(self);
@@ -418,9 +427,9 @@ at::Tensor& logcumsumexp_out(const at::Tensor& self, int64_t dim, at::Tensor& ou
       Dims start(d1.size(), 0), limit = d1, strides(d1.size(), 1);
       limit[d0] = n - k;
       Value head = b.slice(y, start, limit, strides);
-      Dims pd = d1;
-      pd[d0] = k;
-      Value shifted = b.concatenate({b.constant(-std::numeric_limits<double>::infinity(), e, pd), head}, d0);
+      Dims lo(d1.size(), 0), hi(d1.size(), 0), interior(d1.size(), 0);
+      lo[d0] = k;
+      Value shifted = b.pad(head, b.constant(-std::numeric_limits<double>::infinity(), e), lo, hi, interior);
       y = log_add_exp(b, y, shifted);
     }
     return Values{b.reshape(y, d)};
