@@ -28,12 +28,12 @@ def run_py(code, **env):
 
 
 # An op nobody plans to implement, so the test keeps meaning "unimplemented".
-# (cdist with p=1 always reaches aten::_cdist_forward.)
+# (histogramdd first reaches aten::_histogramdd_bin_edges.)
 def _unimplemented(x):
-    return torch.cdist(x.reshape(2, 4), x.reshape(2, 4) * 2, p=1.0)
+    return torch.histogramdd(x.reshape(4, 2), bins=2).hist
 
 
-UNIMPLEMENTED_NAME = "aten::_cdist_forward"
+UNIMPLEMENTED_NAME = "aten::_histogramdd_bin_edges"
 
 
 # --- torch.tpu module ----------------------------------------------------------------
@@ -216,13 +216,13 @@ def test_cpu_fallback_context_manager():
 def test_cpu_fallback_env_subprocess():
     code = (
         "import warnings, torch, torch_tpu\n"
-        "a, b = torch.randn(3, 4), torch.randn(5, 4)\n"
+        "a = torch.randn(6, 2)\n"
         "with warnings.catch_warnings(record=True) as w:\n"
         "    warnings.simplefilter('always')\n"
-        "    y = torch.cdist(a.to('tpu'), b.to('tpu'), p=1.0)\n"
-        "torch.testing.assert_close(y.cpu(), torch.cdist(a, b, p=1.0))\n"
+        "    y = torch.histogramdd(a.to('tpu'), bins=3).hist\n"
+        "torch.testing.assert_close(y.cpu(), torch.histogramdd(a, bins=3).hist)\n"
         "fb = torch_tpu.debug.metrics()['fallbacks']\n"
-        "assert any('_cdist_forward' in k for k in fb), fb\n"
+        "assert any('_histogramdd_bin_edges' in k for k in fb), fb\n"
         "assert any('fallback' in str(m.message) for m in w)\n"
         "print('OK')\n"
     )

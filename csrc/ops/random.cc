@@ -242,6 +242,58 @@ at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Gener
   return self;
 }
 
+// --- cauchy_ / geometric_ (branch nnmisc) --------------------------------------------
+
+at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, std::optional<at::Generator> gen) {
+  TORCH_CHECK(sigma > 0.0, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "Cauchy distribution is a continuous probability distribution. dtype must be a floating point "
+              "but you specified ",
+              self.scalar_type());
+  if (self.numel() == 0) return self;
+  auto ct = compute_type(self.scalar_type());
+  eager::OpCall call("cauchy_");
+  call.attr(static_cast<int64_t>(ct));
+  add_rng_state(call, gen, self, self.numel() * words_per(ct));
+  call.scalar(median, ct);
+  call.scalar(sigma, ct);
+  call.output(self);
+  ElemType ft = to_elem(ct);
+  Dims d = dims_of(self);
+  call.run([&](Builder& b, const Values& in) {
+    // median + sigma * tan(pi * (u - 1/2))
+    Value u = uniform01(b, in[0], in[1], d, ft);
+    Value a = b.binary("stablehlo.multiply", b.constant(kPi, ft, d),
+                       b.binary("stablehlo.subtract", u, b.constant(0.5, ft, d)));
+    Value t = b.unary("chlo.tan", a);
+    return Values{b.binary("stablehlo.add", b.broadcast_to(in[2], d),
+                           b.binary("stablehlo.multiply", b.broadcast_to(in[3], d), t))};
+  });
+  return self;
+}
+
+at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  TORCH_CHECK(0 < p && p < 1, "geometric_ expects p to be in (0, 1), got p=", p);
+  if (self.numel() == 0) return self;
+  auto ct = compute_type(self.scalar_type());
+  eager::OpCall call("geometric_");
+  call.attr(static_cast<int64_t>(ct));
+  add_rng_state(call, gen, self, self.numel() * words_per(ct));
+  call.scalar(p, ct);
+  call.output(self);
+  ElemType ft = to_elem(ct);
+  Dims d = dims_of(self);
+  call.run([&](Builder& b, const Values& in) {
+    // ceil(log(1 - u) / log1p(-p)), at least 1 (1 - u lies in (0, 1]).
+    Value u = uniform01(b, in[0], in[1], d, ft);
+    Value l = b.unary("stablehlo.log", b.binary("stablehlo.subtract", b.constant(1.0, ft, d), u));
+    Value q = b.unary("stablehlo.log_plus_one", b.unary("stablehlo.negate", b.broadcast_to(in[2], d)));
+    Value r = b.unary("stablehlo.ceil", b.binary("stablehlo.divide", l, q));
+    return Values{b.binary("stablehlo.maximum", r, b.constant(1.0, ft, d))};
+  });
+  return self;
+}
+
 // --- random_ -----------------------------------------------------------------------
 
 // Fills self with from + (bits mod range), range as an unsigned 64-bit
@@ -418,6 +470,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("normal.Tensor_Tensor_out", normal_tt_out);
   m.impl("log_normal_", log_normal_);
   m.impl("exponential_", exponential_);
+  m.impl("cauchy_", cauchy_);
+  m.impl("geometric_", geometric_);
   m.impl("random_", random_);
   m.impl("random_.from", random_from);
   m.impl("random_.to", random_to);

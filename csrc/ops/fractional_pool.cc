@@ -1,0 +1,209 @@
+// fractional_max_pool2d / fractional_max_pool3d (+ backward). Window starts
+// come from the caller's random samples with CPU's interval rule
+//   start[i] = int((i + u) * alpha) - int(u * alpha), alpha = (in - k) / (out - 1),
+// the last window ending at the input edge. The lowering visits the k^nd
+// window offsets, gathering each from the flattened input and keeping the
+// first maximum (NaN wins, as on CPU) and its flat index in the plane.
+// Backward scatter-adds the gradient at those indices.
+#include <torch/library.h>
+
+#include <limits>
+
+#include "ops/common.h"
+#include "ops/misc_helpers.h"
+
+namespace torch_tpu::ops {
+namespace {
+
+using ir::Dims;
+
+template <int64_t kNd>
+const char* pool_name() {
+  return kNd == 2 ? "fractional_max_pool2d" : "fractional_max_pool3d";
+}
+
+template <int64_t kNd>
+void check_args(const at::Tensor& self, c10::IntArrayRef k, c10::IntArrayRef os, const at::Tensor* samples) {
+  const char* name = pool_name<kNd>();
+  TORCH_CHECK(static_cast<int64_t>(k.size()) == kNd, name, ": kernel_size must either be a single Int or tuple of ",
+              kNd, " Ints");
+  TORCH_CHECK(static_cast<int64_t>(os.size()) == kNd, name, ": output_size must either be a single Int or tuple of ",
+              kNd, " Ints");
+  TORCH_CHECK(self.dim() == kNd + 1 || self.dim() == kNd + 2, name, "(): Expected ", kNd + 1, "D or ", kNd + 2,
+              "D tensor, but got: ", self.sizes());
+  for (int64_t i = self.dim() == kNd + 2 ? 1 : 0; i < self.dim(); ++i)
+    TORCH_CHECK(self.size(i) > 0, name, "(): Expected input to have non-zero size for non-batch dimensions, but got",
+                self.sizes(), " with dimension ", i, " being empty.");
+  int64_t off = self.dim() - kNd;
+  static const char* dim_names[3] = {"time", "height", "width"};
+  for (int64_t d = 0; d < kNd; ++d) {
+    const char* dn = dim_names[3 - kNd + d];
+    TORCH_CHECK(k[d] > 0 && os[d] > 0, name, "(): kernel and output sizes must be positive");
+    TORCH_CHECK(os[d] + k[d] - 1 <= self.size(off + d), name, "(): pool ", dn, " ", k[d],
+                " too large relative to input ", dn, " ", self.size(off + d));
+  }
+  if (samples) {
+    int64_t n = self.dim() == kNd + 2 ? self.size(0) : 1, c = self.size(off - 1);
+    TORCH_CHECK(samples->scalar_type() == self.scalar_type(), "Expect _random_samples to have the same dtype as input");
+    TORCH_CHECK(samples->dim() == 3, "Expect _random_samples to be 3D tensor, got: ", samples->dim(), "D");
+    TORCH_CHECK(samples->size(0) >= n, "Expect _random_samples.size(0) no less then input batch size.");
+    TORCH_CHECK(samples->size(1) == c, "Expect _random_samples.size(1) equals to input channel size.");
+    TORCH_CHECK(samples->size(2) == kNd, "Expect _random_samples.size(2) equals to ", kNd, "; got ",
+                samples->size(2), ".");
+  }
+}
+
+struct Geometry {
+  int64_t b, c, st, ot;
+  Dims sp, osp, k;
+};
+template <int64_t kNd>
+Geometry geometry(const at::Tensor& self, c10::IntArrayRef k, c10::IntArrayRef os) {
+  Geometry g;
+  bool batched = self.dim() == kNd + 2;
+  g.b = batched ? self.size(0) : 1;
+  g.c = self.size(self.dim() - kNd - 1);
+  g.sp = Dims(self.sizes().end() - kNd, self.sizes().end());
+  g.osp = Dims(os.begin(), os.end());
+  g.k = Dims(k.begin(), k.end());
+  g.st = g.ot = 1;
+  for (int64_t v : g.sp) g.st *= v;
+  for (int64_t v : g.osp) g.ot *= v;
+  return g;
+}
+
+// Window starts along spatial dim d, shaped [B, C, O...] (s64).
+template <int64_t kNd>
+Value starts(Builder& b, Value samples, const Geometry& g, int64_t d) {
+  Dims full = {g.b, g.c};
+  full.insert(full.end(), g.osp.begin(), g.osp.end());
+  int64_t in = g.sp[d], out = g.osp[d], k = g.k[d];
+  Value last = b.constant(static_cast<double>(in - k), ElemType::kS64, full);
+  if (out == 1) return last;
+  // 2d samples are (w, h); 3d samples are (t, h, w).
+  int64_t comp = kNd == 2 ? 1 - d : d;
+  Value u = b.reshape(b.slice(samples, {0, 0, comp}, {g.b, g.c, comp + 1}, {1, 1, 1}), {g.b, g.c});
+  u = b.broadcast_in_dim(u, full, {0, 1});
+  Value alpha = b.constant(static_cast<float>(in - k) / static_cast<float>(out - 1), ElemType::kF32, full);
+  Value i = b.iota(full, 2 + d, ElemType::kF32);
+  Value a = b.convert(mul(b, add(b, i, u), alpha), ElemType::kS64);
+  Value s = b.convert(mul(b, u, alpha), ElemType::kS64);
+  Value seq = sub(b, a, s);
+  return b.select(b.compare(b.iota(full, 2 + d, ElemType::kS64), b.constant(out - 1, ElemType::kS64, full), "EQ"),
+                  last, seq);
+}
+
+template <int64_t kNd>
+std::tuple<at::Tensor&, at::Tensor&> pool_out(const at::Tensor& self, c10::IntArrayRef k, c10::IntArrayRef os,
+                                              const at::Tensor& samples, at::Tensor& out, at::Tensor& indices) {
+  check_args<kNd>(self, k, os, &samples);
+  Geometry g = geometry<kNd>(self, k, os);
+  std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end() - kNd);
+  shape.insert(shape.end(), os.begin(), os.end());
+  prepare_out(out, shape, self.scalar_type(), pool_name<kNd>());
+  prepare_out(indices, shape, c10::kLong, pool_name<kNd>());
+  if (out.numel() == 0) return {out, indices};
+  ElemType e = to_elem(self.scalar_type());
+  eager::OpCall call(pool_name<kNd>());
+  call.attr(k).attr(os);
+  call.input(self);
+  call.input(samples);
+  call.output(out);
+  call.output(indices);
+  Dims od(shape.begin(), shape.end());
+  call.run([&](Builder& b, const Values& in) {
+    Dims full = {g.b, g.c};
+    full.insert(full.end(), g.osp.begin(), g.osp.end());
+    int64_t n = g.b * g.c * g.ot;
+    Value flat = b.reshape(in[0], {g.b * g.c * g.st, 1});
+    Value smp = b.convert(b.slice(in[1], {0, 0, 0}, {g.b, g.c, kNd}, {1, 1, 1}), ElemType::kF32);
+    std::vector<Value> st(kNd);
+    for (int64_t d = 0; d < kNd; ++d) st[d] = starts<kNd>(b, smp, g, d);
+    Value plane = b.binary("stablehlo.multiply",
+                           add(b, b.binary("stablehlo.multiply", b.iota(full, 0, ElemType::kS64),
+                                           b.constant(g.c, ElemType::kS64, full)),
+                               b.iota(full, 1, ElemType::kS64)),
+                           b.constant(static_cast<double>(g.st), ElemType::kS64, full));
+    Value best = b.constant(-std::numeric_limits<double>::infinity(), e, full);
+    Value best_idx;
+    std::vector<int64_t> off(kNd, 0);
+    bool first = true;
+    while (true) {
+      Value idx = b.constant(0, ElemType::kS64, full);
+      for (int64_t d = 0; d < kNd; ++d) {
+        Value p = add(b, st[d], b.constant(off[d], ElemType::kS64, full));
+        idx = add(b, b.binary("stablehlo.multiply", idx, b.constant(g.sp[d], ElemType::kS64, full)), p);
+      }
+      if (first) best_idx = idx;
+      first = false;
+      Value v = b.reshape(misc::gather_rows(b, flat, b.reshape(add(b, plane, idx), {n})), full);
+      Value take = b.binary("stablehlo.or", b.compare(v, best, "GT"), b.compare(v, v, "NE"));
+      best = b.select(take, v, best);
+      best_idx = b.select(take, idx, best_idx);
+      int64_t d = kNd - 1;
+      while (d >= 0 && ++off[d] == g.k[d]) off[d--] = 0;
+      if (d < 0) break;
+    }
+    return Values{b.reshape(best, od), b.reshape(best_idx, od)};
+  });
+  return {out, indices};
+}
+
+template <int64_t kNd>
+std::tuple<at::Tensor, at::Tensor> pool(const at::Tensor& self, c10::IntArrayRef k, c10::IntArrayRef os,
+                                        const at::Tensor& samples) {
+  at::Tensor out = empty_tpu({0}, self.scalar_type(), self.device());
+  at::Tensor idx = empty_tpu({0}, c10::kLong, self.device());
+  pool_out<kNd>(self, k, os, samples, out, idx);
+  return {out, idx};
+}
+
+template <int64_t kNd>
+at::Tensor& pool_backward_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef k,
+                              c10::IntArrayRef os, const at::Tensor& indices, at::Tensor& gi) {
+  check_args<kNd>(self, k, os, nullptr);
+  Geometry g = geometry<kNd>(self, k, os);
+  TORCH_CHECK(grad.numel() == g.b * g.c * g.ot && indices.numel() == grad.numel(), pool_name<kNd>(),
+              "_backward(): gradOutput and indices must match the output size");
+  prepare_out(gi, self.sizes(), grad.scalar_type(), pool_name<kNd>());
+  if (gi.numel() == 0) return gi;
+  auto ct = opmath(grad.scalar_type());
+  ElemType e = to_elem(ct);
+  eager::OpCall call("fractional_max_pool_backward");
+  call.attr(k).attr(os).attr(static_cast<int64_t>(ct));
+  call.input(grad);
+  call.input(indices);
+  call.output(gi);
+  Dims sd(self.sizes().begin(), self.sizes().end());
+  call.run([&](Builder& b, const Values& in) {
+    int64_t n = g.b * g.c * g.ot;
+    Dims bco = {g.b * g.c, g.ot};
+    Value plane = b.binary("stablehlo.multiply", b.iota(bco, 0, ElemType::kS64),
+                           b.constant(static_cast<double>(g.st), ElemType::kS64, bco));
+    Value idx = b.reshape(add(b, plane, b.reshape(b.convert(in[1], ElemType::kS64), bco)), {n});
+    Value upd = b.reshape(b.convert(in[0], e), {n, 1});
+    Value r = misc::scatter_rows(b, zero(b, e, {g.b * g.c * g.st, 1}), idx, upd, "stablehlo.add");
+    return Values{b.reshape(r, sd)};
+  });
+  return gi;
+}
+template <int64_t kNd>
+at::Tensor pool_backward(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef k, c10::IntArrayRef os,
+                         const at::Tensor& indices) {
+  at::Tensor gi = empty_tpu({0}, grad.scalar_type(), grad.device());
+  return pool_backward_out<kNd>(grad, self, k, os, indices, gi);
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("fractional_max_pool2d", pool<2>);
+  m.impl("fractional_max_pool2d.output", pool_out<2>);
+  m.impl("fractional_max_pool2d_backward", pool_backward<2>);
+  m.impl("fractional_max_pool2d_backward.grad_input", pool_backward_out<2>);
+  m.impl("fractional_max_pool3d", pool<3>);
+  m.impl("fractional_max_pool3d.output", pool_out<3>);
+  m.impl("fractional_max_pool3d_backward", pool_backward<3>);
+  m.impl("fractional_max_pool3d_backward.grad_input", pool_backward_out<3>);
+}
+
+}  // namespace
+}  // namespace torch_tpu::ops
