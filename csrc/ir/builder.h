@@ -88,6 +88,15 @@ class Builder {
                     const Dims& rhs_dilation, int64_t feature_group_count, int64_t batch_group_count,
                     ElemType out, const std::string& precision = "DEFAULT");
 
+  // --- complexfft ---
+  // stablehlo.complex: a complex value from same-typed f32/f64 parts.
+  Value complex(Value re, Value im);
+  // stablehlo.fft over the trailing fft_length.size() dimensions. `kind`:
+  // "FFT", "IFFT" (complex -> complex), "RFFT" (real -> complex, last dim
+  // becomes n/2+1), "IRFFT" (complex -> real, last dim becomes n). IFFT and
+  // IRFFT include the 1/n scaling.
+  Value fft(Value x, const char* kind, const Dims& fft_length);
+
  private:
   Graph& g_;
 };
