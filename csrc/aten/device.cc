@@ -67,6 +67,7 @@ bool is_supported(c10::ScalarType t) {
     case c10::kBool: case c10::kByte: case c10::kChar: case c10::kShort: case c10::kInt:
     case c10::kLong: case c10::kHalf: case c10::kBFloat16: case c10::kFloat: case c10::kDouble:
     case c10::kUInt64:  // hash_tensor's result; few ops take it, as on CPU
+    case c10::kComplexFloat: case c10::kComplexDouble:
       return true;
     default:
       return false;
@@ -86,6 +87,10 @@ ir::ElemType to_elem(c10::ScalarType t) {
     case c10::kFloat: return ir::ElemType::kF32;
     case c10::kDouble: return ir::ElemType::kF64;
     case c10::kUInt64: return ir::ElemType::kU64;
+    case c10::kComplexFloat: return ir::ElemType::kC64;
+    case c10::kComplexDouble: return ir::ElemType::kC128;
+    case c10::kComplexHalf:
+      TORCH_CHECK_TYPE(false, "tpu does not support dtype ", t, " (XLA has no complex32; use complex64)");
     default:
       TORCH_CHECK_TYPE(false, "tpu does not support dtype ", t);
   }
@@ -105,6 +110,8 @@ PJRT_Buffer_Type to_pjrt(ir::ElemType t) {
     case ir::ElemType::kBF16: return PJRT_Buffer_Type_BF16;
     case ir::ElemType::kF32: return PJRT_Buffer_Type_F32;
     case ir::ElemType::kF64: return PJRT_Buffer_Type_F64;
+    case ir::ElemType::kC64: return PJRT_Buffer_Type_C64;
+    case ir::ElemType::kC128: return PJRT_Buffer_Type_C128;
   }
   return PJRT_Buffer_Type_INVALID;
 }

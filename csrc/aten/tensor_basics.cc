@@ -19,7 +19,7 @@ namespace {
 
 void check_dtype(c10::ScalarType t) {
   TORCH_CHECK_TYPE(is_supported(t), "tpu does not support dtype ", t,
-                   " (supported: bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)");
+                   " (supported: bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)");
 }
 
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
@@ -78,31 +78,51 @@ at::Tensor& set_empty(at::Tensor& self) {
   return set_source_storage_offset(self, s, 0, {0}, {1});
 }
 
+// Conjugate/negative bits (lazy conj(), _neg_view()) are metadata: the
+// storage holds the unconjugated values. Copies apply the difference.
+at::Tensor apply_bits(at::Tensor t, bool conj, bool neg) {
+  if (conj && t.is_complex()) t = t.conj_physical();
+  if (neg) t = t.neg();
+  return t;
+}
+
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   bool src_tpu = self.device().type() == c10::DeviceType::PrivateUse1;
   bool dst_tpu = dst.device().type() == c10::DeviceType::PrivateUse1;
   if (dst.numel() == 0) return dst;
   if (!src_tpu && dst_tpu) {
     TORCH_CHECK(self.device().is_cpu(), "tpu: copies from ", self.device(), " are not supported; copy to CPU first");
-    at::Tensor host = self.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+    at::Tensor logical = self.resolve_conj().resolve_neg().to(dst.scalar_type());
+    at::Tensor host = apply_bits(logical, dst.is_conj(), dst.is_neg()).expand(dst.sizes()).contiguous();
     eager::copy_from_host(dst, host.const_data_ptr(), host.nbytes());
   } else if (src_tpu && !dst_tpu) {
     TORCH_CHECK(dst.device().is_cpu(), "tpu: copies to ", dst.device(), " are not supported; copy to CPU first");
     at::Tensor host = at::empty(self.sizes(), self.options().device(c10::kCPU));
     eager::copy_to_host(self, host.mutable_data_ptr(), host.nbytes());
-    dst.copy_(host);
+    dst.copy_(apply_bits(host, self.is_conj(), self.is_neg()));
   } else if (self.device() != dst.device()) {
     // Between two tpu devices: staged through the host (PJRT's device-to-
     // device copy is not in every plugin's API version).
     at::Tensor host = at::empty(self.sizes(), self.options().device(c10::kCPU));
     eager::copy_to_host(self, host.mutable_data_ptr(), host.nbytes());
-    at::Tensor staged = host.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+    host = apply_bits(host, self.is_conj(), self.is_neg()).to(dst.scalar_type());
+    at::Tensor staged = apply_bits(host, dst.is_conj(), dst.is_neg()).expand(dst.sizes()).contiguous();
     eager::copy_from_host(dst, staged.const_data_ptr(), staged.nbytes());
   } else {
+    bool conj = self.is_conj() != dst.is_conj() && (self.is_complex() || dst.is_complex());
+    bool neg = self.is_neg() != dst.is_neg();
+    auto de = to_elem(dst.scalar_type());
     eager::OpCall call("copy_");
     call.input(self);
+    call.attr(conj).attr(neg);
     call.output(dst);
-    call.run([](ir::Builder&, const std::vector<ir::Value>& in) { return std::vector<ir::Value>{in[0]}; });
+    call.run([conj, neg, de](ir::Builder& b, const std::vector<ir::Value>& in) {
+      ir::Value x = b.convert(in[0], de);
+      if (conj && ir::is_complex(de))
+        x = b.complex(b.unary("stablehlo.real", x), b.unary("stablehlo.negate", b.unary("stablehlo.imag", x)));
+      if (neg) x = b.unary("stablehlo.negate", x);
+      return std::vector<ir::Value>{x};
+    });
   }
   return dst;
 }
@@ -180,5 +200,21 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("zero_", zero_);
 }
 
+}  // namespace
+}  // namespace torch_tpu
+
+namespace torch_tpu {
+namespace {
+// copy_ reaches _copy_from with the conj/neg bits still set (CPU copies
+// never do). The generic bit fallback would clone the input, and clone
+// copies through _copy_from again, forever; copy_from applies the bits.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
 }  // namespace
 }  // namespace torch_tpu

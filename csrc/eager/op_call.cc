@@ -3,7 +3,10 @@
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 
+#include <array>
 #include <cstdlib>
+#include <map>
+#include <tuple>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -24,10 +27,14 @@ bool env_flag(const char* name) {
   return v && *v && std::strcmp(v, "0") != 0;
 }
 
-// Host bytes of `s` as element type `t`.
-uint64_t scalar_bits(const c10::Scalar& s, ElemType t) {
-  uint64_t bits = 0;
-  auto put = [&](auto v) { std::memcpy(&bits, &v, sizeof v); };
+// Host bytes of `s` as element type `t` (complex128 needs all 16).
+using ScalarBits = std::array<uint64_t, 2>;
+ScalarBits scalar_bits(const c10::Scalar& s, ElemType t) {
+  ScalarBits bits{0, 0};
+  auto put = [&](auto v) {
+    static_assert(sizeof v <= sizeof bits);
+    std::memcpy(bits.data(), &v, sizeof v);
+  };
   switch (t) {
     case ElemType::kPred: put(static_cast<uint8_t>(s.toBool())); break;
     case ElemType::kS8: put(s.toChar()); break;
@@ -41,21 +48,23 @@ uint64_t scalar_bits(const c10::Scalar& s, ElemType t) {
     case ElemType::kBF16: put(s.toBFloat16()); break;
     case ElemType::kF32: put(s.toFloat()); break;
     case ElemType::kF64: put(s.toDouble()); break;
+    case ElemType::kC64: put(s.toComplexFloat()); break;
+    case ElemType::kC128: put(s.toComplexDouble()); break;
   }
   return bits;
 }
 
 // Small cache of 0-d device scalars: a loop doing `x * 0.9` transfers the
 // 0.9 once.
-runtime::BufferPtr device_scalar(uint64_t bits, ElemType t, int device) {
+runtime::BufferPtr device_scalar(const ScalarBits& bits, ElemType t, int device) {
   static std::mutex mu;
-  static std::unordered_map<uint64_t, runtime::BufferPtr> cache;
-  uint64_t k = bits * 31 + (static_cast<uint64_t>(t) << 56) + (static_cast<uint64_t>(device) << 48);
+  static std::map<std::tuple<uint64_t, uint64_t, int, int>, runtime::BufferPtr> cache;
+  auto k = std::make_tuple(bits[0], bits[1], static_cast<int>(t), device);
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache.find(k); it != cache.end()) return it->second;
   }
-  auto buf = client().buffer_from_host(&bits, to_pjrt(t), {}, device);
+  auto buf = client().buffer_from_host(bits.data(), to_pjrt(t), {}, device);
   bump(metrics().h2d_count);
   bump(metrics().h2d_bytes, ir::byte_size(t));
   std::lock_guard<std::mutex> lock(mu);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
 
 namespace torch_tpu::ir {
 namespace {
@@ -59,6 +60,8 @@ Value Builder::constant(double v, ElemType t, const Dims& dims) {
     lit = v != 0 ? "true" : "false";
   } else if (is_float(t)) {
     lit = float_literal(v, t);
+  } else if (is_complex(t)) {
+    lit = "(" + float_literal(v, component(t)) + ", " + float_literal(0, component(t)) + ")";
   } else {
     lit = std::to_string(static_cast<int64_t>(v));
   }
@@ -67,6 +70,7 @@ Value Builder::constant(double v, ElemType t, const Dims& dims) {
 }
 
 Value Builder::constant_bits(uint64_t bits, ElemType t, const Dims& dims) {
+  if (is_complex(t)) fail("constant_bits of a complex type");
   TensorType tt{t, dims};
   std::string lit;
   if (is_float(t)) {
@@ -88,7 +92,17 @@ Value Builder::iota(const Dims& dims, int64_t dim, ElemType t) {
                 {{"iota_dimension", std::to_string(dim) + " : i64"}});
 }
 
-Value Builder::unary(const char* op, Value x) { return g_.add(op, {x}, type(x)); }
+Value Builder::unary(const char* op, Value x) {
+  // real/imag/abs of a complex value are real; real/imag of a real value
+  // are the value and zero.
+  std::string_view o(op);
+  if (o == "stablehlo.real" || o == "stablehlo.imag" || o == "stablehlo.abs") {
+    if (is_complex(elem(x))) return g_.add(op, {x}, TensorType{component(elem(x)), dims(x)});
+    if (o == "stablehlo.real") return x;
+    if (o == "stablehlo.imag") return constant(0, elem(x), dims(x));
+  }
+  return g_.add(op, {x}, type(x));
+}
 
 Value Builder::binary(const char* op, Value a, Value b) {
   if (!(type(a) == type(b)))
@@ -100,7 +114,9 @@ Value Builder::compare(Value a, Value b, const char* direction) {
   if (!(type(a) == type(b))) fail("compare: operand types differ");
   std::vector<Attr> attrs{{"comparison_direction", std::string("#stablehlo<comparison_direction ") + direction + ">"}};
   // Total order is not wanted: torch compares floats with IEEE semantics.
-  if (is_float(elem(a))) attrs.push_back({"compare_type", "#stablehlo<comparison_type FLOAT>"});
+  if (is_complex(elem(a)) && std::string_view(direction) != "EQ" && std::string_view(direction) != "NE")
+    fail("compare: complex values are unordered");
+  if (is_float(elem(a)) || is_complex(elem(a))) attrs.push_back({"compare_type", "#stablehlo<comparison_type FLOAT>"});
   else if (is_signed_int(elem(a))) attrs.push_back({"compare_type", "#stablehlo<comparison_type SIGNED>"});
   else attrs.push_back({"compare_type", "#stablehlo<comparison_type UNSIGNED>"});
   return g_.add("stablehlo.compare", {a, b}, TensorType{ElemType::kPred, dims(a)}, std::move(attrs));
@@ -116,11 +132,35 @@ Value Builder::clamp(Value lo, Value x, Value hi) { return g_.add("stablehlo.cla
 
 Value Builder::convert(Value x, ElemType t) {
   if (elem(x) == t) return x;
+  // XLA has no complex -> real convert; torch keeps the real part.
+  if (is_complex(elem(x)) && !is_complex(t)) return convert(unary("stablehlo.real", x), t);
+  // Real -> complex goes through the part type (ints, bool).
+  if (is_complex(t) && !is_complex(elem(x)) && elem(x) != component(t)) x = convert(x, component(t));
+  if (elem(x) == t) return x;
   return g_.add("stablehlo.convert", {x}, TensorType{t, dims(x)});
 }
 
 Value Builder::bitcast_convert(Value x, ElemType t) {
   if (elem(x) == t) return x;
+  // StableHLO cannot bitcast complex values: a complex element is its
+  // (real, imag) pair of parts, laid out interleaved.
+  if (is_complex(elem(x))) {
+    if (type(x).rank() != 1) fail("bitcast_convert of complex needs a rank-1 operand");
+    int64_t n = dims(x)[0];
+    Value re = reshape(unary("stablehlo.real", x), {n, 1});
+    Value im = reshape(unary("stablehlo.imag", x), {n, 1});
+    return bitcast_convert(reshape(concatenate({re, im}, 1), {2 * n}), t);
+  }
+  if (is_complex(t)) {
+    if (type(x).rank() != 1) fail("bitcast_convert to complex needs a rank-1 operand");
+    Value parts = bitcast_convert(x, component(t));
+    int64_t n = dims(parts)[0];
+    if (n % 2 != 0) fail("bitcast_convert to complex: odd number of parts");
+    Value p2 = reshape(parts, {n / 2, 2});
+    Value re = reshape(slice(p2, {0, 0}, {n / 2, 1}, {1, 1}), {n / 2});
+    Value im = reshape(slice(p2, {0, 1}, {n / 2, 2}, {1, 1}), {n / 2});
+    return g_.add("stablehlo.complex", {re, im}, TensorType{t, {n / 2}});
+  }
   int from = byte_size(elem(x)), to = byte_size(t);
   if (from == to) return g_.add("stablehlo.bitcast_convert", {x}, TensorType{t, dims(x)});
   // Different widths: StableHLO adds (or drops) a trailing dimension of
@@ -531,6 +571,47 @@ std::vector<Value> Builder::custom_call(const std::string& target, const std::ve
                       {{"call_target_name", "\"" + target + "\""},
                        {"backend_config", "\"" + backend_config + "\""},
                        {"api_version", "1 : i32"}});
+}
+
+Value Builder::complex(Value re, Value im) {
+  if (!(type(re) == type(im))) fail("complex: part types differ");
+  if (elem(re) != ElemType::kF32 && elem(re) != ElemType::kF64) fail("complex: parts must be f32 or f64");
+  return g_.add("stablehlo.complex", {re, im}, TensorType{complex_of(elem(re)), dims(re)});
+}
+
+Value Builder::fft(Value x, const char* kind, const Dims& len) {
+  std::string k(kind);
+  const Dims& d = dims(x);
+  int r = type(x).rank(), n = static_cast<int>(len.size());
+  if (n < 1 || n > 3 || n > r) fail("fft: 1 to 3 transformed dimensions, at most the rank");
+  for (int64_t l : len)
+    if (l < 0) fail("fft: negative length");
+  Dims out = d;
+  ElemType e = elem(x), oe;
+  if (k == "FFT" || k == "IFFT" || k == "IRFFT") {
+    if (!is_complex(e)) fail("fft: " + k + " needs a complex operand");
+  } else if (k == "RFFT") {
+    if (e != ElemType::kF32 && e != ElemType::kF64) fail("fft: RFFT needs an f32/f64 operand");
+  } else {
+    fail("fft: unknown fft_type " + k);
+  }
+  // The transformed dims must equal fft_length (IRFFT's last: checked below).
+  for (int i = 0; i < n; ++i) {
+    if (i == n - 1 && k == "IRFFT") continue;
+    if (d[r - n + i] != len[i]) fail("fft: fft_length " + dims_str(len) + " does not match " + type(x).mlir());
+  }
+  if (k == "RFFT") {
+    oe = complex_of(e);
+    out[r - 1] = len[n - 1] / 2 + 1;
+  } else if (k == "IRFFT") {
+    if (d[r - 1] != len[n - 1] / 2 + 1) fail("fft: IRFFT last dimension must be fft_length/2+1");
+    oe = component(e);
+    out[r - 1] = len[n - 1];
+  } else {
+    oe = e;
+  }
+  return g_.add("stablehlo.fft", {x}, TensorType{oe, out},
+                {{"fft_type", "#stablehlo<fft_type " + k + ">"}, {"fft_length", render_i64_array(len)}});
 }
 
 }  // namespace torch_tpu::ir

@@ -109,6 +109,15 @@ class Builder {
                                  const std::vector<TensorType>& results,
                                  const std::string& backend_config = "");
 
+  // Complex numbers and FFT.
+  // stablehlo.complex: a complex value from same-typed f32/f64 parts.
+  Value complex(Value re, Value im);
+  // stablehlo.fft over the trailing fft_length.size() dimensions. `kind`:
+  // "FFT", "IFFT" (complex -> complex), "RFFT" (real -> complex, last dim
+  // becomes n/2+1), "IRFFT" (complex -> real, last dim becomes n). IFFT and
+  // IRFFT include the 1/n scaling.
+  Value fft(Value x, const char* kind, const Dims& fft_length);
+
  private:
   Graph& g_;
 };

@@ -16,6 +16,8 @@ const char* mlir_name(ElemType t) {
     case ElemType::kBF16: return "bf16";
     case ElemType::kF32: return "f32";
     case ElemType::kF64: return "f64";
+    case ElemType::kC64: return "complex<f32>";
+    case ElemType::kC128: return "complex<f64>";
   }
   return "?";
 }
@@ -25,7 +27,8 @@ int byte_size(ElemType t) {
     case ElemType::kPred: case ElemType::kS8: case ElemType::kU8: return 1;
     case ElemType::kS16: case ElemType::kF16: case ElemType::kBF16: return 2;
     case ElemType::kS32: case ElemType::kU32: case ElemType::kF32: return 4;
-    case ElemType::kS64: case ElemType::kU64: case ElemType::kF64: return 8;
+    case ElemType::kS64: case ElemType::kU64: case ElemType::kF64: case ElemType::kC64: return 8;
+    case ElemType::kC128: return 16;
   }
   return 0;
 }

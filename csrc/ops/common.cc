@@ -68,7 +68,7 @@ int64_t wrap_dim(int64_t dim, int64_t rank) {
 c10::ScalarType default_float() { return c10::typeMetaToScalarType(c10::get_default_dtype()); }
 
 c10::ScalarType float_result(c10::ScalarType t) {
-  return c10::isFloatingType(t) ? t : default_float();
+  return c10::isFloatingType(t) || c10::isComplexType(t) ? t : default_float();
 }
 
 c10::ScalarType opmath(c10::ScalarType t) {

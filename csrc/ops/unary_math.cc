@@ -8,6 +8,8 @@
 #include <torch/library.h>
 
 #include <cmath>
+#include <set>
+#include <string_view>
 
 #include "ops/common.h"
 
@@ -44,6 +46,7 @@ Value f_neg(Builder& b, Value x) { return un(b, "stablehlo.negate", x); }
 Value f_abs(Builder& b, Value x) { return un(b, "stablehlo.abs", x); }
 Value f_sign(Builder& b, Value x) {
   if (b.elem(x) == ElemType::kPred) return x;
+  if (ir::is_complex(b.elem(x))) return un(b, "stablehlo.sign", x);  // x/|x|, 0 at 0
   // (0 < x) - (x < 0), as ATen: NaN and -0.0 give +0.
   Value z = zero(b, b.elem(x), b.dims(x));
   Value r = b.select(b.compare(x, z, "GT"), one(b, b.elem(x), b.dims(x)), z);
@@ -154,12 +157,18 @@ void check_dtype(const UnaryDef& d, ScalarType t) {
                                 c10::toString(t), "'");
     return;
   }
+  // StableHLO's complex-capable ops (what FFT gradients and basic complex
+  // math need); the rest stay unsupported rather than wrong.
+  static const std::set<std::string_view> complex_ok{"neg", "abs", "sgn", "exp", "log", "sqrt", "rsqrt",
+                                                     "reciprocal", "sin", "cos", "tanh"};
+  if (c10::isComplexType(t) && complex_ok.count(n)) return;
   TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(t), "\"", d.name, "\" not implemented for complex tensors");
   bool ok = c10::isFloatingType(t) || (t == c10::kBool ? (d.allow & kBoolIn) : (d.allow & kInts));
   TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", d.name, "_cpu\" not implemented for '", c10::toString(t), "'");
 }
 
 ScalarType result_of(const UnaryDef& d, ScalarType t) {
+  if (c10::isComplexType(t) && std::string_view(d.name) == "abs") return c10::toRealValueType(t);
   switch (d.kind) {
     case Kind::kFloat: return float_result(t);
     case Kind::kBool: return c10::kBool;

@@ -1,0 +1,218 @@
+// ATen's FFT primitives (_fft_r2c, _fft_c2c, _fft_c2r and their out=
+// forms) on stablehlo.fft. torch.fft.*, stft and the FFT backward formulas
+// all reduce to these three. stablehlo.fft transforms trailing dims only,
+// so each requested dim is transposed to the end, transformed and moved
+// back; a multi-dim transform is the composition of 1-D ones.
+//
+// ATen's `normalization`: 0 none, 1 by 1/sqrt(n), 2 by 1/n, where n is the
+// product of the signal sizes; inverse transforms are unscaled unless asked.
+// stablehlo's IFFT/IRFFT already divide by n, which is undone here.
+#include <ATen/native/Resize.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "ops/common.h"
+
+namespace torch_tpu::ops {
+namespace {
+
+using c10::ScalarType;
+using ir::Dims;
+
+// `kind` along dim d of x with transform length n.
+Value fft_along(Builder& b, Value x, int64_t d, const char* kind, int64_t n) {
+  int64_t r = b.type(x).rank();
+  Dims perm, inv(r);
+  for (int64_t i = 0; i < r; ++i)
+    if (i != d) perm.push_back(i);
+  perm.push_back(d);
+  for (int64_t i = 0; i < r; ++i) inv[perm[i]] = i;
+  return b.transpose(b.fft(b.transpose(x, perm), kind, {n}), inv);
+}
+
+// The factor turning stablehlo's result into ATen's for signal size n.
+double scale_for(int64_t normalization, bool inverse, double n) {
+  double s = normalization == 1 ? 1.0 / std::sqrt(n) : normalization == 2 ? 1.0 / n : 1.0;
+  return inverse ? s * n : s;
+}
+
+Value scaled(Builder& b, Value x, double s) {
+  if (s == 1.0) return x;
+  return mul(b, x, b.constant(s, b.elem(x), b.dims(x)));
+}
+
+std::vector<int64_t> checked_dims(const at::Tensor& self, c10::IntArrayRef dim) {
+  std::vector<int64_t> ds;
+  for (int64_t d : dim) {
+    int64_t w = wrap_dim(d, self.dim());
+    TORCH_CHECK(std::find(ds.begin(), ds.end(), w) == ds.end(), "FFT dims must be unique");
+    ds.push_back(w);
+  }
+  return ds;
+}
+
+void check_norm(int64_t normalization) {
+  TORCH_CHECK(normalization >= 0 && normalization <= 2, "Invalid normalization mode: ", normalization);
+}
+
+// --- r2c -----------------------------------------------------------------------
+
+std::vector<int64_t> r2c_sizes(const at::Tensor& self, const std::vector<int64_t>& ds, bool onesided) {
+  std::vector<int64_t> out(self.sizes().begin(), self.sizes().end());
+  if (onesided && !ds.empty()) out[ds.back()] = out[ds.back()] / 2 + 1;
+  return out;
+}
+
+void r2c_run(const at::Tensor& self, const std::vector<int64_t>& ds, int64_t normalization, bool onesided,
+             const at::Tensor& out) {
+  ScalarType t = self.scalar_type();
+  TORCH_CHECK(t == c10::kFloat || t == c10::kDouble, "_fft_r2c: expected a float or double input, got ", t);
+  TORCH_CHECK(!ds.empty(), "_fft_r2c must transform at least one axis");
+  for (int64_t d : ds) TORCH_CHECK(self.size(d) > 0, "Invalid number of data points (0) specified");
+  eager::OpCall call("_fft_r2c");
+  call.input(self);
+  call.attr(c10::IntArrayRef(ds)).attr(normalization).attr(onesided);
+  call.output(out);
+  double n = 1;
+  for (int64_t d : ds) n *= static_cast<double>(self.size(d));
+  ElemType ce = ir::complex_of(to_elem(t));
+  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
+  call.run([&](Builder& b, const Values& in) {
+    Value x = in[0];
+    if (onesided) {
+      x = fft_along(b, x, ds.back(), "RFFT", sizes[ds.back()]);
+    } else {
+      x = b.convert(x, ce);
+      x = fft_along(b, x, ds.back(), "FFT", sizes[ds.back()]);
+    }
+    for (size_t i = 0; i + 1 < ds.size(); ++i) x = fft_along(b, x, ds[i], "FFT", sizes[ds[i]]);
+    return Values{scaled(b, x, scale_for(normalization, false, n))};
+  });
+}
+
+at::Tensor fft_r2c(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, bool onesided) {
+  check_norm(normalization);
+  auto ds = checked_dims(self, dim);
+  at::Tensor out = empty_tpu(r2c_sizes(self, ds, onesided), c10::toComplexType(self.scalar_type()), self.device());
+  r2c_run(self, ds, normalization, onesided, out);
+  return out;
+}
+at::Tensor& fft_r2c_out(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, bool onesided,
+                        at::Tensor& out) {
+  check_norm(normalization);
+  auto ds = checked_dims(self, dim);
+  prepare_out(out, r2c_sizes(self, ds, onesided), c10::toComplexType(self.scalar_type()), "_fft_r2c");
+  r2c_run(self, ds, normalization, onesided, out);
+  return out;
+}
+
+// --- c2c -----------------------------------------------------------------------
+
+void c2c_run(const at::Tensor& self, const std::vector<int64_t>& ds, int64_t normalization, bool forward,
+             const at::Tensor& out) {
+  TORCH_CHECK(self.is_complex(), "_fft_c2c: expected a complex input tensor, got ", self.scalar_type());
+  for (int64_t d : ds) TORCH_CHECK(self.size(d) > 0, "Invalid number of data points (0) specified");
+  eager::OpCall call("_fft_c2c");
+  call.input(self);
+  call.attr(c10::IntArrayRef(ds)).attr(normalization).attr(forward);
+  call.output(out);
+  double n = 1;
+  for (int64_t d : ds) n *= static_cast<double>(self.size(d));
+  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
+  call.run([&](Builder& b, const Values& in) {
+    Value x = in[0];
+    for (int64_t d : ds) x = fft_along(b, x, d, forward ? "FFT" : "IFFT", sizes[d]);
+    return Values{scaled(b, x, ds.empty() ? 1.0 : scale_for(normalization, !forward, n))};
+  });
+}
+
+at::Tensor fft_c2c(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, bool forward) {
+  check_norm(normalization);
+  auto ds = checked_dims(self, dim);
+  at::Tensor out = empty_like_tpu(self);
+  c2c_run(self, ds, normalization, forward, out);
+  return out;
+}
+at::Tensor& fft_c2c_out(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, bool forward,
+                        at::Tensor& out) {
+  check_norm(normalization);
+  auto ds = checked_dims(self, dim);
+  prepare_out(out, self.sizes(), self.scalar_type(), "_fft_c2c");
+  c2c_run(self, ds, normalization, forward, out);
+  return out;
+}
+
+// --- c2r -----------------------------------------------------------------------
+
+std::vector<int64_t> c2r_sizes(const at::Tensor& self, const std::vector<int64_t>& ds, int64_t last_dim_size) {
+  std::vector<int64_t> out(self.sizes().begin(), self.sizes().end());
+  out[ds.back()] = last_dim_size;
+  return out;
+}
+
+void c2r_run(const at::Tensor& self, const std::vector<int64_t>& ds, int64_t normalization, int64_t last_dim_size,
+             const at::Tensor& out) {
+  TORCH_CHECK(self.is_complex(), "_fft_c2r: expected a complex input tensor, got ", self.scalar_type());
+  TORCH_CHECK(!ds.empty(), "_fft_c2r must transform at least one axis");
+  TORCH_CHECK(last_dim_size >= 1, "Invalid number of data points (", last_dim_size, ") specified");
+  for (int64_t d : ds) TORCH_CHECK(self.size(d) > 0, "Invalid number of data points (0) specified");
+  eager::OpCall call("_fft_c2r");
+  call.input(self);
+  call.attr(c10::IntArrayRef(ds)).attr(normalization).attr(last_dim_size);
+  call.output(out);
+  double n = static_cast<double>(last_dim_size);
+  for (size_t i = 0; i + 1 < ds.size(); ++i) n *= static_cast<double>(self.size(ds[i]));
+  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
+  call.run([&](Builder& b, const Values& in) {
+    Value x = in[0];
+    for (size_t i = 0; i + 1 < ds.size(); ++i) x = fft_along(b, x, ds[i], "IFFT", sizes[ds[i]]);
+    // IRFFT wants exactly n/2+1 input points: ATen reads only those
+    // (zero-padding a shorter input).
+    int64_t d = ds.back(), want = last_dim_size / 2 + 1, have = sizes[d];
+    if (have > want) {
+      Dims start(sizes.size(), 0), limit = b.dims(x), step(sizes.size(), 1);
+      limit[d] = want;
+      x = b.slice(x, start, limit, step);
+    } else if (have < want) {
+      Dims lo(sizes.size(), 0), hi(sizes.size(), 0), interior(sizes.size(), 0);
+      hi[d] = want - have;
+      x = b.pad(x, zero(b, b.elem(x)), lo, hi, interior);
+    }
+    x = fft_along(b, x, d, "IRFFT", last_dim_size);
+    return Values{scaled(b, x, scale_for(normalization, true, n))};
+  });
+}
+
+at::Tensor fft_c2r(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, int64_t last_dim_size) {
+  check_norm(normalization);
+  auto ds = checked_dims(self, dim);
+  TORCH_CHECK(!ds.empty(), "_fft_c2r must transform at least one axis");
+  at::Tensor out =
+      empty_tpu(c2r_sizes(self, ds, last_dim_size), c10::toRealValueType(self.scalar_type()), self.device());
+  c2r_run(self, ds, normalization, last_dim_size, out);
+  return out;
+}
+at::Tensor& fft_c2r_out(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, int64_t last_dim_size,
+                        at::Tensor& out) {
+  check_norm(normalization);
+  auto ds = checked_dims(self, dim);
+  TORCH_CHECK(!ds.empty(), "_fft_c2r must transform at least one axis");
+  prepare_out(out, c2r_sizes(self, ds, last_dim_size), c10::toRealValueType(self.scalar_type()), "_fft_c2r");
+  c2r_run(self, ds, normalization, last_dim_size, out);
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_fft_r2c", fft_r2c);
+  m.impl("_fft_r2c.out", fft_r2c_out);
+  m.impl("_fft_c2c", fft_c2c);
+  m.impl("_fft_c2c.out", fft_c2c_out);
+  m.impl("_fft_c2r", fft_c2r);
+  m.impl("_fft_c2r.out", fft_c2r_out);
+}
+
+}  // namespace torch_tpu::ops

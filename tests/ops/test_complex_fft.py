@@ -1,0 +1,213 @@
+"""Complex dtypes (complex64/complex128) and FFTs on tpu, against CPU."""
+import pytest
+import torch
+
+from tests.helpers import TPU, both_raise, check
+
+
+def rand(*shape, dtype=torch.float32):
+    return torch.randn(*shape, dtype=dtype)
+
+
+def crand(*shape, dtype=torch.complex64):
+    return torch.randn(*shape, dtype=dtype)
+
+
+# --- types, copies, views ------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_roundtrip_and_strided(dtype):
+    x = crand(4, 6, dtype=dtype)
+    t = x.to(TPU)
+    assert t.dtype == dtype
+    torch.testing.assert_close(t.cpu(), x, atol=0, rtol=0)
+    torch.testing.assert_close(t.t().cpu(), x.t(), atol=0, rtol=0)
+    torch.testing.assert_close(t[1:, ::2].cpu(), x[1:, ::2], atol=0, rtol=0)
+    # Writes into a strided view of a complex storage.
+    t2 = t.clone()
+    t2[:, 1::2] = torch.zeros(4, 3, dtype=dtype, device=TPU)
+    x2 = x.clone()
+    x2[:, 1::2] = 0
+    torch.testing.assert_close(t2.cpu(), x2, atol=0, rtol=0)
+
+
+def test_chalf_is_rejected():
+    with pytest.raises(TypeError):
+        torch.zeros(3, dtype=torch.complex32, device=TPU)
+
+
+def test_conversions():
+    x = rand(3, 5)
+    check(lambda t: t.to(torch.complex64), x)
+    check(lambda t: t.cfloat(), x)
+    check(lambda t: t.cdouble(), x)
+    check(lambda t: t.int().to(torch.complex64), x)
+    check(lambda t: t.to(torch.float32), crand(3, 5))  # keeps the real part (CPU warns)
+    check(lambda t: t.to(torch.complex128), crand(3, 5))
+    check(lambda t: torch.full((2, 3), 1.5 - 2j, device=t.device), x)
+    check(lambda t: torch.zeros(3, 5, dtype=torch.complex64, device=t.device) + t, x)
+
+
+def test_view_as_real_aliases():
+    x = crand(3, 4)
+    t = x.to(TPU)
+    r = torch.view_as_real(t)
+    assert r.shape == (3, 4, 2) and r.dtype == torch.float32
+    torch.testing.assert_close(r.cpu(), torch.view_as_real(x), atol=0, rtol=0)
+    r[:, :, 1] = 0  # writes through to the complex storage
+    x2 = x.clone()
+    torch.view_as_real(x2)[:, :, 1] = 0
+    torch.testing.assert_close(t.cpu(), x2, atol=0, rtol=0)
+    torch.testing.assert_close(t.real.cpu(), x2.real, atol=0, rtol=0)
+    torch.testing.assert_close(t.imag.cpu(), x2.imag, atol=0, rtol=0)
+    # Non-contiguous view_as_real (last dim of the complex view strided).
+    check(lambda u: torch.view_as_real(u[:, 1::2]), x)
+
+
+def test_view_as_complex():
+    x = rand(3, 4, 2)
+    check(torch.view_as_complex, x)
+    t = x.to(TPU)
+    c = torch.view_as_complex(t)
+    c.mul_(2)
+    torch.testing.assert_close(t.cpu(), x * 2)
+    both_raise(RuntimeError, torch.view_as_complex, rand(3, 3))
+
+
+def test_complex_polar():
+    a, b = rand(4, 5), rand(4, 5)
+    check(torch.complex, a, b)
+    check(torch.complex, a, b[:1])  # broadcast
+    check(torch.polar, a.abs(), b)
+    check(lambda u, v: torch.complex(u.t(), v.t()), a, b)
+    both_raise(RuntimeError, torch.complex, a, b.double())
+    both_raise(RuntimeError, torch.complex, a.int(), b.int())
+
+
+def test_conj_and_real_imag():
+    x = crand(4, 5)
+    check(lambda t: t.conj(), x)
+    check(lambda t: t.conj().resolve_conj(), x)
+    check(lambda t: torch.conj_physical(t), x)
+    check(lambda t: t.conj() * 2, x)
+    check(lambda t: t.conj().imag, x)
+    check(lambda t: t.real + t.imag, x)
+    check(lambda t: t.conj().clone(), x)
+    check(lambda t: t.conj().to(torch.complex128), x)
+
+
+def test_elementwise():
+    x, y = crand(4, 5), crand(4, 5)
+    check(lambda a, b: a + b, x, y)
+    check(lambda a, b: a - 2 * b, x, y)
+    check(lambda a, b: a * b, x, y)
+    check(lambda a, b: a / b, x, y)
+    check(lambda a: -a, x)
+    check(lambda a: a.abs(), x)
+    check(lambda a: a.angle(), x)
+    check(lambda a: a.sgn(), x)
+    check(lambda a: a.exp(), x)
+    check(lambda a: a.sum(0), x)
+    check(lambda a: a.sum(), x)
+    check(lambda a, b: torch.cat([a, b], 1), x, y)
+    check(lambda a: a.t().reshape(-1), x)
+    check(lambda a: a * 1.5, x)
+    check(lambda a, b: a * b, x, rand(4, 5))
+    check(lambda a: a == a.conj(), x)
+    check(lambda a: torch.angle(a), rand(6))
+
+
+# --- FFTs ---------------------------------------------------------------------------
+
+NORMS = [None, "forward", "ortho"]
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_fft_c2c(norm):
+    x = crand(6, 8)
+    check(lambda t: torch.fft.fft(t, norm=norm), x)
+    check(lambda t: torch.fft.ifft(t, norm=norm), x)
+    check(lambda t: torch.fft.fft2(t, norm=norm), x)
+    check(lambda t: torch.fft.ifftn(t, norm=norm), x)
+    check(lambda t: torch.fft.fft(t, dim=0, norm=norm), x)
+    check(lambda t: torch.fft.fft(t, n=5, norm=norm), x)  # crop
+    check(lambda t: torch.fft.fft(t, n=11, norm=norm), x)  # zero-pad
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_fft_r2c(norm):
+    x = rand(5, 8)
+    check(lambda t: torch.fft.fft(t, norm=norm), x)
+    check(lambda t: torch.fft.rfft(t, norm=norm), x)
+    check(lambda t: torch.fft.rfft(t, dim=0, norm=norm), x)  # odd length
+    check(lambda t: torch.fft.rfft2(t, norm=norm), x)
+    check(lambda t: torch.fft.rfftn(t, dim=(1, 0), norm=norm), x)
+    check(lambda t: torch.fft.ihfft(t, norm=norm), x)
+    check(lambda t: torch.fft.ifft(t, norm=norm), x)
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_fft_c2r(norm):
+    x = crand(5, 6)
+    check(lambda t: torch.fft.irfft(t, norm=norm), x)
+    check(lambda t: torch.fft.irfft(t, n=9, norm=norm), x)
+    check(lambda t: torch.fft.irfft2(t, norm=norm), x)
+    check(lambda t: torch.fft.irfftn(t, s=(4, 7), norm=norm), x)
+    check(lambda t: torch.fft.hfft(t, norm=norm), x)
+    check(lambda t: torch.fft.hfft2(t, norm=norm), x)
+
+
+def test_fft_noncontiguous_and_3d():
+    x = rand(4, 6, 10)
+    check(lambda t: torch.fft.rfft(t[:, ::2, 1:]), x)
+    check(lambda t: torch.fft.fftn(t.transpose(0, 2)), x)
+    check(lambda t: torch.fft.fftn(t, dim=(0, 2)), x)
+    check(lambda t: torch.fft.rfftn(t), x)
+    check(lambda t: torch.fft.irfftn(torch.fft.rfftn(t), s=t.shape), x)
+    c = crand(3, 4, 5, 6)
+    check(lambda t: torch.fft.fftn(t), c)  # 4 transformed dims
+    check(lambda t: torch.fft.fftn(t.permute(3, 1, 0, 2)[1:], dim=(0, 2)), c)
+
+
+def test_fft_double():
+    check(lambda t: torch.fft.rfft(t), rand(4, 8, dtype=torch.float64))
+    check(lambda t: torch.fft.fft(t), crand(4, 8, dtype=torch.complex128))
+    check(lambda t: torch.fft.irfft(t), crand(4, 8, dtype=torch.complex128))
+
+
+def test_fft_int_input():
+    check(lambda t: torch.fft.fft(t), torch.arange(8))
+
+
+def test_fft_out():
+    x = rand(4, 8)
+    check(lambda t: torch.fft.rfft(t, out=torch.empty(0, dtype=torch.complex64, device=t.device)), x)
+    c = crand(4, 8)
+    check(lambda t: torch.fft.fft(t, out=torch.empty(4, 8, dtype=torch.complex64, device=t.device)), c)
+
+
+def test_fft_errors():
+    both_raise(RuntimeError, lambda t: torch.fft.fft(t, n=0), rand(4))
+    both_raise(IndexError, lambda t: torch.fft.fft(t, dim=3), rand(4))
+
+
+# --- gradients -----------------------------------------------------------------------
+
+def test_fft_grads():
+    x = rand(4, 8)
+    check(lambda t: torch.fft.fft(t).abs().sum(), x, grad=True)
+    check(lambda t: torch.view_as_real(torch.fft.rfft(t)), x, grad=True)
+    check(lambda t: torch.fft.rfft2(t, norm="ortho").abs(), x, grad=True)
+    check(lambda t: torch.fft.irfft(t), x, grad=True)
+    check(lambda t: torch.fft.hfft(t, n=10), x, grad=True)
+    check(lambda t: torch.fft.irfftn(t, s=(4, 6)), x, grad=True)
+    check(lambda t: torch.view_as_real(torch.fft.ifft(t).resolve_conj()), x, grad=True)
+    check(lambda t: torch.view_as_real(torch.fft.ihfft(t).resolve_conj()), x, grad=True)
+    check(lambda a, b: torch.view_as_real(torch.complex(a, b) * torch.polar(a.abs(), b)), x, rand(4, 8), grad=True)
+
+
+def test_stft():
+    x = rand(2, 64)
+    w = torch.hann_window(16)
+    check(lambda t, win: torch.stft(t, 16, hop_length=4, window=win, return_complex=True), x, w)
+    check(lambda t: torch.stft(t, 16, hop_length=4, center=False, return_complex=True, onesided=False), x)
