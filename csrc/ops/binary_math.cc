@@ -120,6 +120,8 @@ struct BinDef {
 void check_dtype(const BinDef& d, ScalarType t) {
   bool ok = c10::isFloatingType(t) || (t == c10::kBool ? (d.allow & kBoolIn) : (d.allow & kInts) != 0);
   if (d.float_result) ok = !c10::isComplexType(t);
+  TORCH_CHECK(!c10::isComplexType(t) || (std::string_view(d.name) != "maximum" && std::string_view(d.name) != "minimum"),
+              d.name, " not implemented for complex tensors.");
   TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", d.name, "_cpu\" not implemented for '", c10::toString(t), "'");
 }
 ScalarType result_of(const BinDef& d, ScalarType t) { return d.float_result ? float_result(t) : t; }

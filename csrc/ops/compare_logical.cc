@@ -30,6 +30,9 @@ Value cmp_fn(Builder& b, const Values& x) {
 
 template <int C>
 void cmp_run(const Operand& a, const Operand& c, ScalarType t, const at::Tensor& out) {
+  // Complex numbers are unordered; eq/ne compare them like CPU does.
+  TORCH_CHECK_NOT_IMPLEMENTED(C <= kNe || !c10::isComplexType(t), "\"", kCmpName[C], "_cpu\" not implemented for '",
+                              c10::toString(t), "'");
   pointwise(kCmpName[C], {a, c}, out, t, cmp_fn<C>);
 }
 c10::Device dev(const at::Tensor& a, const at::Tensor& c) { return a.is_cpu() ? c.device() : a.device(); }
@@ -194,6 +197,7 @@ ClampArgs clamp_args_t(const at::Tensor& self, const std::optional<at::Tensor>& 
 
 void clamp_run(const char* name, const ClampArgs& a, const at::Tensor& out) {
   TORCH_CHECK_NOT_IMPLEMENTED(a.dtype != c10::kBool, "\"clamp_cpu\" not implemented for 'Bool'");
+  TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(a.dtype), "clamp is not supported for complex types");
   bool lo = a.lo, hi = a.hi;
   pointwise(name, a.ops, out, upcast(a.dtype),
             [lo, hi](Builder& b, const Values& x) { return clamp_fn(b, x, lo, hi); }, (lo ? 1 : 0) + (hi ? 2 : 0));

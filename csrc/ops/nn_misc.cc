@@ -1,7 +1,7 @@
 // Small NN/math ops that OpInfo exercises: threshold, softshrink and
 // hardshrink (+ backward), prelu's kernels, rrelu_with_noise (+ backward),
-// logit_backward, channel_shuffle, renorm, trace, _logcumsumexp, angle for
-// real inputs and _efficientzerotensor (a plain zero tensor: autograd only
+// logit_backward, channel_shuffle, renorm, trace, _logcumsumexp and
+// _efficientzerotensor (a plain zero tensor: autograd only
 // needs its values). bf16/f16 compute in f32 (opmath) and round once.
 #include <ATen/ops/result_type.h>
 #include <ATen/ops/empty.h>
@@ -18,7 +18,6 @@ namespace {
 using c10::ScalarType;
 using ir::Dims;
 
-constexpr double kPi = 3.14159265358979323846;
 
 Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
 Value zeros(Builder& b, Value like) { return zero(b, b.elem(like), b.dims(like)); }
@@ -253,23 +252,6 @@ at::Tensor logit_backward(const at::Tensor& grad, const at::Tensor& self, std::o
   return logit_backward_out(grad, self, eps, out);
 }
 
-// --- angle (real inputs) ---------------------------------------------------------------
-at::Tensor& angle_out(const at::Tensor& self, at::Tensor& out) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "angle: complex tensors are not supported on tpu");
-  ScalarType t = float_result(self.scalar_type());
-  prepare_out(out, self.sizes(), t, "angle");
-  pointwise("angle", {self}, out, opmath(t), [](Builder& b, const Values& x) {
-    Value v = x[0];
-    Value r = b.select(b.compare(v, zeros(b, v), "LT"), cst(b, kPi, v), zeros(b, v));
-    return b.select(b.compare(v, v, "NE"), v, r);
-  });
-  return out;
-}
-at::Tensor angle(const at::Tensor& self) {
-  at::Tensor out = empty_tpu(self.sizes(), float_result(self.scalar_type()), self.device());
-  return angle_out(self, out);
-}
-
 // --- _efficientzerotensor ----------------------------------------------------------------
 at::Tensor efficientzerotensor(c10::IntArrayRef size, std::optional<ScalarType> dtype,
                                std::optional<c10::Layout> layout, std::optional<c10::Device> device,
@@ -461,8 +443,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("rrelu_with_noise_backward", rrelu_with_noise_backward);
   m.impl("logit_backward", logit_backward);
   m.impl("logit_backward.grad_input", logit_backward_out);
-  m.impl("angle", angle);
-  m.impl("angle.out", angle_out);
   m.impl("_efficientzerotensor", efficientzerotensor);
   m.impl("channel_shuffle", channel_shuffle);
   m.impl("renorm", renorm);

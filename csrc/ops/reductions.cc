@@ -57,6 +57,9 @@ Plan plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, boo
 
 // ATen's checks for reductions without an identity (max, amax, argmax...).
 void check_nonempty(const at::Tensor& self, const Plan& p, const char* op, bool index_error_when_all = false) {
+  // Every caller orders values (max/min/amax/amin/argmax...): complex
+  // numbers are unordered, and CPU refuses them too.
+  TORCH_CHECK(!self.is_complex(), op, "(): does not support complex input");
   if (self.numel() != 0) return;
   if (p.all) {
     if (index_error_when_all)
@@ -245,6 +248,8 @@ void extreme_into(const char* name, const at::Tensor& self, const Plan& p, bool 
 
 template <bool kMax>
 at::Tensor amax(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max_values_cpu" : "min_values_cpu", "\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
   const char* name = kMax ? "amax" : "amin";
   Plan p = plan(self, dim, keepdim);
   check_nonempty(self, p, name);
@@ -254,6 +259,8 @@ at::Tensor amax(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim) {
 }
 template <bool kMax>
 at::Tensor& amax_out(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim, at::Tensor& out) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max_values_cpu" : "min_values_cpu", "\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
   const char* name = kMax ? "amax" : "amin";
   TORCH_CHECK(self.scalar_type() == out.scalar_type(), "Expected the dtype for input and out to match, but got ",
               self.scalar_type(), " for input's dtype and ", out.scalar_type(), " for out's dtype.");
@@ -266,6 +273,8 @@ at::Tensor& amax_out(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim,
 
 template <bool kMax>
 at::Tensor max_all(const at::Tensor& self) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max_all" : "min_all", "\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
   const char* name = kMax ? "max" : "min";
   Plan p = plan(self, std::nullopt, false);
   check_nonempty(self, p, name);
@@ -275,6 +284,8 @@ at::Tensor max_all(const at::Tensor& self) {
 }
 template <bool kMax>
 at::Tensor& max_all_out(const at::Tensor& self, at::Tensor& out) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max_all" : "min_all", "\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
   const char* name = kMax ? "max" : "min";
   TORCH_CHECK(c10::canCast(self.scalar_type(), out.scalar_type()), "Expected canCast(self.dtype, out.dtype) to be "
               "true, but got false.");

@@ -211,3 +211,19 @@ def test_stft():
     w = torch.hann_window(16)
     check(lambda t, win: torch.stft(t, 16, hop_length=4, window=win, return_complex=True), x, w)
     check(lambda t: torch.stft(t, 16, hop_length=4, center=False, return_complex=True, onesided=False), x)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda t: t.max(), lambda t: t.amax(), lambda t: t.min(), lambda t: t.amin(),
+    lambda t: t.clamp(0, 1), lambda t: torch.maximum(t, t), lambda t: torch.minimum(t, t),
+    lambda t: t.max(0), lambda t: t.argmax(), lambda t: t < t, lambda t: t >= t,
+], ids=["max", "amax", "min", "amin", "clamp", "maximum", "minimum", "max_dim", "argmax", "lt", "ge"])
+def test_complex_is_unordered(fn):
+    # Ordering ops refuse complex input with CPU's exception type (XLA would
+    # order complex numbers lexicographically instead).
+    x = torch.randn(3, dtype=torch.cfloat)
+    with pytest.raises(Exception) as cpu_err:
+        fn(x)
+    with pytest.raises(Exception) as tpu_err:
+        fn(x.to("tpu"))
+    assert type(tpu_err.value) is cpu_err.type, (tpu_err.value, cpu_err.value)
