@@ -97,6 +97,8 @@ def _with_base(t):
     storage (as_strided.partial_views samples read outside the view's own
     elements) are rebuilt on a tpu copy of the whole base storage with the
     same size, stride and storage offset."""
+    if t.layout != torch.strided:
+        return t.detach().to(TPU)  # sparse tensors have no storage to share
     storage = t.untyped_storage()
     n = storage.nbytes() // t.element_size()
     contiguous_whole = t.storage_offset() == 0 and t.is_contiguous() and t.numel() == n

@@ -118,8 +118,9 @@ void check_dtypes(const at::Tensor& input, const at::Tensor& weight, const at::T
   TORCH_CHECK(!bias.defined() || bias.scalar_type() == input.scalar_type(), "Input type (", input.scalar_type(),
               ") and bias type (", bias.scalar_type(), ") should be the same");
   auto t = input.scalar_type();
-  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t), "\"convolution\" not implemented for '", c10::toString(t),
-                              "'");
+  // CPU convolves integers too (exactly, in the integer type); only bool is refused.
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t) || c10::isIntegralType(t, /*includeBool=*/false),
+                              "\"slow_conv2d_cpu\" not implemented for '", c10::toString(t), "'");
 }
 
 std::vector<int64_t> vec(c10::IntArrayRef a) { return {a.begin(), a.end()}; }

@@ -129,3 +129,22 @@ def test_conv_bad_args():
     both_raise(RuntimeError, lambda x, w: F.conv2d(x, w, padding="same", stride=2), x, torch.randn(6, 4, 3, 3))
     both_raise(RuntimeError, lambda x, w: F.conv_transpose2d(x, w, stride=2, output_padding=2),
                x, torch.randn(4, 2, 3, 3))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
+def test_conv_integer_exact(dtype):
+    # CPU convolves integer tensors exactly in their own type; so do we.
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 5, (2, 4, 6, 7), generator=g).to(dtype)
+    w = torch.randint(0, 3, (6, 2, 3, 3), generator=g).to(dtype)
+    b = torch.randint(0, 3, (6,), generator=g).to(dtype)
+    check(lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1, groups=2), x, w, b)
+    if dtype == torch.int64:  # CPU's transposed kernels take int64 only
+        wt = torch.randint(0, 3, (4, 3, 2, 2), generator=g).to(dtype)
+        check(lambda x, w: F.conv_transpose2d(x, w, stride=2), x, wt)
+
+
+def test_conv_bool_refused():
+    x = torch.ones(1, 2, 5, dtype=torch.bool)
+    w = torch.ones(3, 2, 2, dtype=torch.bool)
+    both_raise(NotImplementedError, F.conv1d, x, w)
