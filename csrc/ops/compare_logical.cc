@@ -144,6 +144,7 @@ Value clamp_fn(Builder& b, const Values& x, bool has_lo, bool has_hi) {
 struct ClampArgs {
   std::vector<Operand> ops;
   bool lo = false, hi = false;
+  bool scalar = false;  // Scalar-bound overload (CPU's *_scalar_cpu kernels)
   ScalarType dtype;
   std::vector<int64_t> shape;
 };
@@ -151,8 +152,8 @@ struct ClampArgs {
 ClampArgs clamp_args_s(const at::Tensor& self, const std::optional<c10::Scalar>& lo,
                        const std::optional<c10::Scalar>& hi) {
   TORCH_CHECK(lo.has_value() || hi.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
-  TORCH_CHECK(self.scalar_type() != c10::kBool || true, "");
   ClampArgs a;
+  a.scalar = true;
   a.ops.push_back(self);
   ScalarType t = self.scalar_type();
   // Like ATen's clamp: promote with each bound as a wrapped number.
@@ -196,7 +197,11 @@ ClampArgs clamp_args_t(const at::Tensor& self, const std::optional<at::Tensor>& 
 }
 
 void clamp_run(const char* name, const ClampArgs& a, const at::Tensor& out) {
-  TORCH_CHECK_NOT_IMPLEMENTED(a.dtype != c10::kBool, "\"clamp_cpu\" not implemented for 'Bool'");
+  // CPU: bool works with a single Tensor bound only (or/and below).
+  const char* kern = a.scalar ? (a.lo && a.hi ? "clamp_scalar_cpu" : a.lo ? "clamp_min_scalar_cpu" : "clamp_max_scalar_cpu")
+                              : "clamp_cpu";
+  TORCH_CHECK_NOT_IMPLEMENTED(a.dtype != c10::kBool || (!a.scalar && a.lo != a.hi), "\"", kern,
+                              "\" not implemented for 'Bool'");
   TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(a.dtype), "clamp is not supported for complex types");
   bool lo = a.lo, hi = a.hi;
   pointwise(name, a.ops, out, upcast(a.dtype),
