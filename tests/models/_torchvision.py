@@ -7,6 +7,8 @@ package import registers fake kernels for torchvision::nms and ::qnms
 without checking that the library defined them, and fails. Declaring those
 two schemas first (the signatures torchvision's C++ library declares) lets the
 import go through; the ops themselves still raise, having no kernels.
+transformers imports torchvision whenever it is installed, so
+tests/models/conftest.py declares them before any model test is collected.
 """
 import torch
 
@@ -17,7 +19,8 @@ _SCHEMAS = {
 _lib = None
 
 
-def import_torchvision():
+def declare_missing_ops():
+    """Declares the two schemas if the compiled library did not. Idempotent."""
     global _lib
     missing = []
     for name, schema in _SCHEMAS.items():
@@ -26,9 +29,13 @@ def import_torchvision():
         except RuntimeError:
             missing.append(schema)
     if missing:
-        _lib = torch.library.Library("torchvision", "FRAGMENT")
+        _lib = _lib or torch.library.Library("torchvision", "FRAGMENT")
         for schema in missing:
             _lib.define(schema)
+
+
+def import_torchvision():
+    declare_missing_ops()
     import torchvision
 
     return torchvision
