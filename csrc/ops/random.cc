@@ -242,7 +242,7 @@ at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Gener
   return self;
 }
 
-// --- cauchy_ / geometric_ (branch nnmisc) --------------------------------------------
+// --- cauchy_ / geometric_ --------------------------------------------------------
 
 at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, std::optional<at::Generator> gen) {
   TORCH_CHECK(sigma > 0.0, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
