@@ -215,7 +215,30 @@ at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional
   return self;
 }
 
-// --- exponential_ ------------------------------------------------------------------
+// --- samplers built on one uniform draw -----------------------------------------------
+
+// self <- fn(u, params) with u uniform in [0, 1) from the generator; the
+// distribution parameters are runtime scalars (broadcast to self's shape).
+template <typename Fn>
+at::Tensor& sample_from_uniform_(const char* name, at::Tensor& self, std::optional<at::Generator> gen,
+                                 std::initializer_list<double> params, Fn fn) {
+  if (self.numel() == 0) return self;
+  auto ct = compute_type(self.scalar_type());
+  eager::OpCall call(name);
+  call.attr(static_cast<int64_t>(ct));
+  add_rng_state(call, gen, self, self.numel() * words_per(ct));
+  for (double p : params) call.scalar(p, ct);
+  call.output(self);
+  ElemType ft = to_elem(ct);
+  Dims d = dims_of(self);
+  call.run([&](Builder& b, const Values& in) {
+    Value u = uniform01(b, in[0], in[1], d, ft);
+    std::vector<Value> ps;
+    for (size_t k = 2; k < in.size(); ++k) ps.push_back(b.broadcast_to(in[k], d));
+    return Values{fn(b, u, ps, b.constant(1.0, ft, d))};
+  });
+  return self;
+}
 
 at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Generator> gen) {
   TORCH_CHECK(lambd > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", lambd);
@@ -223,26 +246,13 @@ at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Gener
               "Exponential distribution is a continuous probability distribution. dtype must be a floating point "
               "but you specified ",
               self.scalar_type());
-  if (self.numel() == 0) return self;
-  auto ct = compute_type(self.scalar_type());
-  eager::OpCall call("exponential_");
-  call.attr(static_cast<int64_t>(ct));
-  add_rng_state(call, gen, self, self.numel() * words_per(ct));
-  call.scalar(lambd, ct);
-  call.output(self);
-  ElemType ft = to_elem(ct);
-  Dims d = dims_of(self);
-  call.run([&](Builder& b, const Values& in) {
-    // -log(1 - u) / lambda with 1 - u in (0, 1]: finite and >= 0.
-    Value u = uniform01(b, in[0], in[1], d, ft);
-    Value l = b.unary("stablehlo.log", b.binary("stablehlo.subtract", b.constant(1.0, ft, d), u));
-    Value r = b.binary("stablehlo.divide", b.unary("stablehlo.negate", l), b.broadcast_to(in[2], d));
-    return Values{r};
-  });
-  return self;
+  return sample_from_uniform_("exponential_", self, gen, {lambd},
+                              [](Builder& b, Value u, const std::vector<Value>& p, Value one) {
+                                // -log(1 - u) / lambda with 1 - u in (0, 1]: finite and >= 0.
+                                Value l = b.unary("stablehlo.log", b.binary("stablehlo.subtract", one, u));
+                                return b.binary("stablehlo.divide", b.unary("stablehlo.negate", l), p[0]);
+                              });
 }
-
-// --- cauchy_ / geometric_ --------------------------------------------------------
 
 at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, std::optional<at::Generator> gen) {
   TORCH_CHECK(sigma > 0.0, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
@@ -250,48 +260,27 @@ at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, std::optional
               "Cauchy distribution is a continuous probability distribution. dtype must be a floating point "
               "but you specified ",
               self.scalar_type());
-  if (self.numel() == 0) return self;
-  auto ct = compute_type(self.scalar_type());
-  eager::OpCall call("cauchy_");
-  call.attr(static_cast<int64_t>(ct));
-  add_rng_state(call, gen, self, self.numel() * words_per(ct));
-  call.scalar(median, ct);
-  call.scalar(sigma, ct);
-  call.output(self);
-  ElemType ft = to_elem(ct);
-  Dims d = dims_of(self);
-  call.run([&](Builder& b, const Values& in) {
-    // median + sigma * tan(pi * (u - 1/2))
-    Value u = uniform01(b, in[0], in[1], d, ft);
-    Value a = b.binary("stablehlo.multiply", b.constant(kPi, ft, d),
-                       b.binary("stablehlo.subtract", u, b.constant(0.5, ft, d)));
-    Value t = b.unary("chlo.tan", a);
-    return Values{b.binary("stablehlo.add", b.broadcast_to(in[2], d),
-                           b.binary("stablehlo.multiply", b.broadcast_to(in[3], d), t))};
-  });
-  return self;
+  return sample_from_uniform_("cauchy_", self, gen, {median, sigma},
+                              [](Builder& b, Value u, const std::vector<Value>& p, Value one) {
+                                // median + sigma * tan(pi * (u - 1/2))
+                                Value half = b.constant(0.5, b.elem(u), b.dims(u));
+                                Value pi = b.constant(kPi, b.elem(u), b.dims(u));
+                                Value t = b.unary("chlo.tan", b.binary("stablehlo.multiply", pi,
+                                                                       b.binary("stablehlo.subtract", u, half)));
+                                return b.binary("stablehlo.add", p[0], b.binary("stablehlo.multiply", p[1], t));
+                              });
 }
 
 at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
   TORCH_CHECK(0 < p && p < 1, "geometric_ expects p to be in (0, 1), got p=", p);
-  if (self.numel() == 0) return self;
-  auto ct = compute_type(self.scalar_type());
-  eager::OpCall call("geometric_");
-  call.attr(static_cast<int64_t>(ct));
-  add_rng_state(call, gen, self, self.numel() * words_per(ct));
-  call.scalar(p, ct);
-  call.output(self);
-  ElemType ft = to_elem(ct);
-  Dims d = dims_of(self);
-  call.run([&](Builder& b, const Values& in) {
-    // ceil(log(1 - u) / log1p(-p)), at least 1 (1 - u lies in (0, 1]).
-    Value u = uniform01(b, in[0], in[1], d, ft);
-    Value l = b.unary("stablehlo.log", b.binary("stablehlo.subtract", b.constant(1.0, ft, d), u));
-    Value q = b.unary("stablehlo.log_plus_one", b.unary("stablehlo.negate", b.broadcast_to(in[2], d)));
-    Value r = b.unary("stablehlo.ceil", b.binary("stablehlo.divide", l, q));
-    return Values{b.binary("stablehlo.maximum", r, b.constant(1.0, ft, d))};
-  });
-  return self;
+  return sample_from_uniform_("geometric_", self, gen, {p},
+                              [](Builder& b, Value u, const std::vector<Value>& ps, Value one) {
+                                // ceil(log(1 - u) / log1p(-p)), at least 1 (1 - u lies in (0, 1]).
+                                Value l = b.unary("stablehlo.log", b.binary("stablehlo.subtract", one, u));
+                                Value q = b.unary("stablehlo.log_plus_one", b.unary("stablehlo.negate", ps[0]));
+                                Value r = b.unary("stablehlo.ceil", b.binary("stablehlo.divide", l, q));
+                                return b.binary("stablehlo.maximum", r, one);
+                              });
 }
 
 // --- random_ -----------------------------------------------------------------------
