@@ -3,7 +3,7 @@
 PY := .venv/bin/python
 export PJRT_NPROC ?= 2
 
-.PHONY: setup demo test test-cc test-py bench clean
+.PHONY: setup demo test test-cc test-py test-wheel bench lint format wheel clean
 
 setup:
 	@scripts/setup.sh
@@ -19,8 +19,26 @@ test-cc:
 test-py:
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
+# Builds the wheel in build/wheel, installs it into a fresh venv beside the
+# same torch, and runs a smoke test outside the source tree.
+test-wheel: setup
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_wheel.py
+
+wheel: setup
+	$(PY) -m pip wheel --no-build-isolation --no-deps -w dist .
+
+# Check mode: clang-format (csrc/, .clang-format) and ruff (pyproject.toml).
+CXX_SOURCES = $(shell git ls-files 'csrc/*.cc' 'csrc/*.h')
+lint: setup
+	.venv/bin/clang-format --dry-run -Werror $(CXX_SOURCES)
+	.venv/bin/ruff check .
+
+format: setup
+	.venv/bin/clang-format -i $(CXX_SOURCES)
+	.venv/bin/ruff check --fix .
+
 bench: setup
 	$(PY) bench/eager_op_latency.py
 
 clean:
-	rm -rf build torch_tpu/_C*.so
+	rm -rf build dist torch_tpu/_C*.so

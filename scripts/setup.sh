@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One idempotent set-up for a fresh Debian/Ubuntu machine: system packages,
-# .venv with torch 2.13.0 (CPU) and the XLA:CPU PJRT plugin, the C++ build,
+# .venv with torch 2.14.1 + torchvision 0.29.1 and the XLA:CPU PJRT plugin, the C++ build,
 # and an editable install of torch_tpu. Safe to re-run; fast when done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,8 +32,8 @@ VPY=$ROOT/.venv/bin/python
 # Reinstall only when requirements.txt changed since the last install.
 REQ_SUM=$(sha256sum requirements.txt | cut -d' ' -f1)
 if [ "$(cat .venv/.requirements.sha256 2>/dev/null)" != "$REQ_SUM" ] || \
-   ! $VPY -c "import torch, xla_plugins.xla_cpu_pjrt; assert torch.__version__.startswith('2.13.0')" 2>/dev/null; then
-  log "installing Python packages (torch 2.13.0 CPU, xla-cpu-pjrt 0.0.1, transformers, ...)"
+   ! $VPY -c "import torch, xla_plugins.xla_cpu_pjrt; assert torch.__version__.startswith('2.14.1')" 2>/dev/null; then
+  log "installing Python packages (torch 2.14.1, torchvision 0.29.1, xla-cpu-pjrt 0.0.1, transformers, ...)"
   # Pinned torch: any other pin would pull a multi-GB CUDA build.
   $VPY -m pip install -q --disable-pip-version-check -r requirements.txt
   echo "$REQ_SUM" > .venv/.requirements.sha256

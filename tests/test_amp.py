@@ -7,7 +7,6 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-
 from helpers import TPU
 
 BF16_TOL = dict(atol=1e-2, rtol=1.6e-2)

@@ -5,9 +5,9 @@ import copy
 import pytest
 import torch
 import torch.nn as nn
-import torch_tpu.debug
-
 from helpers import TPU
+
+import torch_tpu.debug
 
 # 20 steps of float32 training accumulate rounding differences between XLA's
 # and ATen's kernels (different summation orders in the matmuls, fused vs

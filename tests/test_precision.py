@@ -3,9 +3,9 @@
 each setting is its own program, and results stay close to CPU."""
 import pytest
 import torch
-import torch_tpu.debug
-
 from helpers import TPU
+
+import torch_tpu.debug
 
 # Per setting: the tolerance a TPU needs. HIGHEST is full f32 (the default
 # f32 tolerance); HIGH is 3-pass bf16 (~f32 within a few ulps times K);

@@ -27,6 +27,7 @@ def list_entries(names=None):
     """[(key, [dtype names it supports])] in op_db order."""
     import torch
     from torch.testing._internal.common_methods_invocations import op_db
+
     from tools.opinfo_check import DTYPES, key_of
 
     wanted = set(names) if names else None

@@ -14,6 +14,7 @@ PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 
 def registered_ops():
     import torch
+
     import torch_tpu  # noqa: F401  (registers the kernels)
 
     # aten only: other namespaces (fsdp::, ...) register lazily when their

@@ -1,7 +1,6 @@
 """The ``torch.tpu`` device module, mirroring ``torch.cuda`` where it fits."""
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 from typing import Any
@@ -15,7 +14,7 @@ __all__ = [
     "get_device_name", "get_device_properties", "manual_seed", "manual_seed_all", "seed", "seed_all",
     "initial_seed", "get_rng_state", "set_rng_state", "get_rng_state_all", "set_rng_state_all",
     "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "is_initialized", "init",
-    "get_amp_supported_dtype", "is_bf16_supported", "default_generators",
+    "get_amp_supported_dtype", "is_bf16_supported", "default_generators",  # noqa: F822 (module __getattr__)
 ]
 
 _current = 0

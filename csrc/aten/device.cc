@@ -57,17 +57,26 @@ const runtime::PluginChoice& plugin_choice() {
 
 PJRT_Device* pjrt_device(int index) {
   auto& devs = client().devices();
-  TORCH_CHECK(index >= 0 && index < static_cast<int>(devs.size()), "tpu device index ", index,
-              " is out of range (", devs.size(), " devices)");
+  TORCH_CHECK(index >= 0 && index < static_cast<int>(devs.size()), "tpu device index ", index, " is out of range (",
+              devs.size(), " devices)");
   return devs[index].device;
 }
 
 bool is_supported(c10::ScalarType t) {
   switch (t) {
-    case c10::kBool: case c10::kByte: case c10::kChar: case c10::kShort: case c10::kInt:
-    case c10::kLong: case c10::kHalf: case c10::kBFloat16: case c10::kFloat: case c10::kDouble:
+    case c10::kBool:
+    case c10::kByte:
+    case c10::kChar:
+    case c10::kShort:
+    case c10::kInt:
+    case c10::kLong:
+    case c10::kHalf:
+    case c10::kBFloat16:
+    case c10::kFloat:
+    case c10::kDouble:
     case c10::kUInt64:  // hash_tensor's result; few ops take it, as on CPU
-    case c10::kComplexFloat: case c10::kComplexDouble:
+    case c10::kComplexFloat:
+    case c10::kComplexDouble:
       return true;
     default:
       return false;
@@ -76,19 +85,32 @@ bool is_supported(c10::ScalarType t) {
 
 ir::ElemType to_elem(c10::ScalarType t) {
   switch (t) {
-    case c10::kBool: return ir::ElemType::kPred;
-    case c10::kByte: return ir::ElemType::kU8;
-    case c10::kChar: return ir::ElemType::kS8;
-    case c10::kShort: return ir::ElemType::kS16;
-    case c10::kInt: return ir::ElemType::kS32;
-    case c10::kLong: return ir::ElemType::kS64;
-    case c10::kHalf: return ir::ElemType::kF16;
-    case c10::kBFloat16: return ir::ElemType::kBF16;
-    case c10::kFloat: return ir::ElemType::kF32;
-    case c10::kDouble: return ir::ElemType::kF64;
-    case c10::kUInt64: return ir::ElemType::kU64;
-    case c10::kComplexFloat: return ir::ElemType::kC64;
-    case c10::kComplexDouble: return ir::ElemType::kC128;
+    case c10::kBool:
+      return ir::ElemType::kPred;
+    case c10::kByte:
+      return ir::ElemType::kU8;
+    case c10::kChar:
+      return ir::ElemType::kS8;
+    case c10::kShort:
+      return ir::ElemType::kS16;
+    case c10::kInt:
+      return ir::ElemType::kS32;
+    case c10::kLong:
+      return ir::ElemType::kS64;
+    case c10::kHalf:
+      return ir::ElemType::kF16;
+    case c10::kBFloat16:
+      return ir::ElemType::kBF16;
+    case c10::kFloat:
+      return ir::ElemType::kF32;
+    case c10::kDouble:
+      return ir::ElemType::kF64;
+    case c10::kUInt64:
+      return ir::ElemType::kU64;
+    case c10::kComplexFloat:
+      return ir::ElemType::kC64;
+    case c10::kComplexDouble:
+      return ir::ElemType::kC128;
     case c10::kComplexHalf:
       TORCH_CHECK_TYPE(false, "tpu does not support dtype ", t, " (XLA has no complex32; use complex64)");
     default:
@@ -98,20 +120,34 @@ ir::ElemType to_elem(c10::ScalarType t) {
 
 PJRT_Buffer_Type to_pjrt(ir::ElemType t) {
   switch (t) {
-    case ir::ElemType::kPred: return PJRT_Buffer_Type_PRED;
-    case ir::ElemType::kS8: return PJRT_Buffer_Type_S8;
-    case ir::ElemType::kS16: return PJRT_Buffer_Type_S16;
-    case ir::ElemType::kS32: return PJRT_Buffer_Type_S32;
-    case ir::ElemType::kS64: return PJRT_Buffer_Type_S64;
-    case ir::ElemType::kU8: return PJRT_Buffer_Type_U8;
-    case ir::ElemType::kU32: return PJRT_Buffer_Type_U32;
-    case ir::ElemType::kU64: return PJRT_Buffer_Type_U64;
-    case ir::ElemType::kF16: return PJRT_Buffer_Type_F16;
-    case ir::ElemType::kBF16: return PJRT_Buffer_Type_BF16;
-    case ir::ElemType::kF32: return PJRT_Buffer_Type_F32;
-    case ir::ElemType::kF64: return PJRT_Buffer_Type_F64;
-    case ir::ElemType::kC64: return PJRT_Buffer_Type_C64;
-    case ir::ElemType::kC128: return PJRT_Buffer_Type_C128;
+    case ir::ElemType::kPred:
+      return PJRT_Buffer_Type_PRED;
+    case ir::ElemType::kS8:
+      return PJRT_Buffer_Type_S8;
+    case ir::ElemType::kS16:
+      return PJRT_Buffer_Type_S16;
+    case ir::ElemType::kS32:
+      return PJRT_Buffer_Type_S32;
+    case ir::ElemType::kS64:
+      return PJRT_Buffer_Type_S64;
+    case ir::ElemType::kU8:
+      return PJRT_Buffer_Type_U8;
+    case ir::ElemType::kU32:
+      return PJRT_Buffer_Type_U32;
+    case ir::ElemType::kU64:
+      return PJRT_Buffer_Type_U64;
+    case ir::ElemType::kF16:
+      return PJRT_Buffer_Type_F16;
+    case ir::ElemType::kBF16:
+      return PJRT_Buffer_Type_BF16;
+    case ir::ElemType::kF32:
+      return PJRT_Buffer_Type_F32;
+    case ir::ElemType::kF64:
+      return PJRT_Buffer_Type_F64;
+    case ir::ElemType::kC64:
+      return PJRT_Buffer_Type_C64;
+    case ir::ElemType::kC128:
+      return PJRT_Buffer_Type_C128;
   }
   return PJRT_Buffer_Type_INVALID;
 }

@@ -12,7 +12,6 @@
 namespace torch_tpu {
 namespace {
 
-
 struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   static constexpr c10::DeviceType D = c10::DeviceType::PrivateUse1;
   c10::DeviceType type() const override { return D; }
@@ -29,24 +28,14 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   void uncheckedSetDevice(c10::Device d) const noexcept override {
     if (d.index() >= 0) set_current_device_index(d.index());
   }
-  c10::Stream getStream(c10::Device d) const override {
-    return c10::Stream(c10::Stream::DEFAULT, d);
-  }
-  c10::Stream getDefaultStream(c10::Device d) const override {
-    return c10::Stream(c10::Stream::DEFAULT, d);
-  }
-  c10::Stream getNewStream(c10::Device d, int) const override {
-    return c10::Stream(c10::Stream::DEFAULT, d);
-  }
+  c10::Stream getStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
+  c10::Stream getDefaultStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
+  c10::Stream getNewStream(c10::Device d, int) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
   c10::Stream getStreamFromGlobalPool(c10::Device d, bool) const override {
     return c10::Stream(c10::Stream::DEFAULT, d);
   }
-  c10::Stream exchangeStream(c10::Stream s) const override {
-    return c10::Stream(c10::Stream::DEFAULT, s.device());
-  }
-  c10::DeviceIndex deviceCount() const noexcept override {
-    return static_cast<c10::DeviceIndex>(device_count());
-  }
+  c10::Stream exchangeStream(c10::Stream s) const override { return c10::Stream(c10::Stream::DEFAULT, s.device()); }
+  c10::DeviceIndex deviceCount() const noexcept override { return static_cast<c10::DeviceIndex>(device_count()); }
   // Events order host-visible completion: recording is free because PJRT
   // already orders device work by buffer dependencies; waiting syncs.
   void record(void** event, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {
@@ -67,9 +56,7 @@ C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
 struct TpuHooks final : public at::PrivateUse1HooksInterface {
   bool isBuilt() const override { return true; }
   bool isAvailable() const override { return device_count() > 0; }
-  const at::Generator& getDefaultGenerator(c10::DeviceIndex idx) const override {
-    return default_generator(idx);
-  }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex idx) const override { return default_generator(idx); }
   at::Generator getNewGenerator(c10::DeviceIndex idx) const override {
     return at::make_generator<TpuGeneratorImpl>(idx < 0 ? 0 : idx);
   }

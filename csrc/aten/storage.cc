@@ -34,8 +34,7 @@ class TpuAllocator final : public c10::Allocator {
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     auto* d = static_cast<StorageSlot*>(dest);
     auto* s = static_cast<const StorageSlot*>(src);
-    TORCH_CHECK(count == s->nbytes && count == d->nbytes,
-                "tpu: partial raw storage copies are not supported");
+    TORCH_CHECK(count == s->nbytes && count == d->nbytes, "tpu: partial raw storage copies are not supported");
     d->buffer = s->buffer;  // buffers are immutable: sharing is a copy
     d->elem = s->elem;
     d->numel = s->numel;
@@ -55,9 +54,7 @@ MemoryStats& memory_stats() {
   return s;
 }
 
-StorageSlot* slot_of(const c10::Storage& s) {
-  return static_cast<StorageSlot*>(s.data_ptr().get_context());
-}
+StorageSlot* slot_of(const c10::Storage& s) { return static_cast<StorageSlot*>(s.data_ptr().get_context()); }
 
 c10::Allocator* tpu_allocator() { return &g_allocator; }
 

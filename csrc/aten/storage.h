@@ -19,9 +19,9 @@ namespace torch_tpu {
 struct StorageSlot {
   size_t nbytes = 0;
   int device = 0;
-  runtime::BufferPtr buffer;           // null until first write
+  runtime::BufferPtr buffer;              // null until first write
   ir::ElemType elem = ir::ElemType::kU8;  // element type of `buffer`
-  int64_t numel = 0;                   // elements in `buffer`
+  int64_t numel = 0;                      // elements in `buffer`
 };
 
 StorageSlot* slot_of(const c10::Storage& s);

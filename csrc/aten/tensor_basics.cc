@@ -19,7 +19,8 @@ namespace {
 
 void check_dtype(c10::ScalarType t) {
   TORCH_CHECK_TYPE(is_supported(t), "tpu does not support dtype ", t,
-                   " (supported: bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)");
+                   " (supported: bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, "
+                   "complex64, complex128)");
 }
 
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
@@ -129,8 +130,10 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
 
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
   if (dst.sizes() != self.sizes()) {
-    if (dst.device().type() == c10::DeviceType::PrivateUse1) resize_(dst, self.sizes(), std::nullopt);
-    else dst.resize_(self.sizes());
+    if (dst.device().type() == c10::DeviceType::PrivateUse1)
+      resize_(dst, self.sizes(), std::nullopt);
+    else
+      dst.resize_(self.sizes());
   }
   return copy_from(self, dst, false);
 }
@@ -173,8 +176,7 @@ at::Tensor& zero_(at::Tensor& self) {
 // tied weights (one Parameter in two modules) silently come apart.
 bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
   auto dense = [](const at::Tensor& t) {
-    return t.layout() == c10::kStrided &&
-           (t.device().is_cpu() || t.device().type() == c10::DeviceType::PrivateUse1);
+    return t.layout() == c10::kStrided && (t.device().is_cpu() || t.device().type() == c10::DeviceType::PrivateUse1);
   };
   if (dense(self) && dense(from)) return true;
   return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set());

@@ -53,8 +53,7 @@ uint64_t checksum(const std::string& s) {
 }
 
 int64_t now_s() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -92,9 +91,7 @@ void DiskTier::set_environment(const CacheKey& env, std::string description) {
 
 // File name: <op metadata key>-<environment key>.xex, so entries for other
 // plugins or CPUs sit side by side and a miss can find and explain them.
-std::string DiskTier::path_for(const CacheKey& key) const {
-  return dir_ + "/" + key.hex() + "-" + env_hex_ + ".xex";
-}
+std::string DiskTier::path_for(const CacheKey& key) const { return dir_ + "/" + key.hex() + "-" + env_hex_ + ".xex"; }
 
 void DiskTier::explain_miss(const CacheKey& key, const std::string& name) {
   std::string prefix = key.hex() + "-";
@@ -145,14 +142,12 @@ std::optional<DiskEntry> DiskTier::lookup(const CacheKey& key, const std::string
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return bad("not a torch_tpu cache file");
   if (h.version != kCacheFormatVersion) return bad("written by another cache format version");
   if (h.key_hi != key.hi || h.key_lo != key.lo) return bad("key mismatch");
-  if (h.name_len > 4096 || h.env_len > 65536 || h.payload_len > (uint64_t{1} << 34))
-    return bad("implausible sizes");
+  if (h.name_len > 4096 || h.env_len > 65536 || h.payload_len > (uint64_t{1} << 34)) return bad("implausible sizes");
   name.resize(h.name_len);
   env.resize(h.env_len);
   DiskEntry e;
   e.payload.resize(h.payload_len);
-  if (!f.read(name.data(), h.name_len) || !f.read(env.data(), h.env_len) ||
-      !f.read(e.payload.data(), h.payload_len))
+  if (!f.read(name.data(), h.name_len) || !f.read(env.data(), h.env_len) || !f.read(e.payload.data(), h.payload_len))
     return bad("truncated");
   if (checksum(e.payload) != h.checksum) return bad("checksum mismatch");
   if (env != env_desc_) return bad("environment mismatch");
@@ -210,8 +205,7 @@ void DiskTier::writer_loop() {
   }
 }
 
-void DiskTier::write_now(const CacheKey& key, const std::string& name, const std::string& payload,
-                         int64_t compile_ns) {
+void DiskTier::write_now(const CacheKey& key, const std::string& name, const std::string& payload, int64_t compile_ns) {
   std::string path = path_for(key);
   // Unique temp name per process and thread; rename is atomic, so a
   // concurrent reader sees either no file or a whole one.

@@ -28,10 +28,10 @@ struct DiskEntryInfo {
   std::string file;
   std::string name;
   int64_t bytes = 0;
-  int64_t age_s = 0;      // since last use
+  int64_t age_s = 0;  // since last use
   int64_t compile_ns = 0;
-  int64_t hits = 0;       // loads from this tier, all processes
-  bool current = true;    // written for this process's environment
+  int64_t hits = 0;     // loads from this tier, all processes
+  bool current = true;  // written for this process's environment
 };
 
 class DiskTier {

@@ -36,8 +36,7 @@ std::string host_cpu_features() {
 // lowerings must not load executables compiled from the old ones.
 std::string build_identity() {
   Dl_info info{};
-  if (::dladdr(reinterpret_cast<void*>(&host_cpu_features), &info) == 0 || info.dli_fname == nullptr)
-    return "unknown";
+  if (::dladdr(reinterpret_cast<void*>(&host_cpu_features), &info) == 0 || info.dli_fname == nullptr) return "unknown";
   struct stat st{};
   if (::stat(info.dli_fname, &st) != 0) return "unknown";
   return std::to_string(st.st_size) + "@" + std::to_string(st.st_mtime);
@@ -59,8 +58,10 @@ TierSettings tier_settings_from_env() {
   } else {
     const char* xdg = std::getenv("XDG_CACHE_HOME");
     const char* home = std::getenv("HOME");
-    if (xdg && *xdg) s.disk_dir = std::string(xdg) + "/torch_tpu";
-    else if (home && *home) s.disk_dir = std::string(home) + "/.cache/torch_tpu";
+    if (xdg && *xdg)
+      s.disk_dir = std::string(xdg) + "/torch_tpu";
+    else if (home && *home)
+      s.disk_dir = std::string(home) + "/.cache/torch_tpu";
   }
   const char* sh = std::getenv("TORCH_TPU_SHARED_CACHE_DIR");
   if (sh && *sh && std::string(sh) != "disabled") s.shared_dir = sh;
@@ -135,9 +136,8 @@ void ExecutableCache::ensure_environment(const runtime::Client& client) {
   cpu_hash.add(std::string_view(cpu));
   opts_hash.add(std::string_view(runtime::CompileOptions{}.serialize()));
   env_desc_ = std::string("torch_tpu=") + kTorchTpuVersion + "\n" + "build=" + build_identity() + "\n" +
-              "cache_format=" + std::to_string(kCacheFormatVersion) + "\n" +
-              "platform=" + client.platform_name() + "\n" +
-              "device_kind=" + (client.devices().empty() ? "" : client.devices()[0].kind) + "\n" +
+              "cache_format=" + std::to_string(kCacheFormatVersion) + "\n" + "platform=" + client.platform_name() +
+              "\n" + "device_kind=" + (client.devices().empty() ? "" : client.devices()[0].kind) + "\n" +
               "compile_options=" + opts_hash.finish().hex().substr(0, 12) + "\n" +
               "plugin=" + (plugin_id && *plugin_id ? plugin_id : client.plugin_identity()) + "\n" +
               "host_cpu=" + cpu.substr(0, cpu.find('|')) + " features#" + cpu_hash.finish().hex().substr(0, 12) + "\n";
@@ -150,8 +150,7 @@ void ExecutableCache::ensure_environment(const runtime::Client& client) {
 }
 
 ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, const CacheKey& key,
-                                               const std::string& name,
-                                               const std::function<std::string()>& emit) {
+                                               const std::string& name, const std::function<std::string()>& emit) {
   DiskTier* tiers[2] = {disk(), shared()};
   {
     std::lock_guard<std::mutex> lock(tiers_mu_);
@@ -177,8 +176,8 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
                    std::string("a cached executable failed to load (") + e.what() + "); recompiling.");
     }
   }
-  load_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - load_start)
-                 .count();
+  load_ns +=
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - load_start).count();
   if (!exe) {
     std::string text = emit();
     auto t0 = std::chrono::steady_clock::now();

@@ -36,20 +36,48 @@ ScalarBits scalar_bits(const c10::Scalar& s, ElemType t) {
     std::memcpy(bits.data(), &v, sizeof v);
   };
   switch (t) {
-    case ElemType::kPred: put(static_cast<uint8_t>(s.toBool())); break;
-    case ElemType::kS8: put(s.toChar()); break;
-    case ElemType::kU8: put(s.toByte()); break;
-    case ElemType::kS16: put(s.toShort()); break;
-    case ElemType::kS32: put(s.toInt()); break;
-    case ElemType::kS64: put(s.toLong()); break;
-    case ElemType::kU32: put(static_cast<uint32_t>(s.toLong())); break;
-    case ElemType::kU64: put(static_cast<uint64_t>(s.toLong())); break;
-    case ElemType::kF16: put(s.toHalf()); break;
-    case ElemType::kBF16: put(s.toBFloat16()); break;
-    case ElemType::kF32: put(s.toFloat()); break;
-    case ElemType::kF64: put(s.toDouble()); break;
-    case ElemType::kC64: put(s.toComplexFloat()); break;
-    case ElemType::kC128: put(s.toComplexDouble()); break;
+    case ElemType::kPred:
+      put(static_cast<uint8_t>(s.toBool()));
+      break;
+    case ElemType::kS8:
+      put(s.toChar());
+      break;
+    case ElemType::kU8:
+      put(s.toByte());
+      break;
+    case ElemType::kS16:
+      put(s.toShort());
+      break;
+    case ElemType::kS32:
+      put(s.toInt());
+      break;
+    case ElemType::kS64:
+      put(s.toLong());
+      break;
+    case ElemType::kU32:
+      put(static_cast<uint32_t>(s.toLong()));
+      break;
+    case ElemType::kU64:
+      put(static_cast<uint64_t>(s.toLong()));
+      break;
+    case ElemType::kF16:
+      put(s.toHalf());
+      break;
+    case ElemType::kBF16:
+      put(s.toBFloat16());
+      break;
+    case ElemType::kF32:
+      put(s.toFloat());
+      break;
+    case ElemType::kF64:
+      put(s.toDouble());
+      break;
+    case ElemType::kC64:
+      put(s.toComplexFloat());
+      break;
+    case ElemType::kC128:
+      put(s.toComplexDouble());
+      break;
   }
   return bits;
 }
@@ -140,8 +168,8 @@ int OpCall::input(const at::Tensor& t) {
   if (t.device().type() == c10::DeviceType::PrivateUse1) {
     int dev = t.device().index() < 0 ? 0 : t.device().index();
     TORCH_CHECK(device_ < 0 || device_ == dev,
-                "Expected all tensors to be on the same device, but found at least two devices, tpu:",
-                device_, " and tpu:", dev, "!");
+                "Expected all tensors to be on the same device, but found at least two devices, tpu:", device_,
+                " and tpu:", dev, "!");
     device_ = dev;
     a.kind = Arg::kView;
     a.view = view_of(t);
@@ -152,8 +180,8 @@ int OpCall::input(const at::Tensor& t) {
     key_view(a.view, a.slot);
   } else {
     TORCH_CHECK(t.device().is_cpu() && t.dim() == 0,
-                "Expected all tensors to be on the same device, but found at least two devices, tpu:0 and ",
-                t.device(), "! (only 0-dim CPU tensors may be mixed with tpu tensors, as scalars)");
+                "Expected all tensors to be on the same device, but found at least two devices, tpu:0 and ", t.device(),
+                "! (only 0-dim CPU tensors may be mixed with tpu tensors, as scalars)");
     a.kind = Arg::kScalarTensor;
     a.cpu = t;
     a.elem = to_elem(t.scalar_type());
@@ -192,8 +220,8 @@ OpCall& OpCall::attr(std::string_view v) {
 }
 
 void OpCall::output(const at::Tensor& t) {
-  TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1, name_,
-              ": expected a tpu output tensor, got ", t.device());
+  TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1, name_, ": expected a tpu output tensor, got ",
+              t.device());
   int dev = t.device().index() < 0 ? 0 : t.device().index();
   TORCH_CHECK(device_ < 0 || device_ == dev,
               "Expected all tensors to be on the same device, but found at least two devices, tpu:", device_,
@@ -230,9 +258,7 @@ void OpCall::run(const Lowering& lower) {
   CacheKey key = key_.finish();
 
   // Which slots are program parameters, in slot order.
-  auto needs_param = [&](const SlotUse& u) {
-    return u.slot->buffer && (u.read || (u.written && !u.full_write));
-  };
+  auto needs_param = [&](const SlotUse& u) { return u.slot->buffer && (u.read || (u.written && !u.full_write)); };
   // The element type a written slot holds afterwards.
   auto written_elem = [&](size_t si) -> std::pair<ElemType, int64_t> {
     const SlotUse& u = slots_[si];
@@ -256,8 +282,7 @@ void OpCall::run(const Lowering& lower) {
       ir::Builder b(g);
       std::vector<Value> storage(slots_.size());
       for (size_t i = 0; i < slots_.size(); ++i)
-        if (needs_param(slots_[i]))
-          storage[i] = g.param(ir::TensorType{slots_[i].slot->elem, {slots_[i].slot->numel}});
+        if (needs_param(slots_[i])) storage[i] = g.param(ir::TensorType{slots_[i].slot->elem, {slots_[i].slot->numel}});
       // An unwritten storage reads as zeros (torch.empty is uninitialised).
       auto storage_value = [&](size_t si, ElemType e) {
         if (!storage[si].valid())
@@ -270,8 +295,10 @@ void OpCall::run(const Lowering& lower) {
       std::vector<Value> ins;
       size_t k = 0;
       for (const Arg& a : args_) {
-        if (a.kind == Arg::kView) ins.push_back(read_view(b, storage_value(a.slot, a.elem), a.view));
-        else ins.push_back(scalar_params[k++]);
+        if (a.kind == Arg::kView)
+          ins.push_back(read_view(b, storage_value(a.slot, a.elem), a.view));
+        else
+          ins.push_back(scalar_params[k++]);
       }
       std::vector<Value> results = lower(b, ins);
       TORCH_INTERNAL_ASSERT(results.size() == outs_.size(), name_, ": lowering returned ", results.size(),
@@ -282,8 +309,10 @@ void OpCall::run(const Lowering& lower) {
         if (v.numel() == 0) continue;
         Value r = b.convert(results[i], v.elem);
         if (b.dims(r) != v.sizes) {
-          if (b.type(r).numel() == v.numel()) r = b.reshape(r, v.sizes);
-          else r = b.broadcast_to(r, v.sizes);
+          if (b.type(r).numel() == v.numel())
+            r = b.reshape(r, v.sizes);
+          else
+            r = b.broadcast_to(r, v.sizes);
         }
         if (slots_[s].full_write) {
           final[s] = b.reshape(r, {v.numel()});
@@ -321,8 +350,10 @@ void OpCall::run(const Lowering& lower) {
     s->buffer = outs[oi++];
     s->elem = e;
     s->numel = n;
-    if (launch_blocking()) s->buffer->ready_event().await(std::string(name_).c_str());
-    else track(s->buffer);
+    if (launch_blocking())
+      s->buffer->ready_event().await(std::string(name_).c_str());
+    else
+      track(s->buffer);
   }
 }
 

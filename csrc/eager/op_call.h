@@ -53,15 +53,15 @@ class OpCall {
  private:
   struct Arg {
     enum Kind { kView, kScalarTensor, kScalar } kind;
-    int slot = -1;     // index into slots_ for kView
-    ViewMeta view;     // kView
-    at::Tensor cpu;    // kScalarTensor
-    c10::Scalar value; // kScalar
+    int slot = -1;      // index into slots_ for kView
+    ViewMeta view;      // kView
+    at::Tensor cpu;     // kScalarTensor
+    c10::Scalar value;  // kScalar
     ir::ElemType elem;
   };
   struct SlotUse {
     StorageSlot* slot;
-    bool read = false;     // needed as a program parameter
+    bool read = false;  // needed as a program parameter
     bool written = false;
     bool full_write = false;
   };

@@ -46,8 +46,7 @@ bool permuted_block(const ViewMeta& v, std::vector<int64_t>& order) {
   order.clear();
   for (size_t d = 0; d < v.sizes.size(); ++d)
     if (v.sizes[d] != 1 && v.strides[d] != 0) order.push_back(d);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t c) { return v.strides[a] > v.strides[c]; });
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t c) { return v.strides[a] > v.strides[c]; });
   int64_t expect = 1;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     if (v.strides[*it] != expect) return false;

@@ -22,9 +22,7 @@ struct ViewMeta {
   }
   bool is_contiguous() const;
   // Covers all of a storage of `storage_numel` elements, in order.
-  bool covers(int64_t storage_numel) const {
-    return offset == 0 && numel() == storage_numel && is_contiguous();
-  }
+  bool covers(int64_t storage_numel) const { return offset == 0 && numel() == storage_numel && is_contiguous(); }
 };
 
 // The view's values, shaped `v.sizes`, from `flat` (rank-1 storage buffer).

@@ -88,8 +88,7 @@ Value Builder::constant_bits(uint64_t bits, ElemType t, const Dims& dims) {
 
 Value Builder::iota(const Dims& dims, int64_t dim, ElemType t) {
   if (dim < 0 || dim >= (int64_t)dims.size()) fail("iota dimension out of range");
-  return g_.add("stablehlo.iota", {}, TensorType{t, dims},
-                {{"iota_dimension", std::to_string(dim) + " : i64"}});
+  return g_.add("stablehlo.iota", {}, TensorType{t, dims}, {{"iota_dimension", std::to_string(dim) + " : i64"}});
 }
 
 Value Builder::unary(const char* op, Value x) {
@@ -116,9 +115,12 @@ Value Builder::compare(Value a, Value b, const char* direction) {
   // Total order is not wanted: torch compares floats with IEEE semantics.
   if (is_complex(elem(a)) && std::string_view(direction) != "EQ" && std::string_view(direction) != "NE")
     fail("compare: complex values are unordered");
-  if (is_float(elem(a)) || is_complex(elem(a))) attrs.push_back({"compare_type", "#stablehlo<comparison_type FLOAT>"});
-  else if (is_signed_int(elem(a))) attrs.push_back({"compare_type", "#stablehlo<comparison_type SIGNED>"});
-  else attrs.push_back({"compare_type", "#stablehlo<comparison_type UNSIGNED>"});
+  if (is_float(elem(a)) || is_complex(elem(a)))
+    attrs.push_back({"compare_type", "#stablehlo<comparison_type FLOAT>"});
+  else if (is_signed_int(elem(a)))
+    attrs.push_back({"compare_type", "#stablehlo<comparison_type SIGNED>"});
+  else
+    attrs.push_back({"compare_type", "#stablehlo<comparison_type UNSIGNED>"});
   return g_.add("stablehlo.compare", {a, b}, TensorType{ElemType::kPred, dims(a)}, std::move(attrs));
 }
 
@@ -214,8 +216,7 @@ Value Builder::transpose(Value x, const Dims& perm) {
     identity &= perm[i] == (int64_t)i;
   }
   if (identity) return x;
-  return g_.add("stablehlo.transpose", {x}, TensorType{elem(x), out},
-                {{"permutation", render_i64_array(perm)}});
+  return g_.add("stablehlo.transpose", {x}, TensorType{elem(x), out}, {{"permutation", render_i64_array(perm)}});
 }
 
 Value Builder::slice(Value x, const Dims& start, const Dims& limit, const Dims& strides) {
@@ -238,8 +239,7 @@ Value Builder::dynamic_slice(Value x, const std::vector<Value>& starts, const Di
   if ((int)starts.size() != type(x).rank() || (int)sizes.size() != type(x).rank()) fail("dynamic_slice: rank");
   std::vector<Value> ops{x};
   ops.insert(ops.end(), starts.begin(), starts.end());
-  return g_.add("stablehlo.dynamic_slice", ops, TensorType{elem(x), sizes},
-                {{"slice_sizes", render_i64_array(sizes)}});
+  return g_.add("stablehlo.dynamic_slice", ops, TensorType{elem(x), sizes}, {{"slice_sizes", render_i64_array(sizes)}});
 }
 
 Value Builder::dynamic_update_slice(Value x, Value update, const std::vector<Value>& starts) {
@@ -308,13 +308,12 @@ std::vector<Value> Builder::reduce_multi(const std::vector<Value>& xs, const std
   ops.insert(ops.end(), inits.begin(), inits.end());
   std::vector<TensorType> results;
   for (Value v : xs) results.push_back(TensorType{elem(v), out});
-  return g_.add_multi("stablehlo.reduce", ops, results, {{"dimensions", render_i64_array(rdims)}},
-                      {std::move(region)});
+  return g_.add_multi("stablehlo.reduce", ops, results, {{"dimensions", render_i64_array(rdims)}}, {std::move(region)});
 }
 
-Value Builder::reduce_window(Value x, Value init, const Dims& window, const Dims& strides,
-                             const Dims& base_dil, const Dims& win_dil,
-                             const std::vector<std::pair<int64_t, int64_t>>& padding, const char* kind) {
+Value Builder::reduce_window(Value x, Value init, const Dims& window, const Dims& strides, const Dims& base_dil,
+                             const Dims& win_dil, const std::vector<std::pair<int64_t, int64_t>>& padding,
+                             const char* kind) {
   int r = type(x).rank();
   Dims out;
   std::string pad_text = "dense<[";
@@ -335,8 +334,8 @@ Value Builder::reduce_window(Value x, Value init, const Dims& window, const Dims
                 {scalar_combiner(kind, elem(x))});
 }
 
-Value Builder::dot_general(Value a, Value b, const Dims& lb, const Dims& rb, const Dims& lc,
-                           const Dims& rc, ElemType out_t, const std::string& precision) {
+Value Builder::dot_general(Value a, Value b, const Dims& lb, const Dims& rb, const Dims& lc, const Dims& rc,
+                           ElemType out_t, const std::string& precision) {
   if (lb.size() != rb.size() || lc.size() != rc.size()) fail("dot_general: dimension lists");
   for (size_t i = 0; i < lb.size(); ++i)
     if (dims(a).at(lb[i]) != dims(b).at(rb[i])) fail("dot_general: batch sizes differ");
@@ -382,15 +381,13 @@ Value Builder::gather(Value operand, Value indices, const Dims& offset_dims, con
   field("collapsed_slice_dims", collapsed);
   field("start_index_map", start_index_map);
   dn += "index_vector_dim = " + std::to_string(index_vector_dim) + ">";
-  return g_.add("stablehlo.gather", {operand, indices}, TensorType{elem(operand), out_dims},
-                {{"dimension_numbers", dn},
-                 {"slice_sizes", render_i64_array(slice_sizes)},
-                 {"indices_are_sorted", "false"}});
+  return g_.add(
+      "stablehlo.gather", {operand, indices}, TensorType{elem(operand), out_dims},
+      {{"dimension_numbers", dn}, {"slice_sizes", render_i64_array(slice_sizes)}, {"indices_are_sorted", "false"}});
 }
 
 Value Builder::scatter(Value operand, Value indices, Value updates, const Dims& update_window_dims,
-                       const Dims& inserted, const Dims& to_operand, int64_t index_vector_dim,
-                       const char* combiner) {
+                       const Dims& inserted, const Dims& to_operand, int64_t index_vector_dim, const char* combiner) {
   std::string dn = "#stablehlo.scatter<";
   auto field = [&](const char* name, const Dims& v) {
     if (!v.empty()) dn += std::string(name) + " = " + dims_str(v) + ", ";
@@ -411,9 +408,7 @@ Value Builder::scatter(Value operand, Value indices, Value updates, const Dims& 
     }
   }
   return g_.add("stablehlo.scatter", {operand, indices, updates}, type(operand),
-                {{"scatter_dimension_numbers", dn},
-                 {"indices_are_sorted", "false"},
-                 {"unique_indices", "false"}},
+                {{"scatter_dimension_numbers", dn}, {"indices_are_sorted", "false"}, {"unique_indices", "false"}},
                 {region});
 }
 
@@ -454,10 +449,9 @@ std::vector<Value> Builder::rng_bit_generator(Value state, const Dims& d, ElemTy
                       {{"rng_algorithm", "#stablehlo<rng_algorithm THREE_FRY>"}});
 }
 
-Value Builder::convolution(Value lhs, Value rhs, const std::string& ll, const std::string& rl,
-                           const std::string& ol, const Dims& strides,
-                           const std::vector<std::pair<int64_t, int64_t>>& padding, const Dims& lhs_dil,
-                           const Dims& rhs_dil, int64_t fgc, int64_t bgc, ElemType out_t,
+Value Builder::convolution(Value lhs, Value rhs, const std::string& ll, const std::string& rl, const std::string& ol,
+                           const Dims& strides, const std::vector<std::pair<int64_t, int64_t>>& padding,
+                           const Dims& lhs_dil, const Dims& rhs_dil, int64_t fgc, int64_t bgc, ElemType out_t,
                            const std::string& precision) {
   int r = type(lhs).rank();
   size_t ns = r - 2;
@@ -543,10 +537,12 @@ Value Builder::triangular_solve(Value a, Value b, bool left_side, bool lower, bo
   const Dims& da = dims(a);
   const Dims& db = dims(b);
   size_t r = da.size();
-  if (r < 2 || db.size() != r || da[r - 1] != da[r - 2]) fail("triangular_solve: a must be [..., m, m] and b of equal rank");
+  if (r < 2 || db.size() != r || da[r - 1] != da[r - 2])
+    fail("triangular_solve: a must be [..., m, m] and b of equal rank");
   for (size_t i = 0; i + 2 < r; ++i)
     if (da[i] != db[i]) fail("triangular_solve: batch dimensions differ");
-  if (da[r - 1] != db[left_side ? r - 2 : r - 1]) fail("triangular_solve: a " + dims_str(da) + " and b " + dims_str(db) + " do not conform");
+  if (da[r - 1] != db[left_side ? r - 2 : r - 1])
+    fail("triangular_solve: a " + dims_str(da) + " and b " + dims_str(db) + " do not conform");
   if (elem(a) != elem(b) || !is_float(elem(a))) fail("triangular_solve: operands must share a float type");
   std::string t = transpose_a;
   if (t != "NO_TRANSPOSE" && t != "TRANSPOSE" && t != "ADJOINT") fail("triangular_solve: bad transpose_a " + t);
@@ -558,8 +554,7 @@ Value Builder::triangular_solve(Value a, Value b, bool left_side, bool lower, bo
 }
 
 std::vector<Value> Builder::custom_call(const std::string& target, const std::vector<Value>& operands,
-                                        const std::vector<TensorType>& results,
-                                        const std::string& backend_config) {
+                                        const std::vector<TensorType>& results, const std::string& backend_config) {
   auto plain = [](const std::string& t) {
     for (char c : t)
       if (c == '"' || c == '\\' || c == '\n') return false;

@@ -50,25 +50,23 @@ class Builder {
   // Reductions. `kind` is the combiner op ("stablehlo.add", "stablehlo.maximum", ...).
   Value reduce(Value x, Value init, const Dims& dims, const char* kind);
   // Variadic reduce with a caller-built region (e.g. argmax).
-  std::vector<Value> reduce_multi(const std::vector<Value>& xs, const std::vector<Value>& inits,
-                                  const Dims& dims, std::shared_ptr<Graph> region);
-  Value reduce_window(Value x, Value init, const Dims& window, const Dims& strides,
-                      const Dims& base_dilations, const Dims& window_dilations,
-                      const std::vector<std::pair<int64_t, int64_t>>& padding, const char* kind);
+  std::vector<Value> reduce_multi(const std::vector<Value>& xs, const std::vector<Value>& inits, const Dims& dims,
+                                  std::shared_ptr<Graph> region);
+  Value reduce_window(Value x, Value init, const Dims& window, const Dims& strides, const Dims& base_dilations,
+                      const Dims& window_dilations, const std::vector<std::pair<int64_t, int64_t>>& padding,
+                      const char* kind);
 
   // Linear algebra.
-  Value dot_general(Value a, Value b, const Dims& lhs_batch, const Dims& rhs_batch,
-                    const Dims& lhs_contract, const Dims& rhs_contract, ElemType out,
-                    const std::string& precision = "DEFAULT");
+  Value dot_general(Value a, Value b, const Dims& lhs_batch, const Dims& rhs_batch, const Dims& lhs_contract,
+                    const Dims& rhs_contract, ElemType out, const std::string& precision = "DEFAULT");
 
   // Indexing. Full-control gather/scatter; the ops layer wraps common forms.
-  Value gather(Value operand, Value indices, const Dims& offset_dims,
-               const Dims& collapsed_slice_dims, const Dims& start_index_map,
-               int64_t index_vector_dim, const Dims& slice_sizes, const Dims& out_dims);
+  Value gather(Value operand, Value indices, const Dims& offset_dims, const Dims& collapsed_slice_dims,
+               const Dims& start_index_map, int64_t index_vector_dim, const Dims& slice_sizes, const Dims& out_dims);
   // `combiner`: nullptr replaces, otherwise "stablehlo.add" etc.
   Value scatter(Value operand, Value indices, Value updates, const Dims& update_window_dims,
-                const Dims& inserted_window_dims, const Dims& scatter_dims_to_operand_dims,
-                int64_t index_vector_dim, const char* combiner);
+                const Dims& inserted_window_dims, const Dims& scatter_dims_to_operand_dims, int64_t index_vector_dim,
+                const char* combiner);
   // Stable sort of `xs` along `dim`, ordered by xs[0] (then xs[1]...).
   std::vector<Value> sort(const std::vector<Value>& xs, int64_t dim, bool descending);
 
@@ -85,8 +83,8 @@ class Builder {
   Value convolution(Value lhs, Value rhs, const std::string& lhs_layout, const std::string& rhs_layout,
                     const std::string& out_layout, const Dims& window_strides,
                     const std::vector<std::pair<int64_t, int64_t>>& padding, const Dims& lhs_dilation,
-                    const Dims& rhs_dilation, int64_t feature_group_count, int64_t batch_group_count,
-                    ElemType out, const std::string& precision = "DEFAULT");
+                    const Dims& rhs_dilation, int64_t feature_group_count, int64_t batch_group_count, ElemType out,
+                    const std::string& precision = "DEFAULT");
 
   // stablehlo.while. `cond` maps the carried values to a scalar i1 and
   // `body` maps them to new values of the same types. Regions are closed
@@ -100,14 +98,12 @@ class Builder {
   // stablehlo.triangular_solve: op(a) x = b (left_side) or x op(a) = b,
   // a [..., m, m] triangular, b [..., m, n] with a's batch dims.
   // `transpose_a`: "NO_TRANSPOSE", "TRANSPOSE" or "ADJOINT".
-  Value triangular_solve(Value a, Value b, bool left_side, bool lower, bool unit_diagonal,
-                         const char* transpose_a);
+  Value triangular_solve(Value a, Value b, bool left_side, bool lower, bool unit_diagonal, const char* transpose_a);
   // stablehlo.custom_call to a target XLA itself expands (e.g. "Qr",
   // "ProductOfElementaryHouseholderReflectors", "Eigh"). XLA does not check
   // the result types against the target, so callers must get them right.
   std::vector<Value> custom_call(const std::string& target, const std::vector<Value>& operands,
-                                 const std::vector<TensorType>& results,
-                                 const std::string& backend_config = "");
+                                 const std::vector<TensorType>& results, const std::string& backend_config = "");
 
   // Complex numbers and FFT.
   // stablehlo.complex: a complex value from same-typed f32/f64 parts.

@@ -20,15 +20,13 @@ Value Graph::param(const TensorType& t) {
   return add("param", {}, t);
 }
 
-Value Graph::add(std::string op, std::vector<Value> operands, TensorType result,
-                 std::vector<Attr> attrs, std::vector<std::shared_ptr<Graph>> regions) {
-  return add_multi(std::move(op), std::move(operands), {std::move(result)}, std::move(attrs),
-                   std::move(regions))[0];
+Value Graph::add(std::string op, std::vector<Value> operands, TensorType result, std::vector<Attr> attrs,
+                 std::vector<std::shared_ptr<Graph>> regions) {
+  return add_multi(std::move(op), std::move(operands), {std::move(result)}, std::move(attrs), std::move(regions))[0];
 }
 
-std::vector<Value> Graph::add_multi(std::string op, std::vector<Value> operands,
-                                    std::vector<TensorType> results, std::vector<Attr> attrs,
-                                    std::vector<std::shared_ptr<Graph>> regions) {
+std::vector<Value> Graph::add_multi(std::string op, std::vector<Value> operands, std::vector<TensorType> results,
+                                    std::vector<Attr> attrs, std::vector<std::shared_ptr<Graph>> regions) {
   for (const Value& v : operands)
     if (v.node < 0 || v.node >= static_cast<int>(nodes_.size()))
       throw std::logic_error("ir::Graph: operand of " + op + " is not in this graph");
@@ -47,8 +45,7 @@ std::vector<Value> Graph::add_multi(std::string op, std::vector<Value> operands,
   }
   for (const auto& r : regions) mix(r->fingerprint());
   int32_t id = static_cast<int32_t>(nodes_.size());
-  nodes_.push_back(Node{std::move(op), std::move(operands), std::move(results), std::move(attrs),
-                        std::move(regions)});
+  nodes_.push_back(Node{std::move(op), std::move(operands), std::move(results), std::move(attrs), std::move(regions)});
   std::vector<Value> out;
   for (int i = 0; i < static_cast<int>(nodes_.back().results.size()); ++i) out.push_back({id, i});
   return out;

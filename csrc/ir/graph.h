@@ -14,8 +14,8 @@
 namespace torch_tpu::ir {
 
 struct Value {
-  int32_t node = -1;   // producing node (parameters are nodes too)
-  int32_t index = 0;   // result index for multi-result nodes
+  int32_t node = -1;  // producing node (parameters are nodes too)
+  int32_t index = 0;  // result index for multi-result nodes
   bool valid() const { return node >= 0; }
 };
 
@@ -37,11 +37,10 @@ struct Node {
 class Graph {
  public:
   Value param(const TensorType& t);
-  Value add(std::string op, std::vector<Value> operands, TensorType result,
-            std::vector<Attr> attrs = {}, std::vector<std::shared_ptr<Graph>> regions = {});
-  std::vector<Value> add_multi(std::string op, std::vector<Value> operands,
-                               std::vector<TensorType> results, std::vector<Attr> attrs = {},
-                               std::vector<std::shared_ptr<Graph>> regions = {});
+  Value add(std::string op, std::vector<Value> operands, TensorType result, std::vector<Attr> attrs = {},
+            std::vector<std::shared_ptr<Graph>> regions = {});
+  std::vector<Value> add_multi(std::string op, std::vector<Value> operands, std::vector<TensorType> results,
+                               std::vector<Attr> attrs = {}, std::vector<std::shared_ptr<Graph>> regions = {});
   void set_outputs(std::vector<Value> outs);
   // Marks parameter `param_index` as donated to output `output_index`.
   void alias(int param_index, int output_index);

@@ -48,8 +48,8 @@ TEST(Ir, GatherScatterSortIotaCompareSelect) {
   Graph g;
   Builder b(g);
   Value x = g.param({ElemType::kF32, {5}});
-  Value idx = b.reshape(b.iota({3}, 0, ElemType::kS32), {3, 1});  // [0,1,2]
-  Value gat = b.gather(x, idx, {}, {0}, {0}, 1, {1}, {3});       // x[0:3]
+  Value idx = b.reshape(b.iota({3}, 0, ElemType::kS32), {3, 1});        // [0,1,2]
+  Value gat = b.gather(x, idx, {}, {0}, {0}, 1, {1}, {3});              // x[0:3]
   Value sc = b.scatter(x, idx, gat, {}, {0}, {0}, 1, "stablehlo.add");  // x[0:3] doubled
   Value sorted = b.sort({sc}, 0, /*descending=*/true)[0];
   Value zero = b.constant(0, ElemType::kF32, {5});
@@ -64,12 +64,12 @@ TEST(Ir, SliceTransposePadConcatReduceWindow) {
   Graph g;
   Builder b(g);
   Value x = g.param({ElemType::kF32, {2, 3}});
-  Value t = b.transpose(x, {1, 0});                  // [3,2]
-  Value s = b.slice(t, {1, 0}, {3, 2}, {1, 1});      // rows 1..2 -> [2,2]
+  Value t = b.transpose(x, {1, 0});                                           // [3,2]
+  Value s = b.slice(t, {1, 0}, {3, 2}, {1, 1});                               // rows 1..2 -> [2,2]
   Value p = b.pad(s, b.constant(0, ElemType::kF32), {0, 0}, {0, 1}, {0, 0});  // [2,3]
-  Value c = b.concatenate({p, x}, 0);                // [4,3]
-  Value m = b.reduce_window(c, b.constant(-1e30, ElemType::kF32), {2, 1}, {2, 1}, {1, 1}, {1, 1},
-                            {{0, 0}, {0, 0}}, "stablehlo.maximum");  // [2,3]
+  Value c = b.concatenate({p, x}, 0);                                         // [4,3]
+  Value m = b.reduce_window(c, b.constant(-1e30, ElemType::kF32), {2, 1}, {2, 1}, {1, 1}, {1, 1}, {{0, 0}, {0, 0}},
+                            "stablehlo.maximum");  // [2,3]
   g.set_outputs({m});
   auto out = run_f32(g, {{1, 2, 3, 4, 5, 6}}, {{2, 3}}, 6);
   // t=[[1,4],[2,5],[3,6]] s=[[2,5],[3,6]] p=[[2,5,0],[3,6,0]]
@@ -82,7 +82,8 @@ TEST(Ir, ConstantsExactForSpecialValues) {
   Builder b(g);
   Value x = g.param({ElemType::kF32, {3}});
   Value c = b.concatenate({b.constant(INFINITY, ElemType::kF32, {1}), b.constant(-0.1, ElemType::kF32, {1}),
-                           b.convert(b.constant(0.5, ElemType::kBF16, {1}), ElemType::kF32)}, 0);
+                           b.convert(b.constant(0.5, ElemType::kBF16, {1}), ElemType::kF32)},
+                          0);
   g.set_outputs({b.binary("stablehlo.add", x, c)});
   auto out = run_f32(g, {{0, 0, 0}}, {{3}}, 3);
   EXPECT_TRUE(std::isinf(out[0]));
@@ -96,8 +97,8 @@ TEST(Ir, RngBitGenerator) {
   Value x = g.param({ElemType::kF32, {4}});
   Value state = b.constant(7, ElemType::kU64, {2});
   Value bits = b.rng_bit_generator(state, {4}, ElemType::kU32)[1];
-  Value f = b.convert(b.binary("stablehlo.shift_right_logical", bits, b.constant(8, ElemType::kU32, {4})),
-                      ElemType::kF32);
+  Value f =
+      b.convert(b.binary("stablehlo.shift_right_logical", bits, b.constant(8, ElemType::kU32, {4})), ElemType::kF32);
   g.set_outputs({b.binary("stablehlo.add", x, f)});
   auto out = run_f32(g, {{0, 0, 0, 0}}, {{4}}, 4);
   EXPECT_NE(out[0], out[1]);

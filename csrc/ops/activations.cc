@@ -65,8 +65,9 @@ Value gelu_bwd(Builder& b, Value g, Value x, int64_t mode) {
 }
 
 void gelu_into(const at::Tensor& self, int64_t mode, const at::Tensor& out) {
-  pointwise("gelu", {self}, out, opmath(self.scalar_type()),
-            [mode](Builder& b, const Values& x) { return gelu_fwd(b, x[0], mode); }, mode);
+  pointwise(
+      "gelu", {self}, out, opmath(self.scalar_type()),
+      [mode](Builder& b, const Values& x) { return gelu_fwd(b, x[0], mode); }, mode);
 }
 
 at::Tensor gelu(const at::Tensor& self, std::string_view approximate) {
@@ -91,8 +92,9 @@ at::Tensor& gelu_(at::Tensor& self, std::string_view approximate) {
 }
 
 void gelu_backward_into(const at::Tensor& grad, const at::Tensor& self, int64_t mode, const at::Tensor& out) {
-  pointwise("gelu_backward", {grad, self}, out, opmath(self.scalar_type()),
-            [mode](Builder& b, const Values& x) { return gelu_bwd(b, x[0], x[1], mode); }, mode);
+  pointwise(
+      "gelu_backward", {grad, self}, out, opmath(self.scalar_type()),
+      [mode](Builder& b, const Values& x) { return gelu_bwd(b, x[0], x[1], mode); }, mode);
 }
 at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self, std::string_view approximate) {
   int64_t mode = gelu_mode(approximate);
@@ -188,8 +190,7 @@ Value softmax_bwd(Builder& b, Value g0, Value y0, int64_t dim, bool log) {
 
 c10::ScalarType softmax_out_dtype(const at::Tensor& self, bool half_to_float) {
   if (half_to_float) {
-    TORCH_CHECK(self.scalar_type() == c10::kHalf,
-                "conversion is supported for Half type only");
+    TORCH_CHECK(self.scalar_type() == c10::kHalf, "conversion is supported for Half type only");
     return c10::kFloat;
   }
   return self.scalar_type();
@@ -204,9 +205,8 @@ void softmax_into(const at::Tensor& self, int64_t dim, const at::Tensor& out) {
   call.attr(d).attr(static_cast<int64_t>(ct));
   call.input(self);
   call.output(out);
-  call.run([&](Builder& b, const Values& in) {
-    return Values{softmax_fwd(b, b.convert(in[0], to_elem(ct)), d, kLog)};
-  });
+  call.run(
+      [&](Builder& b, const Values& in) { return Values{softmax_fwd(b, b.convert(in[0], to_elem(ct)), d, kLog)}; });
 }
 
 template <bool kLog>
@@ -227,8 +227,8 @@ void softmax_backward_into(const at::Tensor& grad, const at::Tensor& output, int
   TORCH_CHECK(grad.sizes().equals(output.sizes()), "grad_output and output must have the same shape, got ",
               grad.sizes(), " and ", output.sizes());
   int64_t d = wrap_dim(dim, grad.dim());
-  auto ct = opmath(out.scalar_type() == c10::kDouble || grad.scalar_type() == c10::kDouble ? c10::kDouble
-                                                                                            : c10::kFloat);
+  auto ct =
+      opmath(out.scalar_type() == c10::kDouble || grad.scalar_type() == c10::kDouble ? c10::kDouble : c10::kFloat);
   eager::OpCall call(kLog ? "_log_softmax_backward_data" : "_softmax_backward_data");
   call.attr(d).attr(static_cast<int64_t>(ct));
   call.input(grad);

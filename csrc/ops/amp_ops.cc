@@ -37,8 +37,9 @@ void non_finite_check_and_unscale_(at::TensorList self, at::Tensor& found_inf, c
   for (const at::Tensor& t : self) {
     TORCH_CHECK(t.device() == inv_scale.device(), "scaled_grads must be on the same device as inv_scale");
     TORCH_CHECK(t.layout() == c10::kStrided, "one of scaled_grads was not a strided tensor.");
-    TORCH_CHECK(c10::isFloatingType(t.scalar_type()), "_amp_foreach_non_finite_check_and_unscale_: ",
-                "expected floating point tensors, got ", t.scalar_type());
+    TORCH_CHECK(c10::isFloatingType(t.scalar_type()),
+                "_amp_foreach_non_finite_check_and_unscale_: ", "expected floating point tensors, got ",
+                t.scalar_type());
     if (t.numel() > 0) ts.push_back(t);
   }
   if (ts.empty()) return;

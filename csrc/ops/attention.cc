@@ -18,8 +18,9 @@ at::Tensor& isinf_sign_out(const at::Tensor& self, at::Tensor& out) {
   at::native::resize_output(out, self.sizes());
   if (!c10::isFloatingType(self.scalar_type())) {
     // Integers and bools are never infinite.
-    pointwise(kNeg ? "isneginf" : "isposinf", {self}, out, c10::kBool,
-              [](Builder& b, const Values& x) { return zero(b, ElemType::kPred, b.dims(x[0])); }, 1);
+    pointwise(
+        kNeg ? "isneginf" : "isposinf", {self}, out, c10::kBool,
+        [](Builder& b, const Values& x) { return zero(b, ElemType::kPred, b.dims(x[0])); }, 1);
     return out;
   }
   pointwise(kNeg ? "isneginf" : "isposinf", {self}, out, self.scalar_type(), [](Builder& b, const Values& x) {

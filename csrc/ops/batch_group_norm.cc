@@ -49,11 +49,10 @@ void check_param(const char* what, const at::Tensor& t, int64_t c) {
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_impl(const at::Tensor& input, const at::Tensor& weight,
                                                                const at::Tensor& bias, const at::Tensor& rmean,
-                                                               const at::Tensor& rvar, bool training,
-                                                               double momentum, double eps) {
+                                                               const at::Tensor& rvar, bool training, double momentum,
+                                                               double eps) {
   TORCH_CHECK(input.dim() >= 2, "Expected 2D or more input to batch_norm but got ", input.dim(), "D input");
-  TORCH_CHECK(input.numel() > 0, "input tensor must have at least one element, but got input_sizes = ",
-              input.sizes());
+  TORCH_CHECK(input.numel() > 0, "input tensor must have at least one element, but got input_sizes = ", input.sizes());
   TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(input.scalar_type()), "\"batch_norm\" not implemented for '",
                               c10::toString(input.scalar_type()), "'");
   int64_t c = input.size(1);
@@ -130,12 +129,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_impl(const at::Tensor&
 
 at::Tensor opt(const std::optional<at::Tensor>& t) { return t.value_or(at::Tensor()); }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
-    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
-    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training,
-    double momentum, double eps) {
-  return batch_norm_impl(input, opt(weight), opt(bias), opt(running_mean), opt(running_var), training, momentum,
-                         eps);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(const at::Tensor& input,
+                                                                 const std::optional<at::Tensor>& weight,
+                                                                 const std::optional<at::Tensor>& bias,
+                                                                 const std::optional<at::Tensor>& running_mean,
+                                                                 const std::optional<at::Tensor>& running_var,
+                                                                 bool training, double momentum, double eps) {
+  return batch_norm_impl(input, opt(weight), opt(bias), opt(running_mean), opt(running_var), training, momentum, eps);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_legit(
@@ -144,9 +144,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_legit(
   return batch_norm_impl(input, opt(weight), opt(bias), running_mean, running_var, training, momentum, eps);
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_legit_no_stats(
-    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
-    bool training, double momentum, double eps) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_legit_no_stats(const at::Tensor& input,
+                                                                                const std::optional<at::Tensor>& weight,
+                                                                                const std::optional<at::Tensor>& bias,
+                                                                                bool training, double momentum,
+                                                                                double eps) {
   return batch_norm_impl(input, opt(weight), opt(bias), at::Tensor(), at::Tensor(), training, momentum, eps);
 }
 
@@ -209,8 +211,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_impl(
     Value mean = b.convert(in[2], e);
     Value invstd = b.convert(in[3], e);
     if (!train) {
-      invstd = div(b, one(b, e, cd),
-                   b.unary("stablehlo.sqrt", add(b, invstd, b.broadcast_to(b.convert(in[4], e), cd))));
+      invstd =
+          div(b, one(b, e, cd), b.unary("stablehlo.sqrt", add(b, invstd, b.broadcast_to(b.convert(in[4], e), cd))));
     }
     Value xc = sub(b, x, chan(b, mean, d));
     Value gsum = sum_except(b, g, 1);
@@ -262,8 +264,7 @@ std::tuple<at::Tensor, at::Tensor> batch_norm_update_stats(const at::Tensor& inp
                                                            double momentum) {
   at::Tensor rmean = opt(running_mean_opt), rvar = opt(running_var_opt);
   TORCH_CHECK(input.dim() >= 2, "Expected 2D or more input to batch_norm but got ", input.dim(), "D input");
-  TORCH_CHECK(input.numel() > 0, "input tensor must have at least one element, but got input_sizes = ",
-              input.sizes());
+  TORCH_CHECK(input.numel() > 0, "input tensor must have at least one element, but got input_sizes = ", input.sizes());
   TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(input.scalar_type()),
                               "\"batch_norm_update_stats_cpu\" not implemented for '",
                               c10::toString(input.scalar_type()), "'");
@@ -333,9 +334,8 @@ Value group_mean(Builder& b, Value x) {
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm(const at::Tensor& input,
                                                                  const std::optional<at::Tensor>& weight_opt,
-                                                                 const std::optional<at::Tensor>& bias_opt,
-                                                                 int64_t N, int64_t C, int64_t HxW, int64_t group,
-                                                                 double eps) {
+                                                                 const std::optional<at::Tensor>& bias_opt, int64_t N,
+                                                                 int64_t C, int64_t HxW, int64_t group, double eps) {
   at::Tensor weight = opt(weight_opt), bias = opt(bias_opt);
   check_group_norm(input, weight, bias, C, group);
   TORCH_CHECK(input.numel() == N * C * HxW && input.dim() >= 2 && input.size(0) == N && input.size(1) == C,
@@ -388,9 +388,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm_backward(
     std::array<bool, 3> mask) {
   at::Tensor weight = opt(weight_opt);
   check_group_norm(input, weight, at::Tensor(), C, group);
-  TORCH_CHECK(input.numel() == N * C * HxW && grad_out.sizes().equals(input.sizes()),
-              "Expected grad_out and input of ", N * C * HxW, " elements, but got grad_out of shape ",
-              grad_out.sizes(), " and input of shape ", input.sizes());
+  TORCH_CHECK(input.numel() == N * C * HxW && grad_out.sizes().equals(input.sizes()), "Expected grad_out and input of ",
+              N * C * HxW, " elements, but got grad_out of shape ", grad_out.sizes(), " and input of shape ",
+              input.sizes());
   TORCH_CHECK(mean.numel() == N * group && rstd.numel() == N * group, "Expected mean and rstd of ", N * group,
               " elements");
   at::Tensor gi, gw, gb;

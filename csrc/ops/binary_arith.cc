@@ -47,8 +47,7 @@ Value div_fn(Builder& b, const Values& x, int64_t mode) {  // 0 true, 1 trunc, 2
 }
 
 void check_alpha(c10::ScalarType t, const c10::Scalar& alpha) {
-  TORCH_CHECK(!alpha.isBoolean() || t == c10::kBool,
-              "Boolean alpha only supported for Boolean results.");
+  TORCH_CHECK(!alpha.isBoolean() || t == c10::kBool, "Boolean alpha only supported for Boolean results.");
   TORCH_CHECK(c10::isFloatingType(t) || alpha.isIntegral(true),
               "For integral input tensors, argument alpha must not be a floating point number.");
 }
@@ -79,8 +78,7 @@ at::Tensor addsub(const at::Tensor& self, const at::Tensor& other, const c10::Sc
   if (kSub) check_sub(self, other);
   auto dtype = at::result_type(self, other);
   check_alpha(dtype, alpha);
-  at::Tensor out = empty_tpu(broadcast_shape({self, other}), dtype,
-                             self.is_cpu() ? other.device() : self.device());
+  at::Tensor out = empty_tpu(broadcast_shape({self, other}), dtype, self.is_cpu() ? other.device() : self.device());
   pointwise(kSub ? "sub" : "add", {self, other, alpha}, out, dtype, kSub ? sub_fn : add_fn);
   return out;
 }
@@ -135,24 +133,22 @@ at::Tensor& div_out_mode(const at::Tensor& self, const at::Tensor& other, std::o
   int64_t mode = rounding(m);
   auto dtype = div_dtype(self, other, mode);
   prepare_out(out, broadcast_shape({self, other}), dtype, "div");
-  pointwise("div", {self, other}, out, dtype, [mode](Builder& b, const Values& x) { return div_fn(b, x, mode); },
-            mode);
+  pointwise("div", {self, other}, out, dtype, [mode](Builder& b, const Values& x) { return div_fn(b, x, mode); }, mode);
   return out;
 }
 at::Tensor div_mode(const at::Tensor& self, const at::Tensor& other, std::optional<std::string_view> m) {
   int64_t mode = rounding(m);
   auto dtype = div_dtype(self, other, mode);
   at::Tensor out = empty_tpu(broadcast_shape({self, other}), dtype, self.is_cpu() ? other.device() : self.device());
-  pointwise("div", {self, other}, out, dtype, [mode](Builder& b, const Values& x) { return div_fn(b, x, mode); },
-            mode);
+  pointwise("div", {self, other}, out, dtype, [mode](Builder& b, const Values& x) { return div_fn(b, x, mode); }, mode);
   return out;
 }
 at::Tensor& div_mode_(at::Tensor& self, const at::Tensor& other, std::optional<std::string_view> m) {
   int64_t mode = rounding(m);
   auto dtype = div_dtype(self, other, mode);
   check_inplace(self, broadcast_shape({self, other}), dtype);
-  pointwise("div", {self, other}, self, dtype, [mode](Builder& b, const Values& x) { return div_fn(b, x, mode); },
-            mode);
+  pointwise(
+      "div", {self, other}, self, dtype, [mode](Builder& b, const Values& x) { return div_fn(b, x, mode); }, mode);
   return self;
 }
 at::Tensor& div_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {

@@ -18,9 +18,7 @@ namespace {
 
 using c10::ScalarType;
 
-ScalarType upcast(ScalarType t) {
-  return (t == c10::kBFloat16 || t == c10::kHalf) ? c10::kFloat : t;
-}
+ScalarType upcast(ScalarType t) { return (t == c10::kBFloat16 || t == c10::kHalf) ? c10::kFloat : t; }
 Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
 Value isnan(Builder& b, Value x) { return b.compare(x, x, "NE"); }
 Value nan_like(Builder& b, Value x) { return cst(b, NAN, x); }
@@ -120,8 +118,9 @@ struct BinDef {
 void check_dtype(const BinDef& d, ScalarType t) {
   bool ok = c10::isFloatingType(t) || (t == c10::kBool ? (d.allow & kBoolIn) : (d.allow & kInts) != 0);
   if (d.float_result) ok = !c10::isComplexType(t);
-  TORCH_CHECK(!c10::isComplexType(t) || (std::string_view(d.name) != "maximum" && std::string_view(d.name) != "minimum"),
-              d.name, " not implemented for complex tensors.");
+  TORCH_CHECK(
+      !c10::isComplexType(t) || (std::string_view(d.name) != "maximum" && std::string_view(d.name) != "minimum"),
+      d.name, " not implemented for complex tensors.");
   TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", d.name, "_cpu\" not implemented for '", c10::toString(t), "'");
 }
 ScalarType result_of(const BinDef& d, ScalarType t) { return d.float_result ? float_result(t) : t; }
@@ -174,8 +173,8 @@ constexpr BinDef d_copysign{"copysign", true, kAll, f_copysign};
 constexpr BinDef d_xlogy{"xlogy", true, kAll, f_xlogy};
 
 void check_bitwise(ScalarType t, const char* name) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!c10::isFloatingType(t), "\"", name, "_cpu\" not implemented for '",
-                              c10::toString(t), "'");
+  TORCH_CHECK_NOT_IMPLEMENTED(!c10::isFloatingType(t), "\"", name, "_cpu\" not implemented for '", c10::toString(t),
+                              "'");
 }
 template <const BinDef& D>
 at::Tensor bw_fn(const at::Tensor& s, const at::Tensor& o) {
@@ -245,8 +244,7 @@ at::Tensor& logical_out(const at::Tensor& self, const at::Tensor& other, at::Ten
   at::native::resize_output(out, broadcast_shape({self, other}));
   auto t = at::result_type(self, other);
   static constexpr const char* kNames[] = {"logical_and", "logical_or", "logical_xor"};
-  pointwise(kNames[kOp], {self, other}, out, t,
-            kOp == 0 ? f_logical_and : kOp == 1 ? f_logical_or : f_logical_xor);
+  pointwise(kNames[kOp], {self, other}, out, t, kOp == 0 ? f_logical_and : kOp == 1 ? f_logical_or : f_logical_xor);
   return out;
 }
 
@@ -329,8 +327,8 @@ ScalarType addc_dtype(const at::Tensor& s, const at::Tensor& t1, const at::Tenso
   return t;
 }
 template <bool kDiv>
-void addc_run(const at::Tensor& s, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& v,
-              ScalarType t, const at::Tensor& out) {
+void addc_run(const at::Tensor& s, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& v, ScalarType t,
+              const at::Tensor& out) {
   pointwise(kDiv ? "addcdiv" : "addcmul", {s, t1, t2, v}, out, upcast(t), [](Builder& b, const Values& x) {
     Value p = kDiv ? div(b, x[1], x[2]) : mul(b, x[1], x[2]);
     return add(b, x[0], mul(b, x[3], p));
@@ -359,9 +357,9 @@ at::Tensor& addc_out(const at::Tensor& s, const at::Tensor& t1, const at::Tensor
   return out;
 }
 
-#define REGB(op, d, suffix, outname)           \
-  m.impl(op suffix, b_fn<d>);                  \
-  m.impl(op "_" suffix, b_inplace<d>);         \
+#define REGB(op, d, suffix, outname)   \
+  m.impl(op suffix, b_fn<d>);          \
+  m.impl(op "_" suffix, b_inplace<d>); \
   m.impl(op "." outname, b_out<d>);
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

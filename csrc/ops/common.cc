@@ -27,8 +27,8 @@ void prepare_out(at::Tensor& out, c10::IntArrayRef sizes, c10::ScalarType result
 void check_inplace(const at::Tensor& self, c10::IntArrayRef shape, c10::ScalarType result_dtype) {
   TORCH_CHECK(c10::canCast(result_dtype, self.scalar_type()), "result type ", result_dtype,
               " can't be cast to the desired output type ", self.scalar_type());
-  TORCH_CHECK(self.sizes().equals(shape), "output with shape ", self.sizes(),
-              " doesn't match the broadcast shape ", shape);
+  TORCH_CHECK(self.sizes().equals(shape), "output with shape ", self.sizes(), " doesn't match the broadcast shape ",
+              shape);
 }
 
 std::vector<int64_t> broadcast_shape(const std::vector<Operand>& ins) {
@@ -40,13 +40,15 @@ std::vector<int64_t> broadcast_shape(const std::vector<Operand>& ins) {
   return shape;
 }
 
-void pointwise(std::string_view name, const std::vector<Operand>& ins, const at::Tensor& out,
-               c10::ScalarType compute, const PointwiseFn& fn, int64_t variant) {
+void pointwise(std::string_view name, const std::vector<Operand>& ins, const at::Tensor& out, c10::ScalarType compute,
+               const PointwiseFn& fn, int64_t variant) {
   eager::OpCall call(name);
   call.attr(static_cast<int64_t>(compute)).attr(variant);
   for (const Operand& o : ins) {
-    if (o.t.defined()) call.input(o.t);
-    else call.scalar(*o.s, compute);
+    if (o.t.defined())
+      call.input(o.t);
+    else
+      call.scalar(*o.s, compute);
   }
   call.output(out);
   ElemType ce = to_elem(compute);
@@ -71,17 +73,18 @@ c10::ScalarType float_result(c10::ScalarType t) {
   return c10::isFloatingType(t) || c10::isComplexType(t) ? t : default_float();
 }
 
-c10::ScalarType opmath(c10::ScalarType t) {
-  return (t == c10::kHalf || t == c10::kBFloat16) ? c10::kFloat : t;
-}
+c10::ScalarType opmath(c10::ScalarType t) { return (t == c10::kHalf || t == c10::kBFloat16) ? c10::kFloat : t; }
 
 const char* precision_for(c10::ScalarType t) {
   if (t == c10::kDouble) return "HIGHEST";
   if (t != c10::kFloat) return "DEFAULT";
   switch (at::globalContext().float32MatmulPrecision()) {
-    case at::Float32MatmulPrecision::HIGHEST: return "HIGHEST";
-    case at::Float32MatmulPrecision::HIGH: return "HIGH";
-    case at::Float32MatmulPrecision::MEDIUM: return "DEFAULT";
+    case at::Float32MatmulPrecision::HIGHEST:
+      return "HIGHEST";
+    case at::Float32MatmulPrecision::HIGH:
+      return "HIGH";
+    case at::Float32MatmulPrecision::MEDIUM:
+      return "DEFAULT";
   }
   return "DEFAULT";
 }
@@ -100,27 +103,45 @@ Value one(Builder& b, ElemType t, const std::vector<int64_t>& dims) { return b.c
 
 Value lowest(Builder& b, ElemType t) {
   switch (t) {
-    case ElemType::kPred: return b.constant(0, t);
-    case ElemType::kS8: return b.constant(-128, t);
-    case ElemType::kU8: case ElemType::kU32: case ElemType::kU64: return b.constant(0, t);
-    case ElemType::kS16: return b.constant(-32768, t);
-    case ElemType::kS32: return b.constant(std::numeric_limits<int32_t>::min(), t);
-    case ElemType::kS64: return b.constant_bits(static_cast<uint64_t>(std::numeric_limits<int64_t>::min()), t);
-    default: return b.constant(-std::numeric_limits<double>::infinity(), t);
+    case ElemType::kPred:
+      return b.constant(0, t);
+    case ElemType::kS8:
+      return b.constant(-128, t);
+    case ElemType::kU8:
+    case ElemType::kU32:
+    case ElemType::kU64:
+      return b.constant(0, t);
+    case ElemType::kS16:
+      return b.constant(-32768, t);
+    case ElemType::kS32:
+      return b.constant(std::numeric_limits<int32_t>::min(), t);
+    case ElemType::kS64:
+      return b.constant_bits(static_cast<uint64_t>(std::numeric_limits<int64_t>::min()), t);
+    default:
+      return b.constant(-std::numeric_limits<double>::infinity(), t);
   }
 }
 
 Value highest(Builder& b, ElemType t) {
   switch (t) {
-    case ElemType::kPred: return b.constant(1, t);
-    case ElemType::kS8: return b.constant(127, t);
-    case ElemType::kU8: return b.constant(255, t);
-    case ElemType::kS16: return b.constant(32767, t);
-    case ElemType::kS32: return b.constant(std::numeric_limits<int32_t>::max(), t);
-    case ElemType::kS64: return b.constant_bits(static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), t);
-    case ElemType::kU32: return b.constant(4294967295.0, t);
-    case ElemType::kU64: return b.constant_bits(~0ull, t);
-    default: return b.constant(std::numeric_limits<double>::infinity(), t);
+    case ElemType::kPred:
+      return b.constant(1, t);
+    case ElemType::kS8:
+      return b.constant(127, t);
+    case ElemType::kU8:
+      return b.constant(255, t);
+    case ElemType::kS16:
+      return b.constant(32767, t);
+    case ElemType::kS32:
+      return b.constant(std::numeric_limits<int32_t>::max(), t);
+    case ElemType::kS64:
+      return b.constant_bits(static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), t);
+    case ElemType::kU32:
+      return b.constant(4294967295.0, t);
+    case ElemType::kU64:
+      return b.constant_bits(~0ull, t);
+    default:
+      return b.constant(std::numeric_limits<double>::infinity(), t);
   }
 }
 

@@ -35,7 +35,7 @@ void check_inplace(const at::Tensor& self, c10::IntArrayRef broadcast_shape, c10
 struct Operand {
   at::Tensor t;
   std::optional<c10::Scalar> s;
-  Operand(const at::Tensor& tensor) : t(tensor) {}  // NOLINT
+  Operand(const at::Tensor& tensor) : t(tensor) {}   // NOLINT
   Operand(const c10::Scalar& scalar) : s(scalar) {}  // NOLINT
 };
 
@@ -44,8 +44,8 @@ using PointwiseFn = std::function<Value(Builder&, const Values&)>;
 // Computes `fn` elementwise into `out` (already shaped to the broadcast
 // shape). Each operand is converted to `compute` and broadcast first.
 // `variant` distinguishes different fns sharing one `name` in the key.
-void pointwise(std::string_view name, const std::vector<Operand>& ins, const at::Tensor& out,
-               c10::ScalarType compute, const PointwiseFn& fn, int64_t variant = 0);
+void pointwise(std::string_view name, const std::vector<Operand>& ins, const at::Tensor& out, c10::ScalarType compute,
+               const PointwiseFn& fn, int64_t variant = 0);
 
 // Broadcast shape of tensors (PyTorch's error message on mismatch).
 std::vector<int64_t> broadcast_shape(const std::vector<Operand>& ins);

@@ -13,9 +13,7 @@ namespace {
 
 using c10::ScalarType;
 
-ScalarType upcast(ScalarType t) {
-  return (t == c10::kBFloat16 || t == c10::kHalf) ? c10::kFloat : t;
-}
+ScalarType upcast(ScalarType t) { return (t == c10::kBFloat16 || t == c10::kHalf) ? c10::kFloat : t; }
 
 // --- comparisons -------------------------------------------------------------------
 
@@ -198,14 +196,17 @@ ClampArgs clamp_args_t(const at::Tensor& self, const std::optional<at::Tensor>& 
 
 void clamp_run(const char* name, const ClampArgs& a, const at::Tensor& out) {
   // CPU: bool works with a single Tensor bound only (or/and below).
-  const char* kern = a.scalar ? (a.lo && a.hi ? "clamp_scalar_cpu" : a.lo ? "clamp_min_scalar_cpu" : "clamp_max_scalar_cpu")
+  const char* kern = a.scalar ? (a.lo && a.hi ? "clamp_scalar_cpu"
+                                 : a.lo       ? "clamp_min_scalar_cpu"
+                                              : "clamp_max_scalar_cpu")
                               : "clamp_cpu";
   TORCH_CHECK_NOT_IMPLEMENTED(a.dtype != c10::kBool || (!a.scalar && a.lo != a.hi), "\"", kern,
                               "\" not implemented for 'Bool'");
   TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(a.dtype), "clamp is not supported for complex types");
   bool lo = a.lo, hi = a.hi;
-  pointwise(name, a.ops, out, upcast(a.dtype),
-            [lo, hi](Builder& b, const Values& x) { return clamp_fn(b, x, lo, hi); }, (lo ? 1 : 0) + (hi ? 2 : 0));
+  pointwise(
+      name, a.ops, out, upcast(a.dtype), [lo, hi](Builder& b, const Values& x) { return clamp_fn(b, x, lo, hi); },
+      (lo ? 1 : 0) + (hi ? 2 : 0));
 }
 
 at::Tensor finish(const char* name, const ClampArgs& a, const at::Tensor& self) {
@@ -226,12 +227,16 @@ at::Tensor& finish_out(const char* name, const ClampArgs& a, at::Tensor& out) {
 
 using OS = std::optional<c10::Scalar>;
 using OT = std::optional<at::Tensor>;
-at::Tensor clamp(const at::Tensor& s, const OS& lo, const OS& hi) { return finish("clamp", clamp_args_s(s, lo, hi), s); }
+at::Tensor clamp(const at::Tensor& s, const OS& lo, const OS& hi) {
+  return finish("clamp", clamp_args_s(s, lo, hi), s);
+}
 at::Tensor& clamp_(at::Tensor& s, const OS& lo, const OS& hi) { return finish_("clamp", clamp_args_s(s, lo, hi), s); }
 at::Tensor& clamp_out(const at::Tensor& s, const OS& lo, const OS& hi, at::Tensor& out) {
   return finish_out("clamp", clamp_args_s(s, lo, hi), out);
 }
-at::Tensor clamp_t(const at::Tensor& s, const OT& lo, const OT& hi) { return finish("clamp", clamp_args_t(s, lo, hi), s); }
+at::Tensor clamp_t(const at::Tensor& s, const OT& lo, const OT& hi) {
+  return finish("clamp", clamp_args_t(s, lo, hi), s);
+}
 at::Tensor& clamp_t_(at::Tensor& s, const OT& lo, const OT& hi) { return finish_("clamp", clamp_args_t(s, lo, hi), s); }
 at::Tensor& clamp_t_out(const at::Tensor& s, const OT& lo, const OT& hi, at::Tensor& out) {
   return finish_out("clamp", clamp_args_t(s, lo, hi), out);
@@ -262,17 +267,17 @@ at::Tensor& cmt_out(const at::Tensor& s, const at::Tensor& v, at::Tensor& out) {
   return finish_out("clamp", kMin ? clamp_args_t(s, v, std::nullopt) : clamp_args_t(s, std::nullopt, v), out);
 }
 
-#define REGC(i, n)                         \
-  m.impl(n ".Tensor", cmp_t<i>);           \
-  m.impl(n "_.Tensor", cmp_t_<i>);         \
-  m.impl(n ".Tensor_out", cmp_t_out<i>);   \
-  m.impl(n ".Scalar", cmp_s<i>);           \
-  m.impl(n "_.Scalar", cmp_s_<i>);         \
+#define REGC(i, n)                       \
+  m.impl(n ".Tensor", cmp_t<i>);         \
+  m.impl(n "_.Tensor", cmp_t_<i>);       \
+  m.impl(n ".Tensor_out", cmp_t_out<i>); \
+  m.impl(n ".Scalar", cmp_s<i>);         \
+  m.impl(n "_.Scalar", cmp_s_<i>);       \
   m.impl(n ".Scalar_out", cmp_s_out<i>);
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  REGC(kEq, "eq") REGC(kNe, "ne") REGC(kLt, "lt") REGC(kLe, "le") REGC(kGt, "gt") REGC(kGe, "ge")
-  m.impl("where.self", where_self);
+  REGC(kEq, "eq")
+  REGC(kNe, "ne") REGC(kLt, "lt") REGC(kLe, "le") REGC(kGt, "gt") REGC(kGe, "ge") m.impl("where.self", where_self);
   m.impl("where.self_out", where_self_out);
   m.impl("clamp", clamp);
   m.impl("clamp_", clamp_);

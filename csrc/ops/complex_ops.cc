@@ -21,7 +21,8 @@ Value conj_of(Builder& b, Value x) {
 
 at::Tensor& tpu_conj_physical_out(const at::Tensor& self, at::Tensor& out) {
   prepare_out(out, self.sizes(), self.scalar_type(), "conj_physical");
-  pointwise("conj_physical", {self}, out, self.scalar_type(), [](Builder& b, const Values& x) { return conj_of(b, x[0]); });
+  pointwise("conj_physical", {self}, out, self.scalar_type(),
+            [](Builder& b, const Values& x) { return conj_of(b, x[0]); });
   return out;
 }
 
@@ -69,9 +70,7 @@ void angle_run(const at::Tensor& self, const at::Tensor& out) {
     return b.select(b.compare(v, v, "NE"), v, r);
   });
 }
-ScalarType angle_type(ScalarType t) {
-  return c10::isComplexType(t) ? c10::toRealValueType(t) : float_result(t);
-}
+ScalarType angle_type(ScalarType t) { return c10::isComplexType(t) ? c10::toRealValueType(t) : float_result(t); }
 at::Tensor angle(const at::Tensor& self) {
   at::Tensor out = empty_tpu(self.sizes(), angle_type(self.scalar_type()), self.device());
   angle_run(self, out);

@@ -102,8 +102,8 @@ Value conv_wgrad(Builder& b, Value x, Value gy, const Params& p, const Dims& ksi
   Pads pads;
   for (int64_t i = 0; i < ns; ++i) pads.push_back({p.padding[i], p.padding[i]});
   // Batch N is the contracted feature; C (split into g groups) the batch.
-  Value gw = b.convolution(x, gy, layout("fb", ns), layout("io", ns), layout("fb", ns), p.dilation, pads,
-                           Dims(ns, 1), p.stride, 1, p.groups, acc, p.prec);
+  Value gw = b.convolution(x, gy, layout("fb", ns), layout("io", ns), layout("fb", ns), p.dilation, pads, Dims(ns, 1),
+                           p.stride, 1, p.groups, acc, p.prec);
   return crop_spatial(b, gw, Dims(ns, 0), ksize);
 }
 
@@ -113,8 +113,8 @@ Value add_bias(Builder& b, Value y, Value bias) {
 }
 
 void check_dtypes(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
-  TORCH_CHECK(input.scalar_type() == weight.scalar_type(), "Input type (", input.scalar_type(),
-              ") and weight type (", weight.scalar_type(), ") should be the same");
+  TORCH_CHECK(input.scalar_type() == weight.scalar_type(), "Input type (", input.scalar_type(), ") and weight type (",
+              weight.scalar_type(), ") should be the same");
   TORCH_CHECK(!bias.defined() || bias.scalar_type() == input.scalar_type(), "Input type (", input.scalar_type(),
               ") and bias type (", bias.scalar_type(), ") should be the same");
   auto t = input.scalar_type();
@@ -135,8 +135,12 @@ Params make_params(c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntAr
                 " values to match the convolution dimensions, but got ", what, "=", a);
     return v;
   };
-  Params p{expand(stride, "stride", 1), expand(padding, "padding", 0), expand(dilation, "dilation", 1),
-           expand(output_padding, "output_padding", 0), groups, precision_for(t)};
+  Params p{expand(stride, "stride", 1),
+           expand(padding, "padding", 0),
+           expand(dilation, "dilation", 1),
+           expand(output_padding, "output_padding", 0),
+           groups,
+           precision_for(t)};
   TORCH_CHECK(groups > 0, "non-positive groups is not supported");
   for (int64_t i = 0; i < ns; ++i) {
     TORCH_CHECK(p.stride[i] > 0, "non-positive stride is not supported");
@@ -159,18 +163,18 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   at::Tensor bias = bias_opt.value_or(at::Tensor());
   check_dtypes(input, weight, bias);
   int64_t ns = input.dim() - 2;
-  TORCH_CHECK(ns >= 1 && weight.dim() == input.dim(), "Expected ", weight.dim(),
-              "-dimensional input for ", weight.dim(), "-dimensional weight ", weight.sizes(),
-              ", but got ", input.dim(), "-dimensional input of size ", input.sizes(), " instead");
+  TORCH_CHECK(ns >= 1 && weight.dim() == input.dim(), "Expected ", weight.dim(), "-dimensional input for ",
+              weight.dim(), "-dimensional weight ", weight.sizes(), ", but got ", input.dim(),
+              "-dimensional input of size ", input.sizes(), " instead");
   Params p = make_params(stride, padding, dilation, output_padding, groups, ns, input.scalar_type());
   int64_t cin = input.size(1);
   std::vector<int64_t> out{input.size(0)};
   if (!transposed) {
-    TORCH_CHECK(weight.size(0) % groups == 0, "Given groups=", groups, ", expected weight to be divisible by ",
-                groups, " at dimension 0, but got weight of size ", weight.sizes(), " instead");
+    TORCH_CHECK(weight.size(0) % groups == 0, "Given groups=", groups, ", expected weight to be divisible by ", groups,
+                " at dimension 0, but got weight of size ", weight.sizes(), " instead");
     TORCH_CHECK(cin == weight.size(1) * groups, "Given groups=", groups, ", weight of size ", weight.sizes(),
-                ", expected input", input.sizes(), " to have ", weight.size(1) * groups,
-                " channels, but got ", cin, " channels instead");
+                ", expected input", input.sizes(), " to have ", weight.size(1) * groups, " channels, but got ", cin,
+                " channels instead");
     out.push_back(weight.size(0));
   } else {
     // CPU's transposed kernels check this; at::_convolution does not.
@@ -183,13 +187,14 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
                 " channels instead");
     out.push_back(weight.size(1) * groups);
   }
-  TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == out[1]), "Given weight of size ",
-              weight.sizes(), ", expected bias to be 1-dimensional with ", out[1], " elements, but got bias of size ",
-              bias.sizes(), " instead");
+  TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == out[1]), "Given weight of size ", weight.sizes(),
+              ", expected bias to be 1-dimensional with ", out[1], " elements, but got bias of size ", bias.sizes(),
+              " instead");
   for (int64_t i = 0; i < ns; ++i) {
     int64_t in = input.size(2 + i), k = weight.size(2 + i);
-    int64_t o = transposed ? (in - 1) * p.stride[i] - 2 * p.padding[i] + p.dilation[i] * (k - 1) + p.output_padding[i] + 1
-                           : (in + 2 * p.padding[i] - p.dilation[i] * (k - 1) - 1) / p.stride[i] + 1;
+    int64_t o = transposed
+                    ? (in - 1) * p.stride[i] - 2 * p.padding[i] + p.dilation[i] * (k - 1) + p.output_padding[i] + 1
+                    : (in + 2 * p.padding[i] - p.dilation[i] * (k - 1) - 1) / p.stride[i] + 1;
     TORCH_CHECK(o > 0 && (transposed || in + 2 * p.padding[i] >= p.dilation[i] * (k - 1) + 1),
                 "Calculated output size is too small (input ", input.sizes(), ", kernel ", weight.sizes(), ")");
     out.push_back(o);

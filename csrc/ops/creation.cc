@@ -97,9 +97,12 @@ at::Tensor& linspace_out(const c10::Scalar& start, const c10::Scalar& end, int64
     // so both endpoints are exact.
     Value idx = b.iota(d, 0, ElemType::kS64);
     Value fi = b.convert(idx, ce);
-    Value back = b.convert(b.binary("stablehlo.subtract", b.constant(static_cast<double>(steps - 1), ElemType::kS64, d), idx), ce);
-    Value lo = b.binary("stablehlo.add", b.broadcast_to(s, d), b.binary("stablehlo.multiply", b.broadcast_to(step, d), fi));
-    Value hi = b.binary("stablehlo.subtract", b.broadcast_to(e, d), b.binary("stablehlo.multiply", b.broadcast_to(step, d), back));
+    Value back = b.convert(
+        b.binary("stablehlo.subtract", b.constant(static_cast<double>(steps - 1), ElemType::kS64, d), idx), ce);
+    Value lo =
+        b.binary("stablehlo.add", b.broadcast_to(s, d), b.binary("stablehlo.multiply", b.broadcast_to(step, d), fi));
+    Value hi = b.binary("stablehlo.subtract", b.broadcast_to(e, d),
+                        b.binary("stablehlo.multiply", b.broadcast_to(step, d), back));
     Value first_half = b.compare(idx, b.constant(static_cast<double>(steps / 2), ElemType::kS64, d), "LT");
     return Values{b.select(first_half, lo, hi)};
   });

@@ -44,8 +44,8 @@ Value norm_over(Builder& b, Value diff, int64_t dim, int64_t mode, Value p) {
     case kInf:
       return b.reduce(a, zero(b, e), {dim}, "stablehlo.maximum");
     default: {
-      Value s = b.reduce(b.binary("stablehlo.power", a, b.broadcast_to(p, b.dims(a))), zero(b, e), {dim},
-                         "stablehlo.add");
+      Value s =
+          b.reduce(b.binary("stablehlo.power", a, b.broadcast_to(p, b.dims(a))), zero(b, e), {dim}, "stablehlo.add");
       Value inv = div(b, one(b, e, b.dims(s)), b.broadcast_to(p, b.dims(s)));
       return b.binary("stablehlo.power", s, inv);
     }
@@ -70,7 +70,8 @@ Value dist_grad(Builder& b, Value diff, Value g, Value dist, int64_t mode, Value
       return b.select(b.compare(a, dist, "EQ"), mul(b, g, sgn), zero_v);
     case kLtTwo: {
       Value pm1 = sub(b, p, cst(b, 1, p));
-      Value r = div(b, mul(b, mul(b, sgn, b.binary("stablehlo.power", a, pm1)), g), b.binary("stablehlo.power", dist, pm1));
+      Value r =
+          div(b, mul(b, mul(b, sgn, b.binary("stablehlo.power", a, pm1)), g), b.binary("stablehlo.power", dist, pm1));
       Value bad = b.binary("stablehlo.or", dist0,
                            b.binary("stablehlo.and", b.compare(diff, zero_v, "EQ"), b.compare(p, cst(b, 1, p), "LT")));
       return b.select(bad, zero_v, r);
@@ -90,10 +91,10 @@ void check_cdist(const at::Tensor& x1, const at::Tensor& x2, double p) {
   TORCH_CHECK(x2.dim() >= 2, "cdist only supports at least 2D tensors, X2 got: ", x2.dim(), "D");
   TORCH_CHECK(x1.size(-1) == x2.size(-1), "X1 and X2 must have the same number of columns. X1: ", x1.size(-1),
               " X2: ", x2.size(-1));
-  TORCH_CHECK(at::isFloatingType(x1.scalar_type()), "cdist only supports floating-point dtypes, X1 got: ",
-              x1.scalar_type());
-  TORCH_CHECK(at::isFloatingType(x2.scalar_type()), "cdist only supports floating-point dtypes, X2 got: ",
-              x2.scalar_type());
+  TORCH_CHECK(at::isFloatingType(x1.scalar_type()),
+              "cdist only supports floating-point dtypes, X1 got: ", x1.scalar_type());
+  TORCH_CHECK(at::isFloatingType(x2.scalar_type()),
+              "cdist only supports floating-point dtypes, X2 got: ", x2.scalar_type());
   TORCH_CHECK(p >= 0, "cdist only supports non-negative p values");
 }
 

@@ -41,30 +41,33 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> embedding_bag(
   at::Tensor psw = psw_opt.value_or(at::Tensor());
   check_index_dtype(indices, "indices", 2);
   check_index_dtype(offsets, "offsets", 3);
-  TORCH_CHECK(indices.scalar_type() == offsets.scalar_type(), "Expected tensor for argument #3 'offsets' to have the "
-              "same type as tensor for argument #2 'indices'; but type ", offsets.toString(), " does not equal ",
-              indices.toString(), " (while checking arguments for embedding_bag)");
+  TORCH_CHECK(indices.scalar_type() == offsets.scalar_type(),
+              "Expected tensor for argument #3 'offsets' to have the "
+              "same type as tensor for argument #2 'indices'; but type ",
+              offsets.toString(), " does not equal ", indices.toString(),
+              " (while checking arguments for embedding_bag)");
   TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(weight.scalar_type()), "\"embedding_bag_cpu\" not implemented for '",
                               c10::toString(weight.scalar_type()), "'");
   TORCH_CHECK(weight.dim() == 2, "weight has to be a 2D Tensor, but got Tensor of dimension ", weight.dim());
   TORCH_CHECK(indices.dim() == 1, "input has to be a 1D or 2D Tensor, but got Tensor of dimension ", indices.dim());
   TORCH_CHECK(offsets.dim() == 1, "offsets has to be a 1D Tensor, but got Tensor of dimension ", offsets.dim());
   TORCH_CHECK(mode >= kSum && mode <= kMax, "mode has to be one of sum, mean or max");
-  TORCH_CHECK(!include_last_offset || offsets.size(0) >= 1, "include_last_offset: number of offset should be at least 1");
+  TORCH_CHECK(!include_last_offset || offsets.size(0) >= 1,
+              "include_last_offset: number of offset should be at least 1");
   if (psw.defined()) {
     TORCH_CHECK(mode == kSum, "embedding_bag: per_sample_weights only supported with mode='sum'");
-    TORCH_CHECK(psw.dim() == 1 && psw.size(0) == indices.size(0), "expected per_sample_weights.numel() (",
-                psw.numel(), " to be the same as indices.numel() (", indices.numel(), ")");
-    TORCH_CHECK(psw.scalar_type() == weight.scalar_type(), "expected scalar type ", weight.scalar_type(),
-                " but found ", psw.scalar_type());
+    TORCH_CHECK(psw.dim() == 1 && psw.size(0) == indices.size(0), "expected per_sample_weights.numel() (", psw.numel(),
+                " to be the same as indices.numel() (", indices.numel(), ")");
+    TORCH_CHECK(psw.scalar_type() == weight.scalar_type(), "expected scalar type ", weight.scalar_type(), " but found ",
+                psw.scalar_type());
   }
   int64_t n = indices.size(0), d = weight.size(1);
   int64_t bags = include_last_offset ? offsets.size(0) - 1 : offsets.size(0);
   at::Tensor out = empty_tpu({bags, d}, weight.scalar_type(), weight.device());
   at::Tensor o2b = empty_tpu({n}, c10::kLong, weight.device());
   at::Tensor bag_size = empty_tpu({bags}, c10::kLong, weight.device());
-  at::Tensor max_idx = empty_tpu(mode == kMax ? c10::IntArrayRef{bags, d} : c10::IntArrayRef{bags}, c10::kLong,
-                                 weight.device());
+  at::Tensor max_idx =
+      empty_tpu(mode == kMax ? c10::IntArrayRef{bags, d} : c10::IntArrayRef{bags}, c10::kLong, weight.device());
   auto ct = opmath(weight.scalar_type());
   eager::OpCall call("_embedding_bag");
   call.attr(mode).attr(psw.defined()).attr(include_last_offset).attr(static_cast<int64_t>(ct));
@@ -157,7 +160,8 @@ at::Tensor dense_backward(const at::Tensor& grad, const at::Tensor& indices, con
     Value scale = b.select(valid, one(b, e, {n}), zero(b, e, {n}));
     if (psw.defined()) scale = mul(b, scale, b.convert(in[6], e));
     if (mode == kMean) {
-      Value sz = b.convert(b.binary("stablehlo.maximum", gather_rows(b, b.convert(in[3], kS64), bag), one(b, kS64, {n})), e);
+      Value sz =
+          b.convert(b.binary("stablehlo.maximum", gather_rows(b, b.convert(in[3], kS64), bag), one(b, kS64, {n})), e);
       scale = div(b, scale, sz);
     }
     if (scale_grad_by_freq) {

@@ -32,8 +32,7 @@ using c10::ScalarType;
 Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
 
 void check_float_kernel(ScalarType t, const char* kernel) {
-  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t), "\"", kernel, "\" not implemented for '", c10::toString(t),
-                              "'");
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t), "\"", kernel, "\" not implemented for '", c10::toString(t), "'");
 }
 
 // --- rsub / equal ------------------------------------------------------------
@@ -59,8 +58,7 @@ at::Tensor nan_zeroed(const at::Tensor& self) {
 void check_nansum(const at::Tensor& self) {
   TORCH_CHECK(!c10::isComplexType(self.scalar_type()), "nansum does not support complex inputs");
 }
-at::Tensor nansum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                  std::optional<ScalarType> dtype) {
+at::Tensor nansum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<ScalarType> dtype) {
   check_nansum(self);
   return at::sum(nan_zeroed(self), dim, keepdim, dtype);
 }
@@ -77,8 +75,9 @@ std::vector<int64_t> aminmax_dims(const at::Tensor& self, std::optional<int64_t>
                 " to have non-zero size.");
     return self.dim() == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{d};
   }
-  TORCH_CHECK(self.numel() > 0, "aminmax(): cannot compute aminmax over an empty dimension as the operation has "
-                                "no identity.");
+  TORCH_CHECK(self.numel() > 0,
+              "aminmax(): cannot compute aminmax over an empty dimension as the operation has "
+              "no identity.");
   std::vector<int64_t> all;
   for (int64_t i = 0; i < self.dim(); ++i) all.push_back(i);
   return all;
@@ -137,10 +136,14 @@ at::Tensor& take_out(const at::Tensor& self, const at::Tensor& index, at::Tensor
 at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& source, bool accumulate) {
   TORCH_CHECK(index.scalar_type() == c10::kLong, "put_(): Expected a long tensor for index, but got ",
               index.scalar_type());
-  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "put_(): self and source expected to have the same "
-              "dtype, but got self.dtype = ", self.scalar_type(), " and source.dtype = ", source.scalar_type());
-  TORCH_CHECK_INDEX(index.numel() == source.numel(), "put_(): Expected source and index to have the same number of "
-              "elements, but got source.numel() = ", source.numel(), ", index.numel() = ", index.numel());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(),
+              "put_(): self and source expected to have the same "
+              "dtype, but got self.dtype = ",
+              self.scalar_type(), " and source.dtype = ", source.scalar_type());
+  TORCH_CHECK_INDEX(index.numel() == source.numel(),
+                    "put_(): Expected source and index to have the same number of "
+                    "elements, but got source.numel() = ",
+                    source.numel(), ", index.numel() = ", index.numel());
   TORCH_CHECK_INDEX(self.numel() > 0 || index.numel() == 0, "put_(): Tried to put elements into an empty tensor");
   if (index.numel() == 0) return self;
   at::Tensor flat = self.reshape({-1}).clone();
@@ -186,7 +189,8 @@ void cummaxmin_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& in
       Value isnan = b.compare(x, x, "NE");
       Value clean = b.select(isnan, b.constant(kMax ? -INFINITY : INFINITY, et, b.dims(x)), x);
       Value ext_v = running(b, clean, d, kMax ? lowest(b, et) : highest(b, et), ext);
-      Value nan_seen = running(b, b.convert(isnan, ElemType::kS32), d, b.constant(0, ElemType::kS32), "stablehlo.maximum");
+      Value nan_seen =
+          running(b, b.convert(isnan, ElemType::kS32), d, b.constant(0, ElemType::kS32), "stablehlo.maximum");
       nan_seen = b.compare(nan_seen, b.constant(0, ElemType::kS32, b.dims(x)), "NE");
       v = b.select(nan_seen, b.constant(NAN, et, b.dims(x)), ext_v);
       hit = b.binary("stablehlo.or", isnan, b.compare(x, v, "EQ"));
@@ -316,12 +320,13 @@ Value poly(Builder& b, Value t, std::initializer_list<double> c) {
 Value f_i0(Builder& b, Value x) {
   Value ax = b.unary("stablehlo.abs", x);
   Value small_t = div(b, ax, cst(b, 3.75, x));
-  Value small = poly(b, mul(b, small_t, small_t),
-                     {1.0, 3.5156229, 3.0899424, 1.2067492, 0.2659732, 0.0360768, 0.0045813});
+  Value small =
+      poly(b, mul(b, small_t, small_t), {1.0, 3.5156229, 3.0899424, 1.2067492, 0.2659732, 0.0360768, 0.0045813});
   Value big_x = b.binary("stablehlo.maximum", ax, cst(b, 3.75, x));  // keeps the unused branch finite
   Value t = div(b, cst(b, 3.75, x), big_x);
-  Value p = poly(b, t, {0.39894228, 0.01328592, 0.00225319, -0.00157565, 0.00916281, -0.02057706, 0.02635537,
-                        -0.01647633, 0.00392377});
+  Value p = poly(
+      b, t,
+      {0.39894228, 0.01328592, 0.00225319, -0.00157565, 0.00916281, -0.02057706, 0.02635537, -0.01647633, 0.00392377});
   Value big = mul(b, div(b, p, b.unary("stablehlo.sqrt", big_x)), b.unary("stablehlo.exponential", big_x));
   return b.select(b.compare(ax, cst(b, 3.75, x), "LE"), small, big);
 }
@@ -407,8 +412,8 @@ Value zeta_cephes(Builder& b, int64_t sv, Value q) {
     Value nb = inv_pow(c, na);
     Value ns = add(c, s, nb);
     Value tol = mul(c, C(c, eps, ns), ns);
-    Value conv = c.binary("stablehlo.and", c.compare(c.unary("stablehlo.negate", tol), nb, "LT"),
-                          c.compare(nb, tol, "LT"));
+    Value conv =
+        c.binary("stablehlo.and", c.compare(c.unary("stablehlo.negate", tol), nb, "LT"), c.compare(nb, tol, "LT"));
     body->set_outputs({add(c, i, c.constant(1, ElemType::kS32)), c.select(act, na, a), c.select(act, nb, bb),
                        c.select(act, ns, s), c.binary("stablehlo.or", done, c.binary("stablehlo.and", act, conv))});
   }
@@ -416,9 +421,18 @@ Value zeta_cephes(Builder& b, int64_t sv, Value q) {
   Value a = outs[1], bb = outs[2], s = outs[3], done = outs[4];
   // Euler-Maclaurin tail (12 Bernoulli terms), each element stopping once
   // its correction is negligible.
-  static const double A[] = {12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
-                             7.47242496e10, -2.950130727918164224e12, 1.1646782814350067249e14,
-                             -4.5979787224074726105e15, 1.8152105401943546773e17, -7.1661652561756670113e18};
+  static const double A[] = {12.0,
+                             -720.0,
+                             30240.0,
+                             -1209600.0,
+                             47900160.0,
+                             -1.8924375803183791606e9,
+                             7.47242496e10,
+                             -2.950130727918164224e12,
+                             1.1646782814350067249e14,
+                             -4.5979787224074726105e15,
+                             1.8152105401943546773e17,
+                             -7.1661652561756670113e18};
   const double x = static_cast<double>(sv);
   Value w = a;
   Value st = sub(b, add(b, s, div(b, mul(b, bb, w), cst(b, x - 1.0, q))), mul(b, cst(b, 0.5, q), bb));
@@ -518,8 +532,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("heaviside", heaviside);
   m.impl("heaviside.out", heaviside_out);
   m.impl("heaviside_", heaviside_);
-  REG3(sinc) REG3(lgamma) REG3(digamma) REG3(i0)
-  m.impl("signbit", u_fn<d_signbit>);
+  REG3(sinc) REG3(lgamma) REG3(digamma) REG3(i0) m.impl("signbit", u_fn<d_signbit>);
   m.impl("signbit.out", u_out<d_signbit>);
   m.impl("polygamma", polygamma);
   m.impl("polygamma.out", polygamma_out);

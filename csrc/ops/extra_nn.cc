@@ -94,8 +94,8 @@ at::Tensor elu_backward(const at::Tensor& g, const c10::Scalar& a, const c10::Sc
   return bwd_new(is_result ? "elu_backward_r" : "elu_backward", {g, s, a, sc, is},
                  is_result ? elu_bwd_fn<true> : elu_bwd_fn<false>);
 }
-at::Tensor& elu_backward_out(const at::Tensor& g, const c10::Scalar& a, const c10::Scalar& sc,
-                             const c10::Scalar& is, bool is_result, const at::Tensor& s, at::Tensor& out) {
+at::Tensor& elu_backward_out(const at::Tensor& g, const c10::Scalar& a, const c10::Scalar& sc, const c10::Scalar& is,
+                             bool is_result, const at::Tensor& s, at::Tensor& out) {
   check_elu_bwd(a, is_result);
   return bwd_out(is_result ? "elu_backward_r" : "elu_backward", {g, s, a, sc, is}, out,
                  is_result ? elu_bwd_fn<true> : elu_bwd_fn<false>);
@@ -138,9 +138,7 @@ at::Tensor& hardtanh_backward_out(const at::Tensor& g, const at::Tensor& s, cons
 }
 
 // --- leaky_relu --------------------------------------------------------------------------
-Value leaky_fn(Builder& b, const Values& x) {
-  return b.select(gt(b, x[0], zeros(b, x[0])), x[0], mul(b, x[0], x[1]));
-}
+Value leaky_fn(Builder& b, const Values& x) { return b.select(gt(b, x[0], zeros(b, x[0])), x[0], mul(b, x[0], x[1])); }
 at::Tensor leaky_relu(const at::Tensor& s, const c10::Scalar& slope) {
   check_float(s, "leaky_relu_cpu");
   return fwd_new("leaky_relu", {s, slope}, leaky_fn);
@@ -196,8 +194,7 @@ Value softplus_bwd_fn(Builder& b, const Values& x) {
   Value soft = div(b, mul(b, x[0], z), add(b, z, cst(b, 1.0, z)));
   return b.select(gt(b, bx, x[3]), x[0], soft);
 }
-at::Tensor softplus_backward(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& beta,
-                             const c10::Scalar& th) {
+at::Tensor softplus_backward(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& beta, const c10::Scalar& th) {
   return bwd_new("softplus_backward", {g, s, beta, th}, softplus_bwd_fn);
 }
 at::Tensor& softplus_backward_out(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& beta,
@@ -231,19 +228,19 @@ Value hardswish_bwd_fn(Builder& b, const Values& x) {
   return b.select(b.compare(v, cst(b, -3.0, v), "LE"), zeros(b, g), r);
 }
 
-#define SIMPLE_ACT(n, kernel)                                       \
-  at::Tensor n(const at::Tensor& s) {                               \
-    check_float(s, kernel);                                         \
-    return fwd_new(#n, {s}, n##_fn);                                \
-  }                                                                 \
-  at::Tensor& n##_out(const at::Tensor& s, at::Tensor& out) {       \
-    check_float(s, kernel);                                         \
-    return fwd_out(#n, {s}, out, n##_fn);                           \
-  }                                                                 \
-  at::Tensor& n##_(at::Tensor& s) {                                 \
-    check_float(s, kernel);                                         \
-    fwd(#n, {s}, s, n##_fn);                                        \
-    return s;                                                       \
+#define SIMPLE_ACT(n, kernel)                                 \
+  at::Tensor n(const at::Tensor& s) {                         \
+    check_float(s, kernel);                                   \
+    return fwd_new(#n, {s}, n##_fn);                          \
+  }                                                           \
+  at::Tensor& n##_out(const at::Tensor& s, at::Tensor& out) { \
+    check_float(s, kernel);                                   \
+    return fwd_out(#n, {s}, out, n##_fn);                     \
+  }                                                           \
+  at::Tensor& n##_(at::Tensor& s) {                           \
+    check_float(s, kernel);                                   \
+    fwd(#n, {s}, s, n##_fn);                                  \
+    return s;                                                 \
   }
 SIMPLE_ACT(hardsigmoid, "hardsigmoid_cpu")
 SIMPLE_ACT(hardswish, "hardswish_cpu")

@@ -61,23 +61,23 @@ using namespace at::native;  // NOLINT: the foreach_tensor_*_slow kernels
 
 // op.Scalar / op.List / op.ScalarList (functional and in-place) mapped to
 // ATen kernel family `k`.
-#define TT_FOREACH_BINARY(op, k)                                              \
-  m.impl("_foreach_" #op ".Scalar", foreach_tensor_##k##_scalar_kernel_slow);     \
-  m.impl("_foreach_" #op "_.Scalar", foreach_tensor_##k##_scalar_kernel_slow_);   \
-  m.impl("_foreach_" #op ".List", foreach_tensor_##k##_list_kernel_slow);         \
-  m.impl("_foreach_" #op "_.List", foreach_tensor_##k##_list_kernel_slow_);       \
+#define TT_FOREACH_BINARY(op, k)                                                      \
+  m.impl("_foreach_" #op ".Scalar", foreach_tensor_##k##_scalar_kernel_slow);         \
+  m.impl("_foreach_" #op "_.Scalar", foreach_tensor_##k##_scalar_kernel_slow_);       \
+  m.impl("_foreach_" #op ".List", foreach_tensor_##k##_list_kernel_slow);             \
+  m.impl("_foreach_" #op "_.List", foreach_tensor_##k##_list_kernel_slow_);           \
   m.impl("_foreach_" #op ".ScalarList", foreach_tensor_##k##_scalarlist_kernel_slow); \
   m.impl("_foreach_" #op "_.ScalarList", foreach_tensor_##k##_scalarlist_kernel_slow_);
 
-#define TT_FOREACH_TENSOR(op)                                                 \
-  m.impl("_foreach_" #op ".Tensor", foreach_tensor_##op##_tensor_kernel_slow);    \
+#define TT_FOREACH_TENSOR(op)                                                  \
+  m.impl("_foreach_" #op ".Tensor", foreach_tensor_##op##_tensor_kernel_slow); \
   m.impl("_foreach_" #op "_.Tensor", foreach_tensor_##op##_tensor_kernel_slow_);
 
-#define TT_FOREACH_UNARY(op)                         \
+#define TT_FOREACH_UNARY(op)                           \
   m.impl("_foreach_" #op, foreach_tensor_##op##_slow); \
   m.impl("_foreach_" #op "_", foreach_tensor_##op##_slow_);
 
-#define TT_FOREACH_ADDC(op)                                                   \
+#define TT_FOREACH_ADDC(op)                                                       \
   m.impl("_foreach_" #op ".Scalar", foreach_tensor_##op##_scalar_slow);           \
   m.impl("_foreach_" #op "_.Scalar", foreach_tensor_##op##_scalar_slow_);         \
   m.impl("_foreach_" #op ".ScalarList", foreach_tensor_##op##_scalarlist_slow);   \

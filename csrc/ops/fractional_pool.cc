@@ -48,8 +48,8 @@ void check_args(const at::Tensor& self, c10::IntArrayRef k, c10::IntArrayRef os,
     TORCH_CHECK(samples->dim() == 3, "Expect _random_samples to be 3D tensor, got: ", samples->dim(), "D");
     TORCH_CHECK(samples->size(0) >= n, "Expect _random_samples.size(0) no less then input batch size.");
     TORCH_CHECK(samples->size(1) == c, "Expect _random_samples.size(1) equals to input channel size.");
-    TORCH_CHECK(samples->size(2) == kNd, "Expect _random_samples.size(2) equals to ", kNd, "; got ",
-                samples->size(2), ".");
+    TORCH_CHECK(samples->size(2) == kNd, "Expect _random_samples.size(2) equals to ", kNd, "; got ", samples->size(2),
+                ".");
   }
 }
 
@@ -89,8 +89,8 @@ Value starts(Builder& b, Value samples, const Geometry& g, int64_t d) {
   Value a = b.convert(mul(b, add(b, i, u), alpha), ElemType::kS64);
   Value s = b.convert(mul(b, u, alpha), ElemType::kS64);
   Value seq = sub(b, a, s);
-  return b.select(b.compare(b.iota(full, 2 + d, ElemType::kS64), b.constant(out - 1, ElemType::kS64, full), "EQ"),
-                  last, seq);
+  return b.select(b.compare(b.iota(full, 2 + d, ElemType::kS64), b.constant(out - 1, ElemType::kS64, full), "EQ"), last,
+                  seq);
 }
 
 template <int64_t kNd>
@@ -119,11 +119,11 @@ std::tuple<at::Tensor&, at::Tensor&> pool_out(const at::Tensor& self, c10::IntAr
     Value smp = b.convert(b.slice(in[1], {0, 0, 0}, {g.b, g.c, kNd}, {1, 1, 1}), ElemType::kF32);
     std::vector<Value> st(kNd);
     for (int64_t d = 0; d < kNd; ++d) st[d] = starts<kNd>(b, smp, g, d);
-    Value plane = b.binary("stablehlo.multiply",
-                           add(b, b.binary("stablehlo.multiply", b.iota(full, 0, ElemType::kS64),
-                                           b.constant(g.c, ElemType::kS64, full)),
-                               b.iota(full, 1, ElemType::kS64)),
-                           b.constant(static_cast<double>(g.st), ElemType::kS64, full));
+    Value plane = b.binary(
+        "stablehlo.multiply",
+        add(b, b.binary("stablehlo.multiply", b.iota(full, 0, ElemType::kS64), b.constant(g.c, ElemType::kS64, full)),
+            b.iota(full, 1, ElemType::kS64)),
+        b.constant(static_cast<double>(g.st), ElemType::kS64, full));
     Value best = b.constant(-std::numeric_limits<double>::infinity(), e, full);
     Value best_idx;
     std::vector<int64_t> off(kNd, 0);
@@ -159,8 +159,8 @@ std::tuple<at::Tensor, at::Tensor> pool(const at::Tensor& self, c10::IntArrayRef
 }
 
 template <int64_t kNd>
-at::Tensor& pool_backward_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef k,
-                              c10::IntArrayRef os, const at::Tensor& indices, at::Tensor& gi) {
+at::Tensor& pool_backward_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef k, c10::IntArrayRef os,
+                              const at::Tensor& indices, at::Tensor& gi) {
   check_args<kNd>(self, k, os, nullptr);
   Geometry g = geometry<kNd>(self, k, os);
   TORCH_CHECK(grad.numel() == g.b * g.c * g.ot && indices.numel() == grad.numel(), pool_name<kNd>(),

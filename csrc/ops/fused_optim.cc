@@ -28,8 +28,8 @@ void check_list(at::TensorList params, at::TensorList other, const char* what) {
 void check_params(at::TensorList params) {
   for (const at::Tensor& p : params) {
     TORCH_CHECK(p.device().type() == c10::DeviceType::PrivateUse1 && c10::isFloatingType(p.scalar_type()),
-                "`fused=True` requires all the params to be floating point tpu tensors, got ", p.scalar_type(),
-                " on ", p.device());
+                "`fused=True` requires all the params to be floating point tpu tensors, got ", p.scalar_type(), " on ",
+                p.device());
   }
 }
 
@@ -103,8 +103,10 @@ void fused_adam_impl(bool adamw, at::TensorList params, at::TensorList grads, at
   check_list(params, grads, "grads");
   check_list(params, exp_avgs, "exp_avgs");
   check_list(params, exp_avg_sqs, "exp_avg_sqs");
-  if (amsgrad) check_list(params, max_exp_avg_sqs, "max_exp_avg_sqs");
-  else TORCH_CHECK(max_exp_avg_sqs.empty(), "max_exp_avg_sqs must be empty when amsgrad=False");
+  if (amsgrad)
+    check_list(params, max_exp_avg_sqs, "max_exp_avg_sqs");
+  else
+    TORCH_CHECK(max_exp_avg_sqs.empty(), "max_exp_avg_sqs must be empty when amsgrad=False");
   TORCH_CHECK(state_steps.size() == params.size(), "Expected ", params.size(), " state_steps, got ",
               state_steps.size());
   for (const at::Tensor& s : state_steps) TORCH_CHECK(s.numel() == 1, "each state_step must have one element");
@@ -115,7 +117,9 @@ void fused_adam_impl(bool adamw, at::TensorList params, at::TensorList grads, at
   eager::OpCall call(adamw ? "fused_adamw" : "fused_adam");
   attr_flags(call, lr, grad_scale, found_inf, n);
   call.attr(adamw).attr(amsgrad).attr(maximize).attr(wd);
-  struct Idx { int p, g, m, v, vmax = -1, step; };
+  struct Idx {
+    int p, g, m, v, vmax = -1, step;
+  };
   std::vector<Idx> idx(n);
   for (size_t i = 0; i < n; ++i) {
     idx[i].p = call.input(params[i]);
@@ -155,12 +159,14 @@ void fused_adam_impl(bool adamw, at::TensorList params, at::TensorList grads, at
       Value g_store = g;
       if (maximize) g = b.unary("stablehlo.negate", g);
       if (wd) {
-        if (adamw) p = mul(b, p, bcast(b, sub(b, one_c, mul(b, lr_v, wd_v)), p));
-        else g = add(b, g, mul(b, p, bcast(b, wd_v, p)));
+        if (adamw)
+          p = mul(b, p, bcast(b, sub(b, one_c, mul(b, lr_v, wd_v)), p));
+        else
+          g = add(b, g, mul(b, p, bcast(b, wd_v, p)));
       }
       Value m = add(b, mul(b, b.convert(in[x.m], ce), bcast(b, b1, g)), mul(b, g, bcast(b, sub(b, one_c, b1), g)));
-      Value v = add(b, mul(b, b.convert(in[x.v], ce), bcast(b, b2, g)),
-                    mul(b, mul(b, g, g), bcast(b, sub(b, one_c, b2), g)));
+      Value v =
+          add(b, mul(b, b.convert(in[x.v], ce), bcast(b, b2, g)), mul(b, mul(b, g, g), bcast(b, sub(b, one_c, b2), g)));
       Value vmax;
       Value denom_src = v;
       if (amsgrad) {
@@ -202,9 +208,8 @@ void fused_adam_tensor_lr_(at::TensorList self, at::TensorList grads, at::Tensor
 // --- SGD -------------------------------------------------------------------------
 
 void fused_sgd_impl(at::TensorList params, at::TensorList grads, at::TensorList bufs, double weight_decay,
-                    double momentum, const Lr& lr, double dampening, bool nesterov, bool maximize,
-                    bool is_first_step, const std::optional<at::Tensor>& grad_scale,
-                    const std::optional<at::Tensor>& found_inf) {
+                    double momentum, const Lr& lr, double dampening, bool nesterov, bool maximize, bool is_first_step,
+                    const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
   if (params.empty()) return;
   check_params(params);
   check_list(params, grads, "grads");
@@ -217,7 +222,9 @@ void fused_sgd_impl(at::TensorList params, at::TensorList grads, at::TensorList 
   eager::OpCall call("fused_sgd");
   attr_flags(call, lr, grad_scale, found_inf, n);
   call.attr(use_buf).attr(nesterov).attr(maximize).attr(is_first_step).attr(wd);
-  struct Idx { int p, g, buf = -1; };
+  struct Idx {
+    int p, g, buf = -1;
+  };
   std::vector<Idx> idx(n);
   for (size_t i = 0; i < n; ++i) {
     idx[i].p = call.input(params[i]);
@@ -307,7 +314,9 @@ void fused_adagrad_impl(at::TensorList params, at::TensorList grads, at::TensorL
   eager::OpCall call("fused_adagrad");
   attr_flags(call, lr, grad_scale, found_inf, n);
   call.attr(maximize).attr(wd);
-  struct Idx { int p, g, sum, step; };
+  struct Idx {
+    int p, g, sum, step;
+  };
   std::vector<Idx> idx(n);
   for (size_t i = 0; i < n; ++i) {
     idx[i].p = call.input(params[i]);
@@ -361,8 +370,8 @@ void fused_adagrad_tensor_lr_(at::TensorList self, at::TensorList grads, at::Ten
                               at::TensorList state_steps, const at::Tensor& lr, double lr_decay, double weight_decay,
                               double eps, bool maximize, const std::optional<at::Tensor>& grad_scale,
                               const std::optional<at::Tensor>& found_inf) {
-  fused_adagrad_impl(self, grads, state_sums, state_steps, Lr{std::nullopt, &lr}, lr_decay, weight_decay, eps,
-                     maximize, grad_scale, found_inf);
+  fused_adagrad_impl(self, grads, state_sums, state_steps, Lr{std::nullopt, &lr}, lr_decay, weight_decay, eps, maximize,
+                     grad_scale, found_inf);
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

@@ -67,8 +67,8 @@ Coord pad_coord(Builder& b, Coord c, int64_t size, int64_t padding, bool align) 
 }
 
 struct Tap {
-  Value pos;     // integer-valued float position
-  Value w, dw;   // weight and d weight / d coord
+  Value pos;    // integer-valued float position
+  Value w, dw;  // weight and d weight / d coord
 };
 
 // cubic convolution kernels (PyTorch's A = -0.75) and their derivatives.
@@ -90,8 +90,7 @@ Value dcc2(Builder& b, Value x) {
 }
 
 // Taps of one spatial dim for grid component `g` ([NO]); `mult` receives d coord / d grid.
-std::vector<Tap> taps_for(Builder& b, Value g, int64_t size, int64_t interp, int64_t padding, bool align,
-                          Value* mult) {
+std::vector<Tap> taps_for(Builder& b, Value g, int64_t size, int64_t interp, int64_t padding, bool align, Value* mult) {
   // Unnormalize from [-1, 1] to pixel coordinates.
   double scale = align ? (size - 1) / 2.0 : size / 2.0;
   Value x = align ? mul(b, add(b, g, cst(b, 1, g)), cst(b, scale, g))
@@ -104,8 +103,7 @@ std::vector<Tap> taps_for(Builder& b, Value g, int64_t size, int64_t interp, int
   if (interp == kNearest) return {{b.unary("stablehlo.round_nearest_even", c.x), one_v, zero_v}};
   Value x0 = floor_(b, c.x);
   Value t = sub(b, c.x, x0);
-  if (interp == kBilinear)
-    return {{x0, sub(b, one_v, t), cst(b, -1, g)}, {add(b, x0, one_v), t, one_v}};
+  if (interp == kBilinear) return {{x0, sub(b, one_v, t), cst(b, -1, g)}, {add(b, x0, one_v), t, one_v}};
   // Bicubic: taps x0-1..x0+2; the padding mode applies to each tap position.
   Value s = sub(b, one_v, t);
   Value tp1 = add(b, t, one_v), sp1 = add(b, s, one_v);
@@ -124,15 +122,15 @@ std::vector<Tap> taps_for(Builder& b, Value g, int64_t size, int64_t interp, int
 }
 
 struct Combo {
-  Value idx;    // s64 flat row index into [N * S, C]
-  Value valid;  // pred
-  Value w;      // prod of weights
+  Value idx;              // s64 flat row index into [N * S, C]
+  Value valid;            // pred
+  Value w;                // prod of weights
   std::vector<Value> dw;  // per spatial dim: dw_d * prod of the other weights
 };
 
 // All tap combinations for grid [NO, nd] over spatial sizes `sp` (D, H, W order).
-std::vector<Combo> combos(Builder& b, Value grid, int64_t n, int64_t o, const Dims& sp, int64_t interp,
-                          int64_t padding, bool align, std::vector<Value>* mults) {
+std::vector<Combo> combos(Builder& b, Value grid, int64_t n, int64_t o, const Dims& sp, int64_t interp, int64_t padding,
+                          bool align, std::vector<Value>* mults) {
   int64_t nd = sp.size(), no = n * o;
   int64_t st = 1;
   for (int64_t s : sp) st *= s;
@@ -160,7 +158,8 @@ std::vector<Combo> combos(Builder& b, Value grid, int64_t n, int64_t o, const Di
       Value ok = b.binary("stablehlo.and", b.compare(p, lo, "GE"), b.compare(p, hi, "LE"));
       valid = d == 0 ? ok : b.binary("stablehlo.and", valid, ok);
       Value pi = b.convert(b.clamp(lo, p, hi), ElemType::kS64);
-      idx = add(b, idx, b.binary("stablehlo.multiply", pi, b.constant(static_cast<double>(stride), ElemType::kS64, {no})));
+      idx = add(b, idx,
+                b.binary("stablehlo.multiply", pi, b.constant(static_cast<double>(stride), ElemType::kS64, {no})));
     }
     c.idx = idx;
     c.valid = valid;
@@ -244,8 +243,7 @@ void check_grid(const at::Tensor& input, const at::Tensor& grid, int64_t interp,
 }
 
 template <int64_t kNd>
-at::Tensor grid_sampler(const at::Tensor& input, const at::Tensor& grid, int64_t interp, int64_t padding,
-                        bool align) {
+at::Tensor grid_sampler(const at::Tensor& input, const at::Tensor& grid, int64_t interp, int64_t padding, bool align) {
   check_grid(input, grid, interp, padding, kNd);
   Shapes s = shapes_of(input, grid);
   std::vector<int64_t> shape = {s.n, s.c};

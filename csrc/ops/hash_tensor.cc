@@ -10,8 +10,7 @@ using ir::Dims;
 
 namespace {
 
-at::Tensor& hash_tensor_out(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim, int64_t mode,
-                            at::Tensor& out) {
+at::Tensor& hash_tensor_out(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim, int64_t mode, at::Tensor& out) {
   TORCH_CHECK(mode == 0, "hash_tensor: only mode 0 (xor_sum) is supported, got ", mode);
   TORCH_CHECK(!c10::isComplexType(self.scalar_type()), "hash_tensor: complex inputs are not supported");
   int64_t r = self.dim();

@@ -11,9 +11,9 @@ namespace torch_tpu::ops {
 bool debug_checks();
 
 enum class IndexErrorStyle {
-  kSelect,   // IndexError "index out of range in self" (index_select, embedding)
-  kGather,   // RuntimeError "index 5 is out of bounds for dimension 0 with size 3"
-  kAdvanced, // IndexError, same message as kGather; negatives allowed (they wrap)
+  kSelect,    // IndexError "index out of range in self" (index_select, embedding)
+  kGather,    // RuntimeError "index 5 is out of bounds for dimension 0 with size 3"
+  kAdvanced,  // IndexError, same message as kGather; negatives allowed (they wrap)
 };
 
 // No-op unless debug_checks(). Checks every element of `index` lies in

@@ -163,13 +163,12 @@ at::Tensor repeat_interleave_tensor(const at::Tensor& repeats, std::optional<c10
   call.run([&](Builder& b, const Values& in) {
     // out[j] = number of segment ends <= j: a 1 at each end, then a prefix sum.
     Value ends = misc::cumsum(b, b.convert(in[0], kS64), 0);
-    Value marks = b.scatter(zero(b, kS64, {total}), b.reshape(ends, {n, 1}), one(b, kS64, {n}), {}, {0}, {0}, 1,
-                            "stablehlo.add");
+    Value marks =
+        b.scatter(zero(b, kS64, {total}), b.reshape(ends, {n, 1}), one(b, kS64, {n}), {}, {0}, {0}, 1, "stablehlo.add");
     return Values{misc::cumsum(b, marks, 0)};
   });
   return out;
 }
-
 
 // --- segment_reduce ---------------------------------------------------------
 // Segments along `axis` (the last dim of lengths/offsets) as a membership
@@ -276,7 +275,9 @@ Value spread_out(Builder& b, Value y, int64_t axis, int64_t L) {
   return b.broadcast_in_dim(y, td, map);
 }
 
-Value spread_mask(Builder& b, Value m, const Dims& full) { return b.broadcast_in_dim(m, full, seq(0, b.dims(m).size())); }
+Value spread_mask(Builder& b, Value m, const Dims& full) {
+  return b.broadcast_in_dim(m, full, seq(0, b.dims(m).size()));
+}
 
 at::Tensor segment_reduce(const at::Tensor& data, c10::string_view reduce, const std::optional<at::Tensor>& lengths,
                           const std::optional<at::Tensor>& indices, const std::optional<at::Tensor>& offsets,
@@ -306,10 +307,14 @@ at::Tensor segment_reduce(const at::Tensor& data, c10::string_view reduce, const
     Value xs = spread_data(b, in[0], ax, S);
     Dims full = b.dims(xs);
     Value mb = spread_mask(b, m, full);
-    Value ident = red == SegRed::kMax ? lowest(b, e) : red == SegRed::kMin ? highest(b, e)
-                  : red == SegRed::kProd ? one(b, e) : zero(b, e);
-    const char* comb = red == SegRed::kMax ? "stablehlo.maximum" : red == SegRed::kMin ? "stablehlo.minimum"
-                       : red == SegRed::kProd ? "stablehlo.multiply" : "stablehlo.add";
+    Value ident = red == SegRed::kMax    ? lowest(b, e)
+                  : red == SegRed::kMin  ? highest(b, e)
+                  : red == SegRed::kProd ? one(b, e)
+                                         : zero(b, e);
+    const char* comb = red == SegRed::kMax    ? "stablehlo.maximum"
+                       : red == SegRed::kMin  ? "stablehlo.minimum"
+                       : red == SegRed::kProd ? "stablehlo.multiply"
+                                              : "stablehlo.add";
     Value r = b.reduce(b.select(mb, xs, b.broadcast_to(ident, full)), ident, {ax + 1}, comb);
     Dims od = b.dims(r);
     if (has_init) r = b.binary(comb, b.broadcast_to(in[2], od), r);
@@ -370,8 +375,8 @@ at::Tensor segment_reduce_backward(const at::Tensor& grad, const at::Tensor& out
     }
     Value outs = spread_out(b, b.convert(in[1], e), ax, L);
     if (red == SegRed::kMax || red == SegRed::kMin) {
-      Value hit = b.binary("stablehlo.and", mb,
-                           b.binary("stablehlo.or", b.compare(xs, xs, "NE"), b.compare(xs, outs, "EQ")));
+      Value hit =
+          b.binary("stablehlo.and", mb, b.binary("stablehlo.or", b.compare(xs, xs, "NE"), b.compare(xs, outs, "EQ")));
       Value cnt = b.reduce(b.select(hit, one(b, e, full), zf), zero(b, e), {ax + 1}, "stablehlo.add");
       Value cntp = at_pos(cnt);
       Value hitp = b.reduce(hit, b.constant(0, ElemType::kPred), {ax}, "stablehlo.or");

@@ -62,13 +62,16 @@ at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tens
     ElemType e = b.elem(self_v);
     Dims shape = b.dims(self_v);
     bool mean = red == "mean";
-    const char* comb = red == "prod" ? "stablehlo.multiply"
+    const char* comb = red == "prod"   ? "stablehlo.multiply"
                        : red == "amax" ? "stablehlo.maximum"
                        : red == "amin" ? "stablehlo.minimum"
                                        : "stablehlo.add";
     Value base = self_v;
     if (!include_self) {
-      Value ident = red == "amax" ? lowest(b, e) : red == "amin" ? highest(b, e) : red == "prod" ? one(b, e) : zero(b, e);
+      Value ident = red == "amax"   ? lowest(b, e)
+                    : red == "amin" ? highest(b, e)
+                    : red == "prod" ? one(b, e)
+                                    : zero(b, e);
       base = scatter_slices(b, self_v, idx, ident, d, nullptr);
     }
     Value r = scatter_slices(b, base, idx, src, d, comb);

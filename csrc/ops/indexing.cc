@@ -121,16 +121,18 @@ at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& in
 }
 
 // Shared by the scatter family: `src` is a tensor or a scalar value.
-void scatter_impl(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
-                  const Operand& src, const char* comb, const at::Tensor& out) {
+void scatter_impl(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index, const Operand& src,
+                  const char* comb, const at::Tensor& out) {
   int64_t d = wrap_dim(dim, self.dim());
   check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kGather);
   eager::OpCall call(name);
   call.attr(d).attr(std::string_view(comb ? comb : "")).attr(src.t.defined());
   call.input(self);
   call.input(index);
-  if (src.t.defined()) call.input(src.t);
-  else call.scalar(*src.s, self.scalar_type());
+  if (src.t.defined())
+    call.input(src.t);
+  else
+    call.scalar(*src.s, self.scalar_type());
   call.output(out);
   call.run([&](Builder& b, const Values& in) { return Values{scatter_dim(b, in[0], in[1], in[2], d, comb)}; });
 }
@@ -156,8 +158,8 @@ at::Tensor& scatter_reduce_out(const at::Tensor& self, int64_t dim, const at::Te
   scatter_impl("scatter", self, dim, index, src, combiner(reduce, to_elem(self.scalar_type())), out);
   return out;
 }
-at::Tensor& scatter_value_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
-                                     const c10::Scalar& v, c10::string_view reduce, at::Tensor& out) {
+at::Tensor& scatter_value_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const c10::Scalar& v,
+                                     c10::string_view reduce, at::Tensor& out) {
   at::scatter(meta_of(self), dim, meta_of(index), v, reduce);
   prepare_out(out, self.sizes(), self.scalar_type(), "scatter");
   scatter_impl("scatter", self, dim, index, v, combiner(reduce, to_elem(self.scalar_type())), out);
@@ -171,9 +173,8 @@ at::Tensor& scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tenso
   return out;
 }
 
-at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
-                                   const at::Tensor& src, c10::string_view reduce, bool include_self,
-                                   at::Tensor& out) {
+at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                                   c10::string_view reduce, bool include_self, at::Tensor& out) {
   at::scatter_reduce(meta_of(self), dim, meta_of(index), meta_of(src), reduce, include_self);
   prepare_out(out, self.sizes(), self.scalar_type(), "scatter_reduce");
   int64_t d = wrap_dim(dim, self.dim());
@@ -195,9 +196,10 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
     Value base = self_v;
     if (!include_self) {
       // Positions that receive updates start from the reduction's identity.
-      Value ident = red == "amax" ? lowest(b, e)
-                    : red == "amin" ? highest(b, e)
-                    : (red == "prod") ? one(b, e) : zero(b, e);
+      Value ident = red == "amax"     ? lowest(b, e)
+                    : red == "amin"   ? highest(b, e)
+                    : (red == "prod") ? one(b, e)
+                                      : zero(b, e);
       base = scatter_dim(b, self_v, idx, ident, d, nullptr);
     }
     Value r = scatter_dim(b, base, idx, s, d, comb);
@@ -209,9 +211,9 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
       if (!is_float) {
         // Integer mean rounds toward -inf like CPU's floor division.
         Value rem = b.binary("stablehlo.remainder", r, safe);
-        Value adj = b.binary("stablehlo.and", b.compare(rem, zero(b, e, shape), "NE"),
-                             b.compare(b.compare(rem, zero(b, e, shape), "LT"),
-                                       b.compare(safe, zero(b, e, shape), "LT"), "NE"));
+        Value adj = b.binary(
+            "stablehlo.and", b.compare(rem, zero(b, e, shape), "NE"),
+            b.compare(b.compare(rem, zero(b, e, shape), "LT"), b.compare(safe, zero(b, e, shape), "LT"), "NE"));
         q = b.select(adj, b.binary("stablehlo.subtract", q, one(b, e, shape)), q);
       }
       r = q;
@@ -256,7 +258,7 @@ Value scatter_slices(Builder& b, Value self, Value index, Value updates, int64_t
   ushape[dim] = n;
   updates = b.convert(updates, b.elem(self));
   updates = b.type(updates).numel() == 1 && b.type(updates).rank() == 0 ? b.broadcast_to(updates, ushape)
-                                                                          : b.reshape(updates, ushape);
+                                                                        : b.reshape(updates, ushape);
   Value idx = b.reshape(wrap_index(b, index, s1[dim]), {n, 1});
   Dims win;
   for (int64_t i = 0; i < r; ++i)
@@ -266,16 +268,19 @@ Value scatter_slices(Builder& b, Value self, Value index, Value updates, int64_t
 
 std::vector<int64_t> index_select_shape(const at::Tensor& self, int64_t d, const at::Tensor& index) {
   std::vector<int64_t> s(self.sizes().begin(), self.sizes().end());
-  if (!s.empty()) s[d] = index.numel();
-  else TORCH_CHECK_INDEX(index.numel() == 1, "index_select(): Index to scalar can have only 1 value, got ",
-                         index.numel(), " value(s)");
+  if (!s.empty())
+    s[d] = index.numel();
+  else
+    TORCH_CHECK_INDEX(index.numel() == 1, "index_select(): Index to scalar can have only 1 value, got ", index.numel(),
+                      " value(s)");
   return s;
 }
 
 at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, at::Tensor& out) {
   check_index_vector(index, "index_select");
   int64_t d = wrap_dim(dim, self.dim());
-  TORCH_CHECK(self.scalar_type() == out.scalar_type(), "index_select(): self and result must have the same scalar type");
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(),
+              "index_select(): self and result must have the same scalar type");
   prepare_out(out, index_select_shape(self, d, index), self.scalar_type(), "index_select");
   check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kSelect);
   eager::OpCall call("index_select");
@@ -343,8 +348,10 @@ at::Tensor& index_fill_impl(at::Tensor& self, int64_t dim, const at::Tensor& ind
   call.attr(d);
   call.input(self);
   call.input(index);
-  if (value.t.defined()) call.input(value.t);
-  else call.scalar(*value.s, self.scalar_type());
+  if (value.t.defined())
+    call.input(value.t);
+  else
+    call.scalar(*value.s, self.scalar_type());
   call.output(self);
   call.run([&](Builder& b, const Values& in) {
     Value v = b.convert(in[2], b.elem(in[0]));
@@ -374,8 +381,10 @@ at::Tensor& masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const Ope
   call.attr(value.t.defined());
   call.input(self);
   call.input(mask);
-  if (value.t.defined()) call.input(value.t);
-  else call.scalar(*value.s, self.scalar_type());
+  if (value.t.defined())
+    call.input(value.t);
+  else
+    call.scalar(*value.s, self.scalar_type());
   call.output(self);
   call.run([&](Builder& b, const Values& in) {
     Value m = b.broadcast_to(in[1], shape);
@@ -413,8 +422,8 @@ Values compact(Builder& b, Value pred, const Values& xs, int64_t n) {
 }
 
 at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
-  TORCH_CHECK(out.scalar_type() == c10::kLong, "nonzero: Expected out tensor to have scalar type Long but got scalar type",
-              out.scalar_type());
+  TORCH_CHECK(out.scalar_type() == c10::kLong,
+              "nonzero: Expected out tensor to have scalar type Long but got scalar type", out.scalar_type());
   int64_t n = count_true(self, self.sizes());
   int64_t r = self.dim();
   at::native::resize_output(out, {n, r});
@@ -504,7 +513,7 @@ struct Adv {
   std::vector<at::Tensor> idx;  // one integer tensor per indexed dim
   Dims bshape;                  // broadcast shape of the index tensors
   Dims self_shape;
-  bool in_place = false;        // adjacent and not first: result keeps dim order
+  bool in_place = false;  // adjacent and not first: result keeps dim order
   int64_t first = 0;
   std::vector<int64_t> result;
 };
@@ -645,9 +654,8 @@ at::Tensor& index_out(const at::Tensor& self, const c10::List<std::optional<at::
   call.input(self);
   for (const at::Tensor& t : a.idx) call.input(t);
   call.output(out);
-  call.run([&](Builder& b, const Values& in) {
-    return Values{adv_gather(b, a, in[0], Values(in.begin() + 1, in.end()))};
-  });
+  call.run(
+      [&](Builder& b, const Values& in) { return Values{adv_gather(b, a, in[0], Values(in.begin() + 1, in.end()))}; });
   return out;
 }
 
@@ -659,13 +667,16 @@ at::Tensor index(const at::Tensor& self, const c10::List<std::optional<at::Tenso
 at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
                             const at::Tensor& values, bool accumulate, bool unsafe) {
   Adv a = make_adv(self, indices);
-  TORCH_CHECK(self.scalar_type() == values.scalar_type(), "Index put requires the source and destination dtypes match, got ",
-              self.scalar_type(), " for the destination and ", values.scalar_type(), " for the source.");
-  TORCH_CHECK(at::is_expandable_to(values.sizes(), a.result), "shape mismatch: value tensor of shape ",
-              values.sizes(), " cannot be broadcast to indexing result of shape ", c10::IntArrayRef(a.result));
+  TORCH_CHECK(self.scalar_type() == values.scalar_type(),
+              "Index put requires the source and destination dtypes match, got ", self.scalar_type(),
+              " for the destination and ", values.scalar_type(), " for the source.");
+  TORCH_CHECK(at::is_expandable_to(values.sizes(), a.result), "shape mismatch: value tensor of shape ", values.sizes(),
+              " cannot be broadcast to indexing result of shape ", c10::IntArrayRef(a.result));
   if (a.idx.empty()) {
-    if (accumulate) self.add_(values);
-    else self.copy_(values);
+    if (accumulate)
+      self.add_(values);
+    else
+      self.copy_(values);
     return self;
   }
   ElemType e = to_elem(self.scalar_type());

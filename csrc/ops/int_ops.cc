@@ -36,15 +36,18 @@ template <bool kLeft>
 void shift_run(const Operand& a, const Operand& c, ScalarType t, const at::Tensor& out) {
   int64_t width = static_cast<int64_t>(c10::elementSize(t)) * 8;
   bool sgn = c10::isSignedType(t);
-  pointwise(kLeft ? "lshift" : "rshift", {a, c}, out, t, [width, sgn](Builder& b, const Values& x) {
-    Value v = x[0], s = x[1];
-    Value oob = b.binary("stablehlo.or", b.compare(s, cst(b, 0, s), "LT"),
-                         b.compare(s, cst(b, static_cast<double>(width), s), "GE"));
-    if (kLeft) return b.select(oob, cst(b, 0, v), b.binary("stablehlo.shift_left", v, s));
-    if (!sgn) return b.select(oob, cst(b, 0, v), b.binary("stablehlo.shift_right_logical", v, s));
-    Value fill = b.binary("stablehlo.shift_right_arithmetic", v, cst(b, static_cast<double>(width - 1), v));
-    return b.select(oob, fill, b.binary("stablehlo.shift_right_arithmetic", v, s));
-  }, sgn ? 1 : 0);
+  pointwise(
+      kLeft ? "lshift" : "rshift", {a, c}, out, t,
+      [width, sgn](Builder& b, const Values& x) {
+        Value v = x[0], s = x[1];
+        Value oob = b.binary("stablehlo.or", b.compare(s, cst(b, 0, s), "LT"),
+                             b.compare(s, cst(b, static_cast<double>(width), s), "GE"));
+        if (kLeft) return b.select(oob, cst(b, 0, v), b.binary("stablehlo.shift_left", v, s));
+        if (!sgn) return b.select(oob, cst(b, 0, v), b.binary("stablehlo.shift_right_logical", v, s));
+        Value fill = b.binary("stablehlo.shift_right_arithmetic", v, cst(b, static_cast<double>(width - 1), v));
+        return b.select(oob, fill, b.binary("stablehlo.shift_right_arithmetic", v, s));
+      },
+      sgn ? 1 : 0);
 }
 
 template <bool kLeft>
@@ -65,13 +68,21 @@ at::Tensor& shift_impl_(at::Tensor& s, const Operand& o) {
 }
 
 template <bool kLeft>
-at::Tensor shift_t(const at::Tensor& s, const at::Tensor& o) { return shift_impl<kLeft>(s, o); }
+at::Tensor shift_t(const at::Tensor& s, const at::Tensor& o) {
+  return shift_impl<kLeft>(s, o);
+}
 template <bool kLeft>
-at::Tensor shift_s(const at::Tensor& s, const c10::Scalar& o) { return shift_impl<kLeft>(s, o); }
+at::Tensor shift_s(const at::Tensor& s, const c10::Scalar& o) {
+  return shift_impl<kLeft>(s, o);
+}
 template <bool kLeft>
-at::Tensor& shift_t_(at::Tensor& s, const at::Tensor& o) { return shift_impl_<kLeft>(s, o); }
+at::Tensor& shift_t_(at::Tensor& s, const at::Tensor& o) {
+  return shift_impl_<kLeft>(s, o);
+}
 template <bool kLeft>
-at::Tensor& shift_s_(at::Tensor& s, const c10::Scalar& o) { return shift_impl_<kLeft>(s, o); }
+at::Tensor& shift_s_(at::Tensor& s, const c10::Scalar& o) {
+  return shift_impl_<kLeft>(s, o);
+}
 template <bool kLeft>
 at::Tensor& shift_out(const at::Tensor& s, const at::Tensor& o, at::Tensor& out) {
   ScalarType t = at::result_type(s, o);
@@ -130,9 +141,8 @@ ScalarType gcd_dtype(const at::Tensor& s, const at::Tensor& o) {
 }
 template <bool kLcm>
 void gcd_run(const at::Tensor& s, const at::Tensor& o, ScalarType t, const at::Tensor& out) {
-  pointwise(kLcm ? "lcm" : "gcd", {s, o}, out, t, [](Builder& b, const Values& x) {
-    return kLcm ? lcm_value(b, x[0], x[1]) : gcd_value(b, x[0], x[1]);
-  });
+  pointwise(kLcm ? "lcm" : "gcd", {s, o}, out, t,
+            [](Builder& b, const Values& x) { return kLcm ? lcm_value(b, x[0], x[1]) : gcd_value(b, x[0], x[1]); });
 }
 template <bool kLcm>
 at::Tensor gcd_fn(const at::Tensor& s, const at::Tensor& o) {
@@ -163,8 +173,10 @@ at::Tensor& gcd_out(const at::Tensor& s, const at::Tensor& o, at::Tensor& out) {
 int64_t tri_count(int64_t row, int64_t col, int64_t offset, bool lower) {
   int64_t n = 0;
   for (int64_t i = 0; i < row; ++i) {
-    if (lower) n += std::clamp<int64_t>(i + offset + 1, 0, col);
-    else n += col - std::clamp<int64_t>(i + offset, 0, col);
+    if (lower)
+      n += std::clamp<int64_t>(i + offset + 1, 0, col);
+    else
+      n += col - std::clamp<int64_t>(i + offset, 0, col);
   }
   return n;
 }
@@ -194,8 +206,8 @@ at::Tensor tri_indices(int64_t row, int64_t col, int64_t offset, std::optional<S
   call.run([&](Builder& b, const Values&) {
     std::vector<int64_t> grid{row, col};
     Value i = b.iota(grid, 0, ElemType::kS64), j = b.iota(grid, 1, ElemType::kS64);
-    Value keep = b.compare(sub(b, j, i), b.constant(static_cast<double>(offset), ElemType::kS64, grid),
-                           kLower ? "LE" : "GE");
+    Value keep =
+        b.compare(sub(b, j, i), b.constant(static_cast<double>(offset), ElemType::kS64, grid), kLower ? "LE" : "GE");
     // Kept cells keep their row-major index; the rest sort past the end.
     Value flat = add(b, mul(b, i, b.constant(static_cast<double>(col), ElemType::kS64, grid)), j);
     Value key = b.select(keep, flat, b.constant(static_cast<double>(row * col), ElemType::kS64, grid));

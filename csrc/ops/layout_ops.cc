@@ -24,8 +24,8 @@ Geo geo(c10::IntArrayRef k, c10::IntArrayRef dil, c10::IntArrayRef pad, c10::Int
               " kernel_width: ", g.kw);
   TORCH_CHECK(g.dh > 0 && g.dw > 0, "dilation should be greater than zero, but got dilation_height: ", g.dh,
               " dilation_width: ", g.dw);
-  TORCH_CHECK(g.ph >= 0 && g.pw >= 0, "padding should be non-negative, but got pad_height: ", g.ph, " pad_width: ",
-              g.pw);
+  TORCH_CHECK(g.ph >= 0 && g.pw >= 0, "padding should be non-negative, but got pad_height: ", g.ph,
+              " pad_width: ", g.pw);
   TORCH_CHECK(g.sh > 0 && g.sw > 0, "stride should be greater than zero, but got stride_height: ", g.sh,
               " stride_width: ", g.sw);
   return g;
@@ -42,7 +42,8 @@ at::Tensor& im2col_out(const at::Tensor& self, c10::IntArrayRef k, c10::IntArray
   TORCH_CHECK((self.dim() == 3 && self.size(0) != 0 && self.size(1) != 0 && self.size(2) != 0) ||
                   (batched && self.size(1) != 0 && self.size(2) != 0 && self.size(3) != 0),
               "Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for "
-              "input, but got: ", self.sizes());
+              "input, but got: ",
+              self.sizes());
   at::Tensor x = batched ? self : self.unsqueeze(0);
   int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
   auto [oh, ow] = blocks(g, h, w);
@@ -64,8 +65,8 @@ at::Tensor& im2col_out(const at::Tensor& self, c10::IntArrayRef k, c10::IntArray
     for (int64_t i = 0; i < g.kh; ++i)
       for (int64_t j = 0; j < g.kw; ++j) {
         int64_t r0 = i * g.dh, c0 = j * g.dw;
-        Value s = b.slice(p, {0, 0, r0, c0}, {n, c, r0 + (oh - 1) * g.sh + 1, c0 + (ow - 1) * g.sw + 1},
-                          {1, 1, g.sh, g.sw});
+        Value s =
+            b.slice(p, {0, 0, r0, c0}, {n, c, r0 + (oh - 1) * g.sh + 1, c0 + (ow - 1) * g.sw + 1}, {1, 1, g.sh, g.sw});
         parts.push_back(b.reshape(s, {n, c, 1, oh * ow}));
       }
     Value cat = b.concatenate(parts, 2);  // [n, c, kh*kw, L]: channel-major like ATen
@@ -90,11 +91,14 @@ at::Tensor& col2im_out(const at::Tensor& self, c10::SymIntArrayRef output_size, 
   TORCH_CHECK((self.dim() == 2 && self.size(0) != 0 && self.size(1) != 0) ||
                   (batched && self.size(1) != 0 && self.size(2) != 0),
               "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero dimensions for "
-              "input, but got: ", self.sizes());
+              "input, but got: ",
+              self.sizes());
   at::Tensor x = batched ? self : self.unsqueeze(0);
   int64_t n = x.size(0), ck = x.size(1), l = x.size(2);
-  TORCH_CHECK(ck % (g.kh * g.kw) == 0, "Expected size of input's dimension 1 to be divisible by the product of "
-              "kernel_size, but got input.size(1)=", ck, " and kernel_size=(", g.kh, ", ", g.kw, ")");
+  TORCH_CHECK(ck % (g.kh * g.kw) == 0,
+              "Expected size of input's dimension 1 to be divisible by the product of "
+              "kernel_size, but got input.size(1)=",
+              ck, " and kernel_size=(", g.kh, ", ", g.kw, ")");
   auto [oh, ow] = blocks(g, h, w);
   TORCH_CHECK(oh >= 1 && ow >= 1 && oh * ow == l, "Given output_size=(", h, ", ", w, "), kernel_size=(", g.kh, ", ",
               g.kw, "), dilation=(", g.dh, ", ", g.dw, "), padding=(", g.ph, ", ", g.pw, "), stride=(", g.sh, ", ",

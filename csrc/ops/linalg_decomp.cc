@@ -198,8 +198,7 @@ void check_floating(const at::Tensor& t, const char* op) {
 }
 
 void check_out_dtype(const at::Tensor& out, c10::ScalarType st, const char* op, const char* name) {
-  TORCH_CHECK(out.scalar_type() == st, op, ": Expected ", name, " to have dtype ", st, " but got ",
-              out.scalar_type());
+  TORCH_CHECK(out.scalar_type() == st, op, ": Expected ", name, " to have dtype ", st, " but got ", out.scalar_type());
 }
 
 std::tuple<at::Tensor&, at::Tensor&> geqrf_out(const at::Tensor& self, at::Tensor& a, at::Tensor& tau) {
@@ -232,8 +231,9 @@ at::Tensor& householder_product_out(const at::Tensor& input, const at::Tensor& t
   TORCH_CHECK(input.size(-2) >= input.size(-1), op,
               ": input.shape[-2] must be greater than or equal to input.shape[-1]");
   TORCH_CHECK(input.size(-1) >= tau.size(-1), op, ": input.shape[-1] must be greater than or equal to tau.shape[-1]");
-  TORCH_CHECK(input.dim() - tau.dim() == 1, op, ": Expected tau to have one dimension less than input, but got tau.ndim equal to ",
-              tau.dim(), " and input.ndim is equal to ", input.dim());
+  TORCH_CHECK(input.dim() - tau.dim() == 1, op,
+              ": Expected tau to have one dimension less than input, but got tau.ndim equal to ", tau.dim(),
+              " and input.ndim is equal to ", input.dim());
   if (input.dim() > 2) {
     auto eb = input.sizes().slice(0, input.dim() - 2), tb = tau.sizes().slice(0, tau.dim() - 1);
     TORCH_CHECK(eb.equals(tb), op, ": Expected batch dimensions of tau to be equal to input.shape[:-2], but got ", tb);
@@ -241,8 +241,8 @@ at::Tensor& householder_product_out(const at::Tensor& input, const at::Tensor& t
   TORCH_CHECK(tau.scalar_type() == input.scalar_type(), op, ": tau dtype ", tau.scalar_type(),
               " does not match input dtype ", input.scalar_type());
   check_float_input(input, "orgqr_cpu");
-  TORCH_CHECK(out.scalar_type() == input.scalar_type(), op, ": Expected out tensor to have dtype ",
-              input.scalar_type(), ", but got ", out.scalar_type(), " instead");
+  TORCH_CHECK(out.scalar_type() == input.scalar_type(), op, ": Expected out tensor to have dtype ", input.scalar_type(),
+              ", but got ", out.scalar_type(), " instead");
   prepare_out(out, input.sizes(), input.scalar_type(), "householder_product");
   eager::OpCall call("householder_product");
   call.input(input);
@@ -288,15 +288,16 @@ std::tuple<at::Tensor&, at::Tensor&> linalg_qr_out(const at::Tensor& A, c10::str
   call.run([&](Builder& b, const Values& in) {
     Values qr = geqrf_ir(b, in[0]);
     Values out;
-    if (compute_q) out.push_back(full ? full_q_ir(b, qr[0], qr[1]) : householder_ir(b, block(b, qr[0], 0, m, 0, k), qr[1]));
+    if (compute_q)
+      out.push_back(full ? full_q_ir(b, qr[0], qr[1]) : householder_ir(b, block(b, qr[0], 0, m, 0, k), qr[1]));
     out.push_back(triu(b, full ? qr[0] : block(b, qr[0], 0, k, 0, n)));
     return out;
   });
   return {Q, R};
 }
 
-at::Tensor ormqr_impl(const at::Tensor& self, const at::Tensor& tau, const at::Tensor& other, bool left,
-                      bool transpose, at::Tensor& out) {
+at::Tensor ormqr_impl(const at::Tensor& self, const at::Tensor& tau, const at::Tensor& other, bool left, bool transpose,
+                      at::Tensor& out) {
   const char* op = "torch.ormqr";
   TORCH_CHECK(self.dim() >= 2, op, ": input must have at least 2 dimensions.");
   TORCH_CHECK(other.dim() >= 2, op, ": other must have at least 2 dimensions.");
@@ -306,9 +307,11 @@ at::Tensor ormqr_impl(const at::Tensor& self, const at::Tensor& tau, const at::T
   TORCH_CHECK(other.size(left_size_condition) == self.size(-2), op, ": other.shape[", left_size_condition,
               "] must be equal to input.shape[-2]");
   TORCH_CHECK(self.size(-1) >= tau.size(-1), op, ": tau.shape[-1] must be less than or equal to input.shape[-1]");
-  TORCH_CHECK(self.dim() - tau.dim() == 1, op, ": Expected tau to have one dimension less than input, but got tau.ndim equal to ",
-              tau.dim(), " and input.ndim is equal to ", self.dim());
-  TORCH_CHECK(self.dim() == other.dim(), op, ": Expected other to have the same number of dimensions as input, but got other.ndim equal to ",
+  TORCH_CHECK(self.dim() - tau.dim() == 1, op,
+              ": Expected tau to have one dimension less than input, but got tau.ndim equal to ", tau.dim(),
+              " and input.ndim is equal to ", self.dim());
+  TORCH_CHECK(self.dim() == other.dim(), op,
+              ": Expected other to have the same number of dimensions as input, but got other.ndim equal to ",
               other.dim(), " and input.ndim is equal to ", self.dim());
   if (self.dim() > 2) {
     auto eb = self.sizes().slice(0, self.dim() - 2);
@@ -319,10 +322,12 @@ at::Tensor ormqr_impl(const at::Tensor& self, const at::Tensor& tau, const at::T
                 ": Expected batch dimensions of other to be equal to input.shape[:-2], but got ",
                 other.sizes().slice(0, other.dim() - 2));
   }
-  TORCH_CHECK(tau.scalar_type() == self.scalar_type(), op, ": Expected input and tau to have the same dtype, but input has dtype ",
-              self.scalar_type(), " and tau has dtype ", tau.scalar_type());
-  TORCH_CHECK(other.scalar_type() == self.scalar_type(), op, ": Expected input and other to have the same dtype, but input has dtype ",
-              self.scalar_type(), " and other has dtype ", other.scalar_type());
+  TORCH_CHECK(tau.scalar_type() == self.scalar_type(), op,
+              ": Expected input and tau to have the same dtype, but input has dtype ", self.scalar_type(),
+              " and tau has dtype ", tau.scalar_type());
+  TORCH_CHECK(other.scalar_type() == self.scalar_type(), op,
+              ": Expected input and other to have the same dtype, but input has dtype ", self.scalar_type(),
+              " and other has dtype ", other.scalar_type());
   check_float_input(self, "ormqr_cpu");
   prepare_out(out, other.sizes(), self.scalar_type(), "ormqr");
   auto st = self.scalar_type();
@@ -340,16 +345,15 @@ at::Tensor ormqr_impl(const at::Tensor& self, const at::Tensor& tau, const at::T
   return out;
 }
 
-at::Tensor& ormqr_out(const at::Tensor& self, const at::Tensor& tau, const at::Tensor& other, bool left,
-                      bool transpose, at::Tensor& out) {
+at::Tensor& ormqr_out(const at::Tensor& self, const at::Tensor& tau, const at::Tensor& other, bool left, bool transpose,
+                      at::Tensor& out) {
   TORCH_CHECK(out.scalar_type() == self.scalar_type(), "torch.ormqr: Expected out tensor to have dtype ",
               self.scalar_type(), ", but got ", out.scalar_type(), " instead");
   ormqr_impl(self, tau, other, left, transpose, out);
   return out;
 }
 
-at::Tensor ormqr(const at::Tensor& self, const at::Tensor& tau, const at::Tensor& other, bool left,
-                 bool transpose) {
+at::Tensor ormqr(const at::Tensor& self, const at::Tensor& tau, const at::Tensor& other, bool left, bool transpose) {
   at::Tensor out = empty_tpu({0}, self.scalar_type(), self.device());
   ormqr_impl(self, tau, other, left, transpose, out);
   return out;
@@ -358,8 +362,8 @@ at::Tensor ormqr(const at::Tensor& self, const at::Tensor& tau, const at::Tensor
 std::tuple<at::Tensor&, at::Tensor&> linalg_eigh_out(const at::Tensor& A, c10::string_view uplo, bool compute_v,
                                                      at::Tensor& L, at::Tensor& V) {
   TORCH_CHECK(A.dim() >= 2, "linalg.eigh: The input tensor A must have at least 2 dimensions.");
-  TORCH_CHECK(A.size(-1) == A.size(-2), "linalg.eigh: A must be batches of square matrices, but they are ",
-              A.size(-2), " by ", A.size(-1), " matrices");
+  TORCH_CHECK(A.size(-1) == A.size(-2), "linalg.eigh: A must be batches of square matrices, but they are ", A.size(-2),
+              " by ", A.size(-1), " matrices");
   TORCH_CHECK(uplo.size() == 1 && (uplo[0] == 'L' || uplo[0] == 'l' || uplo[0] == 'U' || uplo[0] == 'u'),
               "Expected UPLO argument to be 'L' or 'U', but got ", uplo);
   check_float_input(A, "linalg_eigh_cpu");
@@ -383,8 +387,9 @@ std::tuple<at::Tensor&, at::Tensor&> linalg_eigh_out(const at::Tensor& A, c10::s
 }
 
 std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_svd_out(const at::Tensor& A, bool full_matrices,
-                                                                 bool compute_uv, std::optional<c10::string_view> driver,
-                                                                 at::Tensor& U, at::Tensor& S, at::Tensor& Vh) {
+                                                                 bool compute_uv,
+                                                                 std::optional<c10::string_view> driver, at::Tensor& U,
+                                                                 at::Tensor& S, at::Tensor& Vh) {
   TORCH_CHECK(A.dim() >= 2, "linalg.svd: The input tensor A must have at least 2 dimensions.");
   check_floating(A, "linalg.svd");
   TORCH_CHECK(!driver.has_value(),
@@ -423,13 +428,15 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_lstsq_out(
   const char* op = "torch.linalg.lstsq";
   TORCH_CHECK(A.dim() >= 2, op, ": input must have at least 2 dimensions.");
   TORCH_CHECK(B.dim() >= 1, op, ": other must have at least 1 dimension.");
-  TORCH_CHECK(A.scalar_type() == B.scalar_type(), op, ": Expected input and other to have the same dtype, but got input's dtype ",
-              A.scalar_type(), " and other's dtype ", B.scalar_type());
+  TORCH_CHECK(A.scalar_type() == B.scalar_type(), op,
+              ": Expected input and other to have the same dtype, but got input's dtype ", A.scalar_type(),
+              " and other's dtype ", B.scalar_type());
   bool vector = B.dim() == A.dim() - 1;
   int64_t dim_b = vector ? -1 : -2;
   TORCH_CHECK(A.size(-2) == B.size(dim_b), op, ": input.size(-2) should match other.size(", dim_b, ")");
   auto st = A.scalar_type();
-  TORCH_CHECK(st == c10::kFloat || st == c10::kDouble, "This function doesn't handle types other than float and double");
+  TORCH_CHECK(st == c10::kFloat || st == c10::kDouble,
+              "This function doesn't handle types other than float and double");
   std::string driver = driver_opt.has_value() ? std::string(*driver_opt) : "gelsy";
   TORCH_CHECK(driver == "gels" || driver == "gelsy" || driver == "gelsd" || driver == "gelss", op,
               ": parameter `driver` should be one of (gels, gelsy, gelsd, gelss)");
@@ -445,7 +452,8 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_lstsq_out(
   Dims sol_shape = cat(batch, vector ? Dims{n} : Dims{n, nrhs});
   Dims res_shape = cat(batch, {nrhs});
   for (at::Tensor* t : {&solution, &residuals, &sv})
-    TORCH_CHECK(t->scalar_type() == st, op, ": Expected out tensors to have dtype ", st, ", but got ", t->scalar_type(), " instead");
+    TORCH_CHECK(t->scalar_type() == st, op, ": Expected out tensors to have dtype ", st, ", but got ", t->scalar_type(),
+                " instead");
   TORCH_CHECK(rank.scalar_type() == c10::kLong, op, ": Expected rank to have dtype Long, but got ", rank.scalar_type());
   prepare_out(solution, sol_shape, st, "linalg_lstsq");
   prepare_out(rank, gels ? Dims{0} : batch, c10::kLong, "linalg_lstsq");

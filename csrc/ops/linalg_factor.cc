@@ -47,8 +47,8 @@ std::vector<int64_t> cat_shape(std::vector<int64_t> batch, std::initializer_list
 }
 
 void prepare_linalg_out(const at::Tensor& out, c10::IntArrayRef sizes, c10::ScalarType dtype, const char*) {
-  TORCH_CHECK(out.scalar_type() == dtype, "Expected out tensor to have dtype ", c10::toString(dtype),
-              ", but got ", c10::toString(out.scalar_type()), " instead");
+  TORCH_CHECK(out.scalar_type() == dtype, "Expected out tensor to have dtype ", c10::toString(dtype), ", but got ",
+              c10::toString(out.scalar_type()), " instead");
   at::native::resize_output(out, sizes);
 }
 
@@ -189,8 +189,7 @@ LU lu_factor(Builder& b, Value a) {
       Value permk = c.reshape(c.dynamic_slice(pm, {zi, k}, {B, 1}), d1);
       Value permp = row_at(c, pm, p);
       Value isk2 = c.compare(rows2, k2, "EQ"), isp2 = c.compare(rows2, c.broadcast_in_dim(p, d2, {0}), "EQ");
-      pm = c.select(isk2, c.broadcast_in_dim(permp, d2, {0}),
-                    c.select(isp2, c.broadcast_in_dim(permk, d2, {0}), pm));
+      pm = c.select(isk2, c.broadcast_in_dim(permp, d2, {0}), c.select(isp2, c.broadcast_in_dim(permk, d2, {0}), pm));
       pv = c.dynamic_update_slice(pv, c.reshape(add(c, p, c.constant(1, kI32, d1)), {B, 1}), {zi, k});
       // Eliminate below the pivot unless it is zero (LAPACK then records info).
       Value pivot = c.reshape(c.dynamic_slice(rowp, {zi, k}, {B, 1}), d1);
@@ -437,8 +436,8 @@ void lu_into(const at::Tensor& A, bool transposed, const at::Tensor& LUt, const 
 }
 
 std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_lu_factor_ex_out(const at::Tensor& A, bool pivot,
-                                                                         bool check_errors, at::Tensor& LUt,
-                                                                         at::Tensor& piv, at::Tensor& info) {
+                                                                          bool check_errors, at::Tensor& LUt,
+                                                                          at::Tensor& piv, at::Tensor& info) {
   TORCH_CHECK(A.dim() >= 2, "torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: ", A.sizes(),
               " instead");
   TORCH_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the TPU");
@@ -458,9 +457,8 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_lu_factor_ex_out(const 
 }
 
 std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_lu_out(const at::Tensor& A, bool pivot, at::Tensor& P,
-                                                               at::Tensor& L, at::Tensor& U) {
-  TORCH_CHECK(A.dim() >= 2, "linalg.lu: Expected tensor with 2 or more dimensions. Got size: ", A.sizes(),
-              " instead");
+                                                                at::Tensor& L, at::Tensor& U) {
+  TORCH_CHECK(A.dim() >= 2, "linalg.lu: Expected tensor with 2 or more dimensions. Got size: ", A.sizes(), " instead");
   TORCH_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the TPU");
   TORCH_CHECK_NOT_IMPLEMENTED(A.scalar_type() == c10::kFloat || A.scalar_type() == c10::kDouble,
                               "\"lu_tpu\" not implemented for '", c10::toString(A.scalar_type()), "'");
@@ -497,7 +495,6 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_lu_out(const at::Tensor
   return {P, L, U};
 }
 
-
 // CPU's det/slogdet factor A^T when A is contiguous (det(A^T) = det(A)); the
 // backward formulas assume the same, so LU/pivots must follow that choice.
 // (solve_ex's LU output is always the factorization of A.)
@@ -508,13 +505,16 @@ std::vector<int64_t> broadcast_batch(const at::Tensor& x, const at::Tensor& y) {
   return at::infer_size(batch_of(x), batch_of(y));
 }
 
-std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_solve_ex_out(
-    const at::Tensor& A, const at::Tensor& B, bool left, bool check_errors, at::Tensor& result, at::Tensor& LUt,
-    at::Tensor& piv, at::Tensor& info) {
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_solve_ex_out(const at::Tensor& A,
+                                                                                   const at::Tensor& B, bool left,
+                                                                                   bool check_errors,
+                                                                                   at::Tensor& result, at::Tensor& LUt,
+                                                                                   at::Tensor& piv, at::Tensor& info) {
   check_square(A, "linalg.solve");
   check_floating(A, "linalg.solve", "linalg_solve_tpu");
-  TORCH_CHECK(A.scalar_type() == B.scalar_type(), "linalg.solve: Expected A and B to have the same dtype, but found A of type ",
-              A.scalar_type(), " and B of type ", B.scalar_type(), " instead");
+  TORCH_CHECK(A.scalar_type() == B.scalar_type(),
+              "linalg.solve: Expected A and B to have the same dtype, but found A of type ", A.scalar_type(),
+              " and B of type ", B.scalar_type(), " instead");
   bool vector_case = B.dim() == 1 || (A.dim() - 1 == B.dim() && B.sizes().equals(A.sizes().slice(0, A.dim() - 1)));
   at::Tensor B_ = vector_case ? B.unsqueeze(-1) : B;
   int64_t n = A.size(-1);
@@ -599,7 +599,7 @@ std::tuple<at::Tensor&, at::Tensor&> linalg_inv_ex_out(const at::Tensor& A, bool
 
 // det and slogdet read the diagonal of U and the pivots' parity.
 std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_det_out(const at::Tensor& A, at::Tensor& result,
-                                                                at::Tensor& LUt, at::Tensor& piv) {
+                                                                 at::Tensor& LUt, at::Tensor& piv) {
   check_square(A, "linalg.det");
   check_floating(A, "linalg.det", "lu_tpu");
   prepare_linalg_out(result, batch_of(A), A.scalar_type(), "result");
@@ -624,10 +624,9 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_det_out(const at::Tenso
   return {result, LUt, piv};
 }
 
-std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_slogdet_out(const at::Tensor& A,
-                                                                                 at::Tensor& sign,
-                                                                                 at::Tensor& logabsdet,
-                                                                                 at::Tensor& LUt, at::Tensor& piv) {
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_slogdet_out(const at::Tensor& A, at::Tensor& sign,
+                                                                                  at::Tensor& logabsdet,
+                                                                                  at::Tensor& LUt, at::Tensor& piv) {
   check_square(A, "linalg.slogdet");
   check_floating(A, "linalg.slogdet", "lu_tpu");
   prepare_linalg_out(sign, batch_of(A), A.scalar_type(), "sign");
@@ -649,7 +648,8 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_slogdet_ou
     Value d = diagonal(b, f.lu);
     int64_t r = b.dims(d).size();
     Value sgn = b.reduce(b.unary("stablehlo.sign", d), one(b, t), {r - 1}, "stablehlo.multiply");
-    Value logabs = b.reduce(b.unary("stablehlo.log", b.unary("stablehlo.abs", d)), zero(b, t), {r - 1}, "stablehlo.add");
+    Value logabs =
+        b.reduce(b.unary("stablehlo.log", b.unary("stablehlo.abs", d)), zero(b, t), {r - 1}, "stablehlo.add");
     return Values{mul(b, pivots_sign(b, f.piv, t), sgn), logabs, f.lu, f.piv};
   });
   return {sign, logabsdet, LUt, piv};

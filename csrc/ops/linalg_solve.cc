@@ -57,8 +57,8 @@ std::tuple<at::Tensor&, at::Tensor&> triangular_solve_out(const at::Tensor& B, c
               B.scalar_type(), " and A of type ", A.scalar_type(), " instead.");
   TORCH_CHECK(A.size(-1) == A.size(-2), "A must be batches of square matrices, but they are ", A.size(-2), " by ",
               A.size(-1), " matrices");
-  TORCH_CHECK(A.size(-1) == B.size(-2), "Incompatible matrix sizes for triangular_solve: each A matrix is ",
-              A.size(-1), " by ", A.size(-1), " but each b matrix is ", B.size(-2), " by ", B.size(-1));
+  TORCH_CHECK(A.size(-1) == B.size(-2), "Incompatible matrix sizes for triangular_solve: each A matrix is ", A.size(-1),
+              " by ", A.size(-1), " but each b matrix is ", B.size(-2), " by ", B.size(-1));
   check_solver_dtype(A.scalar_type(), "triangular_solve_tpu");
   auto batch = broadcast_batch(B, A);
   prepare_linalg_out(X, cat_shape(batch, {B.size(-2), B.size(-1)}), A.scalar_type(), "X");
@@ -72,8 +72,8 @@ at::Tensor& solve_triangular_out(const at::Tensor& A, const at::Tensor& B, bool 
   const char* fn = "linalg.solve_triangular";
   check_matrix(A, fn, "A");
   check_matrix(B, fn, "B");
-  TORCH_CHECK(A.size(-1) == A.size(-2), fn, ": A must be batches of square matrices, but they are ", A.size(-2),
-              " by ", A.size(-1), " matrices");
+  TORCH_CHECK(A.size(-1) == A.size(-2), fn, ": A must be batches of square matrices, but they are ", A.size(-2), " by ",
+              A.size(-1), " matrices");
   if (left) {
     TORCH_CHECK(A.size(-1) == B.size(-2), fn, ": Incompatible shapes of A and B for the equation AX = B (", A.size(-2),
                 "x", A.size(-1), " and ", B.size(-2), "x", B.size(-1), ")");
@@ -140,8 +140,8 @@ at::Tensor cholesky_solve_helper(const at::Tensor& B, const at::Tensor& A, bool 
 }
 
 std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> lu_unpack_out(const at::Tensor& LU, const at::Tensor& piv,
-                                                               bool unpack_data, bool unpack_pivots, at::Tensor& P,
-                                                               at::Tensor& L, at::Tensor& U) {
+                                                                bool unpack_data, bool unpack_pivots, at::Tensor& P,
+                                                                at::Tensor& L, at::Tensor& U) {
   TORCH_CHECK(LU.dim() >= 2, "torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: ", LU.sizes(),
               " instead");
   if (unpack_pivots) {
@@ -206,18 +206,20 @@ at::Tensor& lu_solve_out(const at::Tensor& LU, const at::Tensor& piv, const at::
   check_matrix(B, fn, "B");
   int64_t n = LU.size(-1);
   if (left) {
-    TORCH_CHECK(B.size(-2) == n, fn, ": Incompatible shapes of A and B for the equation AX = B (", n, "x", n,
-                " and ", B.size(-2), "x", B.size(-1), ")");
+    TORCH_CHECK(B.size(-2) == n, fn, ": Incompatible shapes of A and B for the equation AX = B (", n, "x", n, " and ",
+                B.size(-2), "x", B.size(-1), ")");
   } else {
-    TORCH_CHECK(B.size(-1) == n, fn, ": Incompatible shapes of A and B for the equation XA = B (", n, "x", n,
-                " and ", B.size(-2), "x", B.size(-1), ")");
+    TORCH_CHECK(B.size(-1) == n, fn, ": Incompatible shapes of A and B for the equation XA = B (", n, "x", n, " and ",
+                B.size(-2), "x", B.size(-1), ")");
   }
-  TORCH_CHECK(LU.scalar_type() == B.scalar_type(), fn, ": Expected LU and B to have the same dtype, but found LU of type ",
-              LU.scalar_type(), " and B of type ", B.scalar_type(), " instead");
+  TORCH_CHECK(LU.scalar_type() == B.scalar_type(), fn,
+              ": Expected LU and B to have the same dtype, but found LU of type ", LU.scalar_type(), " and B of type ",
+              B.scalar_type(), " instead");
   TORCH_CHECK(piv.scalar_type() == c10::kInt, fn, ": pivots should be a Tensor of scalar type torch.int32");
   TORCH_CHECK(piv.dim() >= 1 && piv.size(-1) == n, fn,
               ": Number of pivots per batch should be same as the dimension of the matrix");
-  TORCH_CHECK(batch_of(piv, 1) == batch_of(LU), fn, ": Expected LU.shape[:-2] == pivots.shape[:-1], but got pivots.shape[:-1]: ",
+  TORCH_CHECK(batch_of(piv, 1) == batch_of(LU), fn,
+              ": Expected LU.shape[:-2] == pivots.shape[:-1], but got pivots.shape[:-1]: ",
               piv.sizes().slice(0, piv.dim() - 1), " and LU.shape[:-2]: ", LU.sizes().slice(0, LU.dim() - 2));
   check_solver_dtype(LU.scalar_type(), "lu_solve_tpu");
   auto batch = broadcast_batch(LU, B);
@@ -242,8 +244,8 @@ at::Tensor& lu_solve_out(const at::Tensor& LU, const at::Tensor& piv, const at::
 at::Tensor& linalg_cross_out(const at::Tensor& x, const at::Tensor& y, int64_t dim, at::Tensor& out) {
   TORCH_CHECK(x.dim() == y.dim(), "linalg.cross: inputs must have the same number of dimensions.");
   int64_t d = wrap_dim(dim, x.dim());
-  TORCH_CHECK(x.size(d) == 3 && y.size(d) == 3, "linalg.cross: inputs dimension ", dim,
-              " must have length 3. Got ", x.size(d), " and ", y.size(d));
+  TORCH_CHECK(x.size(d) == 3 && y.size(d) == 3, "linalg.cross: inputs dimension ", dim, " must have length 3. Got ",
+              x.size(d), " and ", y.size(d));
   auto shape = at::infer_size(x.sizes(), y.sizes());
   TORCH_CHECK(x.scalar_type() == y.scalar_type(), "expected scalar type ", x.scalar_type(), " but found ",
               y.scalar_type());

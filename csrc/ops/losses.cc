@@ -58,13 +58,12 @@ void check_nll(const at::Tensor& self, const at::Tensor& target, const at::Tenso
 }
 
 void check_nll2d(const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight) {
-  TORCH_CHECK(target.dim() == 3, "only batches of spatial targets supported (3D tensors) but got targets of dimension: ",
-              target.dim());
-  TORCH_CHECK(self.dim() == 4, "only batches of spatial inputs supported (4D tensors), but got input of dimension: ",
-              self.dim());
+  TORCH_CHECK(target.dim() == 3,
+              "only batches of spatial targets supported (3D tensors) but got targets of dimension: ", target.dim());
+  TORCH_CHECK(self.dim() == 4,
+              "only batches of spatial inputs supported (4D tensors), but got input of dimension: ", self.dim());
   TORCH_CHECK(self.size(0) == target.size(0) && self.size(2) == target.size(1) && self.size(3) == target.size(2),
-              "input and target batch or spatial sizes don't match: target ", target.sizes(), ", input ",
-              self.sizes());
+              "input and target batch or spatial sizes don't match: target ", target.sizes(), ", input ", self.sizes());
   check_nll_common(self, target, weight);
 }
 
@@ -97,8 +96,8 @@ NllParts nll_parts(Builder& b, Value x, Value target, Value weight, bool has_wei
   return p;
 }
 
-void nll_forward_into(const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight,
-                      int64_t reduction, int64_t ignore_index, const at::Tensor& out, const at::Tensor& total_weight) {
+void nll_forward_into(const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, int64_t reduction,
+                      int64_t ignore_index, const at::Tensor& out, const at::Tensor& total_weight) {
   auto ct = opmath(self.scalar_type());
   eager::OpCall call("nll_loss_forward");
   call.attr(reduction).attr(weight.defined()).attr(static_cast<int64_t>(ct));
@@ -191,12 +190,13 @@ at::Tensor& nll_backward_out(const at::Tensor& grad, const at::Tensor& self, con
                              const at::Tensor& total_weight, at::Tensor& out) {
   at::Tensor weight = weight_opt.value_or(at::Tensor());
   k2d ? check_nll2d(self, target, weight) : check_nll(self, target, weight);
-  TORCH_CHECK(total_weight.numel() == 1, "expected total_weight to be a single element tensor, got: ",
-              total_weight.sizes(), " (", total_weight.numel(), " elements)");
+  TORCH_CHECK(total_weight.numel() == 1,
+              "expected total_weight to be a single element tensor, got: ", total_weight.sizes(), " (",
+              total_weight.numel(), " elements)");
   if (reduction == kNone) {
     TORCH_CHECK(grad.sizes().equals(target.sizes()), "Expected a tensor of dimension ", target.dim(),
-                " and tensor.size[0] == ", target.dim() > 0 ? target.size(0) : 1, " but got: dimension ",
-                grad.dim(), " and tensor.size[0] == ", grad.dim() > 0 ? grad.size(0) : 1);
+                " and tensor.size[0] == ", target.dim() > 0 ? target.size(0) : 1, " but got: dimension ", grad.dim(),
+                " and tensor.size[0] == ", grad.dim() > 0 ? grad.size(0) : 1);
   } else {
     TORCH_CHECK(grad.numel() == 1, "Expected a single element grad_output tensor, but got: ", grad.sizes());
   }

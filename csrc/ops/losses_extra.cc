@@ -109,11 +109,14 @@ at::Tensor& logit_out(const at::Tensor& self, std::optional<double> eps, at::Ten
   prepare_out(out, self.sizes(), dt, "logit");
   bool has_eps = eps.has_value() && *eps >= 0;
   double e = has_eps ? *eps : 0.0;
-  pointwise("logit", {self, c10::Scalar(e)}, out, opmath(dt), [has_eps](Builder& b, const Values& x) {
-    Value v = x[0];
-    if (has_eps) v = b.clamp(x[1], v, sub(b, one(b, b.elem(v), b.dims(v)), x[1]));
-    return b.unary("stablehlo.log", div(b, v, sub(b, one(b, b.elem(v), b.dims(v)), v)));
-  }, has_eps);
+  pointwise(
+      "logit", {self, c10::Scalar(e)}, out, opmath(dt),
+      [has_eps](Builder& b, const Values& x) {
+        Value v = x[0];
+        if (has_eps) v = b.clamp(x[1], v, sub(b, one(b, b.elem(v), b.dims(v)), x[1]));
+        return b.unary("stablehlo.log", div(b, v, sub(b, one(b, b.elem(v), b.dims(v)), v)));
+      },
+      has_eps);
   return out;
 }
 at::Tensor logit(const at::Tensor& self, std::optional<double> eps) {

@@ -52,10 +52,11 @@ void check_multi_margin(const at::Tensor& self, const at::Tensor& target, const 
   TORCH_CHECK(target.dim() <= 1 && target.numel() == f.n, "inconsistent target size, expected ", f.n, " but got ",
               target.sizes());
   if (weight.has_value() && weight->defined()) {
-    TORCH_CHECK(weight->dim() <= 1 && weight->numel() == f.c, "inconsistent weight size, expected ", f.c,
-                " but got ", weight->sizes());
+    TORCH_CHECK(weight->dim() <= 1 && weight->numel() == f.c, "inconsistent weight size, expected ", f.c, " but got ",
+                weight->sizes());
   }
-  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(self.scalar_type()), "\"multi_margin_loss_cpu_kernel\" not implemented for '",
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(self.scalar_type()),
+                              "\"multi_margin_loss_cpu_kernel\" not implemented for '",
                               c10::toString(self.scalar_type()), "'");
 }
 
@@ -153,8 +154,8 @@ void check_multilabel(const at::Tensor& self, const at::Tensor& target, Frames f
     TORCH_CHECK(target.dim() <= 1 && target.numel() == f.c, "inconsistent target size: ", target.sizes(),
                 " for input of size: ", self.sizes());
   } else {
-    TORCH_CHECK(target.dim() == 2 && target.size(0) == f.n && target.size(1) == f.c, "inconsistent target size: ",
-                target.sizes(), " for input of size: ", self.sizes());
+    TORCH_CHECK(target.dim() == 2 && target.size(0) == f.n && target.size(1) == f.c,
+                "inconsistent target size: ", target.sizes(), " for input of size: ", self.sizes());
   }
   TORCH_CHECK(target.scalar_type() == c10::kLong, "expected scalar type Long but found ", target.scalar_type());
   TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(self.scalar_type()),
@@ -241,7 +242,7 @@ at::Tensor multilabel_margin_loss_backward(const at::Tensor& grad, const at::Ten
     Value zeros3 = zero(b, e, ncc);
     Value active = b.binary("stablehlo.and", term_mask(b, ml, f, e), b.compare(ml.z, zeros3, "GT"));
     Value m = b.select(active, one(b, e, ncc), zeros3);
-    Value plus = b.reduce(m, zero(b, e), {1}, "stablehlo.add");                      // [N, k]
+    Value plus = b.reduce(m, zero(b, e), {1}, "stablehlo.add");  // [N, k]
     Value per_j = b.broadcast_in_dim(b.reduce(m, zero(b, e), {2}, "stablehlo.add"), ncc, {0, 1});
     Value minus = b.reduce(b.select(ml.onehot, per_j, zeros3), zero(b, e), {1}, "stablehlo.add");  // [N, k]
     Value gs = grad_scale(b, b.convert(in[0], e), reduction, f.n);

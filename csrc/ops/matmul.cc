@@ -21,11 +21,16 @@ void check_dtype_supported(c10::ScalarType t, const char* what) {
 
 std::vector<int64_t> product_shape(Kind k, const at::Tensor& a, const at::Tensor& b) {
   switch (k) {
-    case Kind::kMM: return {a.size(0), b.size(1)};
-    case Kind::kBMM: return {a.size(0), a.size(1), b.size(2)};
-    case Kind::kMV: return {a.size(0)};
-    case Kind::kDot: return {};
-    case Kind::kAddBMM: return {a.size(1), b.size(2)};
+    case Kind::kMM:
+      return {a.size(0), b.size(1)};
+    case Kind::kBMM:
+      return {a.size(0), a.size(1), b.size(2)};
+    case Kind::kMV:
+      return {a.size(0)};
+    case Kind::kDot:
+      return {};
+    case Kind::kAddBMM:
+      return {a.size(1), b.size(2)};
   }
   return {};
 }
@@ -66,11 +71,21 @@ void gemm(Kind k, const at::Tensor& a, const at::Tensor& b, const at::Tensor& se
     }
     Value p;
     switch (k) {
-      case Kind::kMM: p = bd.dot_general(x, y, {}, {}, {1}, {0}, acc, prec); break;
-      case Kind::kBMM: p = bd.dot_general(x, y, {0}, {0}, {2}, {1}, acc, prec); break;
-      case Kind::kMV: p = bd.dot_general(x, y, {}, {}, {1}, {0}, acc, prec); break;
-      case Kind::kDot: p = bd.dot_general(x, y, {}, {}, {0}, {0}, acc, prec); break;
-      case Kind::kAddBMM: p = bd.dot_general(x, y, {}, {}, {0, 2}, {0, 1}, acc, prec); break;
+      case Kind::kMM:
+        p = bd.dot_general(x, y, {}, {}, {1}, {0}, acc, prec);
+        break;
+      case Kind::kBMM:
+        p = bd.dot_general(x, y, {0}, {0}, {2}, {1}, acc, prec);
+        break;
+      case Kind::kMV:
+        p = bd.dot_general(x, y, {}, {}, {1}, {0}, acc, prec);
+        break;
+      case Kind::kDot:
+        p = bd.dot_general(x, y, {}, {}, {0}, {0}, acc, prec);
+        break;
+      case Kind::kAddBMM:
+        p = bd.dot_general(x, y, {}, {}, {0, 2}, {0, 1}, acc, prec);
+        break;
     }
     if (scaled) {
       Value al = bd.broadcast_to(bd.convert(in[2], acc), shape);
@@ -90,10 +105,10 @@ void gemm(Kind k, const at::Tensor& a, const at::Tensor& b, const at::Tensor& se
 void check_mm(const at::Tensor& a, const at::Tensor& b) {
   TORCH_CHECK(a.dim() == 2, "self must be a matrix");
   TORCH_CHECK(b.dim() == 2, "mat2 must be a matrix");
-  TORCH_CHECK(a.size(1) == b.size(0), "mat1 and mat2 shapes cannot be multiplied (", a.size(0), "x", a.size(1),
-              " and ", b.size(0), "x", b.size(1), ")");
-  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected m1 and m2 to have the same dtype, but got: ",
-              a.scalar_type(), " != ", b.scalar_type());
+  TORCH_CHECK(a.size(1) == b.size(0), "mat1 and mat2 shapes cannot be multiplied (", a.size(0), "x", a.size(1), " and ",
+              b.size(0), "x", b.size(1), ")");
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(),
+              "expected m1 and m2 to have the same dtype, but got: ", a.scalar_type(), " != ", b.scalar_type());
   check_dtype_supported(a.scalar_type(), "addmm_impl_cpu_");
 }
 
@@ -103,25 +118,24 @@ void check_bmm(const at::Tensor& a, const at::Tensor& b) {
   TORCH_CHECK(b.size(0) == a.size(0) && b.size(1) == a.size(2),
               "Expected size for first two dimensions of batch2 tensor to be: [", a.size(0), ", ", a.size(2),
               "] but got: [", b.size(0), ", ", b.size(1), "].");
-  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected scalar type ", a.scalar_type(),
-              " but found ", b.scalar_type());
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected scalar type ", a.scalar_type(), " but found ",
+              b.scalar_type());
   check_dtype_supported(a.scalar_type(), "bmm");
 }
 
 void check_mv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec) {
-  TORCH_CHECK(mat.dim() == 2 && vec.dim() == 1 && self.dim() <= 1,
-              "vector + matrix @ vector expected, got ", self.dim(), ", ", mat.dim(), ", ", vec.dim());
+  TORCH_CHECK(mat.dim() == 2 && vec.dim() == 1 && self.dim() <= 1, "vector + matrix @ vector expected, got ",
+              self.dim(), ", ", mat.dim(), ", ", vec.dim());
   TORCH_CHECK(mat.size(1) == vec.size(0) && (mat.size(0) == self.numel() || self.numel() == 1),
               "size mismatch, got input (", self.dim() == 0 ? 1 : self.size(0), "), mat (", mat.size(0), "x",
               mat.size(1), "), vec (", vec.size(0), ")");
-  TORCH_CHECK(mat.scalar_type() == vec.scalar_type(), "expected scalar type ", mat.scalar_type(),
-              " but found ", vec.scalar_type());
+  TORCH_CHECK(mat.scalar_type() == vec.scalar_type(), "expected scalar type ", mat.scalar_type(), " but found ",
+              vec.scalar_type());
   check_dtype_supported(mat.scalar_type(), "addmv_impl_cpu");
 }
 
 void check_dot(const at::Tensor& a, const at::Tensor& b) {
-  TORCH_CHECK(a.dim() == 1 && b.dim() == 1, "1D tensors expected, but got ", a.dim(), "D and ", b.dim(),
-              "D tensors");
+  TORCH_CHECK(a.dim() == 1 && b.dim() == 1, "1D tensors expected, but got ", a.dim(), "D and ", b.dim(), "D tensors");
   TORCH_CHECK(a.scalar_type() == b.scalar_type(), "dot : expected both vectors to have same dtype, but found ",
               a.scalar_type(), " and ", b.scalar_type());
   TORCH_CHECK(a.numel() == b.numel(), "inconsistent tensor size, expected tensor [", a.numel(), "] and src [",
@@ -145,13 +159,20 @@ void check_out_dtype(const at::Tensor& out, c10::ScalarType t) {
 
 void check_kind(Kind k, const at::Tensor& a, const at::Tensor& b) {
   switch (k) {
-    case Kind::kMM: check_mm(a, b); break;
-    case Kind::kBMM: check_bmm(a, b); break;
-    case Kind::kDot: check_dot(a, b); break;
+    case Kind::kMM:
+      check_mm(a, b);
+      break;
+    case Kind::kBMM:
+      check_bmm(a, b);
+      break;
+    case Kind::kDot:
+      check_dot(a, b);
+      break;
     case Kind::kAddBMM:
       check_bmm(a, b);
       break;
-    case Kind::kMV: break;  // checked by callers (needs self)
+    case Kind::kMV:
+      break;  // checked by callers (needs self)
   }
 }
 
@@ -180,8 +201,8 @@ template <Kind K>
 void check_add(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b) {
   if (K == Kind::kMV) {
     check_mv(self, a, b);
-    TORCH_CHECK(self.scalar_type() == a.scalar_type(), "expected scalar type ", a.scalar_type(),
-                " but found ", self.scalar_type());
+    TORCH_CHECK(self.scalar_type() == a.scalar_type(), "expected scalar type ", a.scalar_type(), " but found ",
+                self.scalar_type());
     return;
   }
   check_kind(K, a, b);
@@ -212,8 +233,8 @@ at::Tensor& addop_(at::Tensor& self, const at::Tensor& a, const at::Tensor& b, c
                    const c10::Scalar& alpha) {
   check_add<K>(self, a, b);
   auto shape = product_shape(K, a, b);
-  TORCH_CHECK(self.sizes().equals(shape), "The input tensor must be a matrix with size ", shape,
-              ", but got a ", self.dim(), "-D tensor with size ", self.sizes());
+  TORCH_CHECK(self.sizes().equals(shape), "The input tensor must be a matrix with size ", shape, ", but got a ",
+              self.dim(), "-D tensor with size ", self.sizes());
   gemm(K, a, b, self, beta, alpha, self);
   return self;
 }

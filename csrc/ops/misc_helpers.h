@@ -48,5 +48,4 @@ inline Value full_like(Builder& b, double v, Value like) { return b.constant(v, 
 
 inline Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
 
-
 }  // namespace torch_tpu::ops::misc

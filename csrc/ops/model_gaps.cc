@@ -31,9 +31,12 @@ void check_bool_out(const at::Tensor& out) {
 // tensor or a Python number; `out` is already shaped like elements.
 void isin_into(const Operand& elements, const Operand& test, bool invert, const at::Tensor& out) {
   c10::ScalarType ct;
-  if (elements.t.defined() && test.t.defined()) ct = at::result_type(elements.t, test.t);
-  else if (elements.t.defined()) ct = at::result_type(elements.t, *test.s);
-  else ct = at::result_type(test.t, *elements.s);
+  if (elements.t.defined() && test.t.defined())
+    ct = at::result_type(elements.t, test.t);
+  else if (elements.t.defined())
+    ct = at::result_type(elements.t, *test.s);
+  else
+    ct = at::result_type(test.t, *elements.s);
   if (out.numel() == 0) return;
   int64_t m = test.t.defined() ? test.t.numel() : 1;
   if (m == 0) {
@@ -43,10 +46,14 @@ void isin_into(const Operand& elements, const Operand& test, bool invert, const 
   int64_t n = out.numel();
   eager::OpCall call("isin");
   call.attr(invert).attr(static_cast<int64_t>(ct)).attr(elements.t.defined()).attr(test.t.defined());
-  if (elements.t.defined()) call.input(elements.t);
-  else call.scalar(*elements.s, ct);
-  if (test.t.defined()) call.input(test.t);
-  else call.scalar(*test.s, ct);
+  if (elements.t.defined())
+    call.input(elements.t);
+  else
+    call.scalar(*elements.s, ct);
+  if (test.t.defined())
+    call.input(test.t);
+  else
+    call.scalar(*test.s, ct);
   call.output(out);
   Dims out_dims(out.sizes().begin(), out.sizes().end());
   call.run([&](Builder& b, const Values& in) {

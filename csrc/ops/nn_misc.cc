@@ -18,7 +18,6 @@ namespace {
 using c10::ScalarType;
 using ir::Dims;
 
-
 Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
 Value zeros(Builder& b, Value like) { return zero(b, b.elem(like), b.dims(like)); }
 Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
@@ -166,8 +165,8 @@ std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad,
 // --- rrelu_with_noise --------------------------------------------------------------------
 // Training: noise ~ U(lower, upper) where x < 0 (1 elsewhere) is written into
 // `noise` and out = x * noise. Eval: leaky relu with slope (lower + upper) / 2.
-void rrelu_into(const at::Tensor& self, const at::Tensor& noise, const c10::Scalar& lower,
-                const c10::Scalar& upper, bool training, std::optional<at::Generator> gen, const at::Tensor& out) {
+void rrelu_into(const at::Tensor& self, const at::Tensor& noise, const c10::Scalar& lower, const c10::Scalar& upper,
+                bool training, std::optional<at::Generator> gen, const at::Tensor& out) {
   check_float(self, "rrelu_with_noise_out_cpu");
   if (!training) {
     double slope = (lower.toDouble() + upper.toDouble()) / 2;
@@ -209,8 +208,8 @@ at::Tensor& rrelu_with_noise_out(const at::Tensor& self, at::Tensor& noise, cons
   rrelu_into(self, noise, lower, upper, training, gen, out);
   return out;
 }
-at::Tensor& rrelu_with_noise_(at::Tensor& self, at::Tensor& noise, const c10::Scalar& lower,
-                              const c10::Scalar& upper, bool training, std::optional<at::Generator> gen) {
+at::Tensor& rrelu_with_noise_(at::Tensor& self, at::Tensor& noise, const c10::Scalar& lower, const c10::Scalar& upper,
+                              bool training, std::optional<at::Generator> gen) {
   rrelu_into(self, noise, lower, upper, training, gen, self);
   return self;
 }
@@ -219,7 +218,8 @@ at::Tensor rrelu_with_noise_backward(const at::Tensor& grad, const at::Tensor& s
                                      bool self_is_result) {
   double l = lower.toDouble(), u = upper.toDouble();
   if (training && u - l > 1e-6) {
-    return bwd_new("rrelu_backward_train", {grad, noise}, [](Builder& b, const Values& x) { return mul(b, x[0], x[1]); });
+    return bwd_new("rrelu_backward_train", {grad, noise},
+                   [](Builder& b, const Values& x) { return mul(b, x[0], x[1]); });
   }
   TORCH_CHECK(!self_is_result || (l + u) / 2 >= 0.0,
               "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported.");
@@ -237,14 +237,16 @@ at::Tensor& logit_backward_out(const at::Tensor& grad, const at::Tensor& self, s
   double lo = has_eps ? *eps : 0.0;
   ScalarType t = at::result_type(grad, self);
   prepare_out(out, broadcast_shape({grad, self}), t, "logit_backward");
-  pointwise("logit_backward", {grad, self, c10::Scalar(lo), c10::Scalar(1.0 - lo)}, out, opmath(t),
-                 [has_eps](Builder& b, const Values& x) {
-                   Value g = x[0], v = x[1];
-                   Value r = div(b, g, mul(b, v, sub(b, cst(b, 1.0, v), v)));
-                   Value outside = b.binary("stablehlo.or", b.compare(v, x[2], "LT"), b.compare(v, x[3], "GT"));
-                   Value fill = has_eps ? zeros(b, v) : cst(b, std::numeric_limits<double>::quiet_NaN(), v);
-                   return b.select(outside, fill, r);
-                 }, has_eps);
+  pointwise(
+      "logit_backward", {grad, self, c10::Scalar(lo), c10::Scalar(1.0 - lo)}, out, opmath(t),
+      [has_eps](Builder& b, const Values& x) {
+        Value g = x[0], v = x[1];
+        Value r = div(b, g, mul(b, v, sub(b, cst(b, 1.0, v), v)));
+        Value outside = b.binary("stablehlo.or", b.compare(v, x[2], "LT"), b.compare(v, x[3], "GT"));
+        Value fill = has_eps ? zeros(b, v) : cst(b, std::numeric_limits<double>::quiet_NaN(), v);
+        return b.select(outside, fill, r);
+      },
+      has_eps);
   return out;
 }
 at::Tensor logit_backward(const at::Tensor& grad, const at::Tensor& self, std::optional<double> eps) {

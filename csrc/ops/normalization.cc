@@ -17,7 +17,6 @@ namespace {
 
 using ir::Dims;
 
-
 // Sum of `x` over dims [axis, rank) broadcast back to x's shape, divided by
 // the number of reduced elements.
 Value mean_keep(Builder& b, Value x, int64_t axis) {
@@ -217,8 +216,8 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
     Value bits = b.rng_bit_generator(state, d, ElemType::kU32)[1];
     // Top 23 bits as the mantissa of a float in [1, 2), minus 1: uniform [0, 1).
     Value mant = b.binary("stablehlo.shift_right_logical", bits, b.constant(9, ElemType::kU32, d));
-    Value f = b.bitcast_convert(b.binary("stablehlo.or", mant, b.constant(0x3f800000, ElemType::kU32, d)),
-                                ElemType::kF32);
+    Value f =
+        b.bitcast_convert(b.binary("stablehlo.or", mant, b.constant(0x3f800000, ElemType::kU32, d)), ElemType::kF32);
     Value u = sub(b, f, b.constant(1.0, ElemType::kF32, d));
     Value keep_mask = b.compare(u, b.broadcast_to(in[3], d), "GE");
     // x * mask * scale, as CPU (so NaN inputs stay NaN where dropped).

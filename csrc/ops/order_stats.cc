@@ -38,8 +38,10 @@ Dims dims_without(const Dims& s, int64_t d) {
 std::vector<int64_t> reduced_shape(const at::Tensor& self, int64_t d, bool keepdim) {
   std::vector<int64_t> s(self.sizes().begin(), self.sizes().end());
   if (s.empty()) return s;
-  if (keepdim) s[d] = 1;
-  else s.erase(s.begin() + d);
+  if (keepdim)
+    s[d] = 1;
+  else
+    s.erase(s.begin() + d);
   return s;
 }
 
@@ -53,10 +55,18 @@ Values pick(Builder& b, Value sv, Value si, int64_t d, Value pos) {
   // NaN payloads and -0.0 come through unchanged.
   ElemType e = b.elem(sv), ie = e;
   switch (e) {
-    case ElemType::kF32: ie = ElemType::kS32; break;
-    case ElemType::kF64: ie = ElemType::kS64; break;
-    case ElemType::kBF16: case ElemType::kF16: ie = ElemType::kS16; break;
-    default: break;
+    case ElemType::kF32:
+      ie = ElemType::kS32;
+      break;
+    case ElemType::kF64:
+      ie = ElemType::kS64;
+      break;
+    case ElemType::kBF16:
+    case ElemType::kF16:
+      ie = ElemType::kS16;
+      break;
+    default:
+      break;
   }
   Value bits = ie == e ? sv : b.bitcast_convert(sv, ie);
   Value v = b.reduce(b.select(mask, bits, zero(b, ie, shape)), zero(b, ie), {d}, "stablehlo.add");
@@ -109,7 +119,8 @@ Values order_stat(Builder& b, Value x, int64_t d, Kind kind, int64_t k) {
       Value freq = b.select(is_end, len, zero(b, kS64, shape));
       Value maxf = b.reduce(freq, zero(b, kS64), {d}, "stablehlo.maximum");
       Value cand = b.compare(freq, b.broadcast_in_dim(maxf, shape, dims_without(shape, d)), "EQ");
-      pos = b.reduce(b.select(cand, iota, b.constant(static_cast<double>(n), kS64, shape)), b.constant(static_cast<double>(n), kS64), {d}, "stablehlo.minimum");
+      pos = b.reduce(b.select(cand, iota, b.constant(static_cast<double>(n), kS64, shape)),
+                     b.constant(static_cast<double>(n), kS64), {d}, "stablehlo.minimum");
     } else {
       pos = cst(0);
     }

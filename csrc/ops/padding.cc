@@ -51,9 +51,7 @@ at::Tensor constant_pad_nd(const at::Tensor& self, c10::IntArrayRef pad, const c
   call.input(self);
   call.scalar(value, self.scalar_type());
   call.output(out);
-  call.run([&](Builder& b, const Values& in) {
-    return Values{b.pad(in[0], in[1], lo, hi, Dims(rank, 0))};
-  });
+  call.run([&](Builder& b, const Values& in) { return Values{b.pad(in[0], in[1], lo, hi, Dims(rank, 0))}; });
   return out;
 }
 
@@ -84,8 +82,8 @@ std::vector<int64_t> pad_output_size(PadMode mode, const at::Tensor& input, c10:
     int64_t l = padding[2 * p], r = padding[2 * p + 1], n = input.size(d);
     if (mode == PadMode::kReflect) {
       TORCH_CHECK(l < n && r < n, "Argument #", 4 + 2 * p,
-                  ": Padding size should be less than the corresponding input dimension, but got: padding (", l,
-                  ", ", r, ") at dimension ", d, " of input ", input.sizes());
+                  ": Padding size should be less than the corresponding input dimension, but got: padding (", l, ", ",
+                  r, ") at dimension ", d, " of input ", input.sizes());
     }
     out[d] = n + l + r;
     positive = positive && out[d] >= 1;
@@ -194,18 +192,17 @@ at::Tensor pad_bwd(const at::Tensor& grad, const at::Tensor& self, c10::IntArray
 }
 
 template <PadMode M, int64_t N>
-at::Tensor& pad_bwd_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef padding,
-                        at::Tensor& gi) {
+at::Tensor& pad_bwd_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef padding, at::Tensor& gi) {
   pad_backward_into(M, N, grad, self, padding, gi);
   return gi;
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("constant_pad_nd", constant_pad_nd);
-#define REG(NAME, MODE, N)                                           \
-  m.impl(#NAME, pad_fn<MODE, N>);                                    \
-  m.impl(#NAME ".out", pad_out<MODE, N>);                            \
-  m.impl(#NAME "_backward", pad_bwd<MODE, N>);                       \
+#define REG(NAME, MODE, N)                     \
+  m.impl(#NAME, pad_fn<MODE, N>);              \
+  m.impl(#NAME ".out", pad_out<MODE, N>);      \
+  m.impl(#NAME "_backward", pad_bwd<MODE, N>); \
   m.impl(#NAME "_backward.grad_input", pad_bwd_out<MODE, N>);
   REG(reflection_pad1d, PadMode::kReflect, 1)
   REG(reflection_pad2d, PadMode::kReflect, 2)

@@ -250,8 +250,8 @@ Value avg_pool_lower(Builder& b, Value x, const std::vector<Win>& wins, bool inc
     }
     v = sum;
   }
-  Value div = div_override ? b.constant((double)*div_override, acc, b.dims(v))
-                           : divisor(b, wins, include_pad, b.dims(v), acc);
+  Value div =
+      div_override ? b.constant((double)*div_override, acc, b.dims(v)) : divisor(b, wins, include_pad, b.dims(v), acc);
   return b.binary("stablehlo.divide", v, div);
 }
 
@@ -259,8 +259,8 @@ Value avg_pool_backward_lower(Builder& b, Value gy, const std::vector<Win>& wins
                               std::optional<int64_t> div_override, ElemType acc) {
   int64_t ns = wins.size(), lead = b.type(gy).rank() - ns;
   Value g = b.convert(gy, acc);
-  Value div = div_override ? b.constant((double)*div_override, acc, b.dims(g))
-                           : divisor(b, wins, include_pad, b.dims(g), acc);
+  Value div =
+      div_override ? b.constant((double)*div_override, acc, b.dims(g)) : divisor(b, wins, include_pad, b.dims(g), acc);
   g = b.binary("stablehlo.divide", g, div);
   for (int64_t k = 0; k < ns; ++k) {
     const Win& w = wins[k];
@@ -328,7 +328,8 @@ std::vector<Win> regular_wins(const at::Tensor& self, c10::IntArrayRef out_sizes
 std::vector<Win> adaptive_wins(const at::Tensor& self, c10::IntArrayRef out_sizes, int64_t ns) {
   std::vector<Win> wins;
   int64_t lead = self.dim() - ns;
-  for (int64_t i = 0; i < ns; ++i) wins.push_back(adaptive_win(self.size(lead + i), out_sizes[out_sizes.size() - ns + i]));
+  for (int64_t i = 0; i < ns; ++i)
+    wins.push_back(adaptive_win(self.size(lead + i), out_sizes[out_sizes.size() - ns + i]));
   return wins;
 }
 
@@ -445,8 +446,8 @@ std::tuple<at::Tensor, at::Tensor> max_pool3d_with_indices(const at::Tensor& sel
 at::Tensor& max_pool2d_backward_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel,
                                     c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
                                     bool ceil_mode, const at::Tensor& indices, at::Tensor& grad_input) {
-  at::Tensor m = at::max_pool2d_with_indices_backward(meta_of(grad), meta_of(self), kernel, stride, padding,
-                                                      dilation, ceil_mode, meta_of(indices));
+  at::Tensor m = at::max_pool2d_with_indices_backward(meta_of(grad), meta_of(self), kernel, stride, padding, dilation,
+                                                      ceil_mode, meta_of(indices));
   resize_like(grad_input, m, grad.scalar_type(), "max_pool2d_with_indices_backward");
   run_max_backward("max_pool_backward", grad, self, indices, 2, grad_input);
   return grad_input;
@@ -455,8 +456,8 @@ at::Tensor& max_pool2d_backward_out(const at::Tensor& grad, const at::Tensor& se
 at::Tensor& max_pool3d_backward_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel,
                                     c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
                                     bool ceil_mode, const at::Tensor& indices, at::Tensor& grad_input) {
-  at::Tensor m = at::max_pool3d_with_indices_backward(meta_of(grad), meta_of(self), kernel, stride, padding,
-                                                      dilation, ceil_mode, meta_of(indices));
+  at::Tensor m = at::max_pool3d_with_indices_backward(meta_of(grad), meta_of(self), kernel, stride, padding, dilation,
+                                                      ceil_mode, meta_of(indices));
   resize_like(grad_input, m, grad.scalar_type(), "max_pool3d_with_indices_backward");
   run_max_backward("max_pool_backward", grad, self, indices, 3, grad_input);
   return grad_input;
@@ -472,32 +473,30 @@ at::Tensor max_pool3d_backward(const at::Tensor& grad, const at::Tensor& self, c
 // --- avg pool ----------------------------------------------------------------
 
 at::Tensor& avg_pool2d_out(const at::Tensor& self, c10::IntArrayRef kernel, c10::IntArrayRef stride,
-                           c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
-                           std::optional<int64_t> div, at::Tensor& out) {
+                           c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> div,
+                           at::Tensor& out) {
   check_dtype(self, "avg_pool2d", Ints::kLong);
   at::Tensor m = at::avg_pool2d(meta_of(self), kernel, stride, padding, ceil_mode, count_include_pad, div);
   resize_like(out, m, self.scalar_type(), "avg_pool2d");
-  run_avg("avg_pool", self, regular_wins(self, m.sizes(), 2, kernel, stride, padding, {}), count_include_pad, div,
-          out);
+  run_avg("avg_pool", self, regular_wins(self, m.sizes(), 2, kernel, stride, padding, {}), count_include_pad, div, out);
   return out;
 }
 
 at::Tensor& avg_pool3d_out(const at::Tensor& self, c10::IntArrayRef kernel, c10::IntArrayRef stride,
-                           c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
-                           std::optional<int64_t> div, at::Tensor& out) {
+                           c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> div,
+                           at::Tensor& out) {
   check_dtype(self, "avg_pool3d", Ints::kLong);
   at::Tensor m = at::avg_pool3d(meta_of(self), kernel, stride, padding, ceil_mode, count_include_pad, div);
   resize_like(out, m, self.scalar_type(), "avg_pool3d");
-  run_avg("avg_pool", self, regular_wins(self, m.sizes(), 3, kernel, stride, padding, {}), count_include_pad, div,
-          out);
+  run_avg("avg_pool", self, regular_wins(self, m.sizes(), 3, kernel, stride, padding, {}), count_include_pad, div, out);
   return out;
 }
 
 at::Tensor& avg_pool2d_backward_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel,
                                     c10::IntArrayRef stride, c10::IntArrayRef padding, bool ceil_mode,
                                     bool count_include_pad, std::optional<int64_t> div, at::Tensor& grad_input) {
-  at::Tensor m = at::avg_pool2d_backward(meta_of(grad), meta_of(self), kernel, stride, padding, ceil_mode,
-                                         count_include_pad, div);
+  at::Tensor m =
+      at::avg_pool2d_backward(meta_of(grad), meta_of(self), kernel, stride, padding, ceil_mode, count_include_pad, div);
   resize_like(grad_input, m, grad.scalar_type(), "avg_pool2d_backward");
   auto wins = regular_wins(self, grad.sizes(), 2, kernel, stride, padding, {});
   run_avg_backward("avg_pool_backward", grad, wins, count_include_pad, div, grad_input);
@@ -507,8 +506,8 @@ at::Tensor& avg_pool2d_backward_out(const at::Tensor& grad, const at::Tensor& se
 at::Tensor& avg_pool3d_backward_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel,
                                     c10::IntArrayRef stride, c10::IntArrayRef padding, bool ceil_mode,
                                     bool count_include_pad, std::optional<int64_t> div, at::Tensor& grad_input) {
-  at::Tensor m = at::avg_pool3d_backward(meta_of(grad), meta_of(self), kernel, stride, padding, ceil_mode,
-                                         count_include_pad, div);
+  at::Tensor m =
+      at::avg_pool3d_backward(meta_of(grad), meta_of(self), kernel, stride, padding, ceil_mode, count_include_pad, div);
   resize_like(grad_input, m, grad.scalar_type(), "avg_pool3d_backward");
   auto wins = regular_wins(self, grad.sizes(), 3, kernel, stride, padding, {});
   run_avg_backward("avg_pool_backward", grad, wins, count_include_pad, div, grad_input);
@@ -522,8 +521,9 @@ at::Tensor adaptive_avg(const at::Tensor& self, c10::IntArrayRef output_size) {
   const char* op = N == 2 ? "adaptive_avg_pool2d" : "adaptive_avg_pool3d";
   // The meta kernel lacks CPU's empty-dimension check.
   for (int64_t i = 1; i < self.dim(); ++i)
-    TORCH_CHECK(self.size(i) > 0, op, "(): Expected input to have non-zero size for non-batch dimensions, but input has sizes ",
-                self.sizes(), " with dimension ", i, " being empty");
+    TORCH_CHECK(self.size(i) > 0, op,
+                "(): Expected input to have non-zero size for non-batch dimensions, but input has sizes ", self.sizes(),
+                " with dimension ", i, " being empty");
   check_dtype(self, op, Ints::kNone);
   at::Tensor m = N == 2 ? at::_adaptive_avg_pool2d(meta_of(self), output_size)
                         : at::_adaptive_avg_pool3d(meta_of(self), output_size);
@@ -563,16 +563,16 @@ std::tuple<at::Tensor&, at::Tensor&> adaptive_max_pool3d_out(const at::Tensor& s
   return {out, indices};
 }
 
-at::Tensor& adaptive_max_pool2d_backward_out(const at::Tensor& grad, const at::Tensor& self,
-                                             const at::Tensor& indices, at::Tensor& grad_input) {
+at::Tensor& adaptive_max_pool2d_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& indices,
+                                             at::Tensor& grad_input) {
   at::Tensor m = at::adaptive_max_pool2d_backward(meta_of(grad), meta_of(self), meta_of(indices));
   resize_like(grad_input, m, grad.scalar_type(), "adaptive_max_pool2d_backward");
   run_max_backward("max_pool_backward", grad, self, indices, 2, grad_input);
   return grad_input;
 }
 
-at::Tensor& adaptive_max_pool3d_backward_out(const at::Tensor& grad, const at::Tensor& self,
-                                             const at::Tensor& indices, at::Tensor& grad_input) {
+at::Tensor& adaptive_max_pool3d_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& indices,
+                                             at::Tensor& grad_input) {
   at::Tensor m = at::adaptive_max_pool3d_backward(meta_of(grad), meta_of(self), meta_of(indices));
   resize_like(grad_input, m, grad.scalar_type(), "adaptive_max_pool3d_backward");
   run_max_backward("max_pool_backward", grad, self, indices, 3, grad_input);

@@ -109,8 +109,8 @@ at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at:
   call.run([&](Builder& b, const Values& in) {
     Value u = uniform01(b, in[0], in[1], d, ft);
     Value lo = b.broadcast_to(in[2], d);
-    Value r = b.binary("stablehlo.add", lo, b.binary("stablehlo.multiply", u,
-                                                     b.binary("stablehlo.subtract", b.broadcast_to(in[3], d), lo)));
+    Value r = b.binary("stablehlo.add", lo,
+                       b.binary("stablehlo.multiply", u, b.binary("stablehlo.subtract", b.broadcast_to(in[3], d), lo)));
     return Values{r};
   });
   return self;
@@ -129,8 +129,10 @@ void normal_into(const at::Tensor& out, const Operand& mean, const Operand& std,
   call.attr(static_cast<int64_t>(ct)).attr(variant);
   add_rng_state(call, gen, out, 2 * out.numel() * words_per(ct));
   for (const Operand* o : {&mean, &std}) {
-    if (o->t.defined()) call.input(o->t);
-    else call.scalar(*o->s, ct);
+    if (o->t.defined())
+      call.input(o->t);
+    else
+      call.scalar(*o->s, ct);
   }
   call.output(out);
   ElemType ft = to_elem(ct);
@@ -188,8 +190,8 @@ at::Tensor& normal_tt_out(const at::Tensor& mean, const at::Tensor& std, std::op
   return out;
 }
 at::Tensor normal_tt(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen) {
-  at::Tensor out = empty_tpu(broadcast_shape({mean, std}), at::result_type(mean, std),
-                             mean.is_cpu() ? std.device() : mean.device());
+  at::Tensor out =
+      empty_tpu(broadcast_shape({mean, std}), at::result_type(mean, std), mean.is_cpu() ? std.device() : mean.device());
   return normal_tt_out(mean, std, gen, out);
 }
 
@@ -260,15 +262,14 @@ at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, std::optional
               "Cauchy distribution is a continuous probability distribution. dtype must be a floating point "
               "but you specified ",
               self.scalar_type());
-  return sample_from_uniform_("cauchy_", self, gen, {median, sigma},
-                              [](Builder& b, Value u, const std::vector<Value>& p, Value one) {
-                                // median + sigma * tan(pi * (u - 1/2))
-                                Value half = b.constant(0.5, b.elem(u), b.dims(u));
-                                Value pi = b.constant(kPi, b.elem(u), b.dims(u));
-                                Value t = b.unary("chlo.tan", b.binary("stablehlo.multiply", pi,
-                                                                       b.binary("stablehlo.subtract", u, half)));
-                                return b.binary("stablehlo.add", p[0], b.binary("stablehlo.multiply", p[1], t));
-                              });
+  return sample_from_uniform_(
+      "cauchy_", self, gen, {median, sigma}, [](Builder& b, Value u, const std::vector<Value>& p, Value one) {
+        // median + sigma * tan(pi * (u - 1/2))
+        Value half = b.constant(0.5, b.elem(u), b.dims(u));
+        Value pi = b.constant(kPi, b.elem(u), b.dims(u));
+        Value t = b.unary("chlo.tan", b.binary("stablehlo.multiply", pi, b.binary("stablehlo.subtract", u, half)));
+        return b.binary("stablehlo.add", p[0], b.binary("stablehlo.multiply", p[1], t));
+      });
 }
 
 at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
@@ -312,17 +313,28 @@ void random_range(at::Tensor& self, int64_t from, uint64_t range, std::optional<
 // integers up to their max, floats up to 2^digits so every value is exact).
 int64_t random_max(c10::ScalarType t) {
   switch (t) {
-    case c10::kBool: return 1;
-    case c10::kByte: return std::numeric_limits<uint8_t>::max();
-    case c10::kChar: return std::numeric_limits<int8_t>::max();
-    case c10::kShort: return std::numeric_limits<int16_t>::max();
-    case c10::kInt: return std::numeric_limits<int32_t>::max();
-    case c10::kLong: return std::numeric_limits<int64_t>::max();
-    case c10::kHalf: return int64_t{1} << std::numeric_limits<c10::Half>::digits;
-    case c10::kBFloat16: return int64_t{1} << std::numeric_limits<c10::BFloat16>::digits;
-    case c10::kFloat: return int64_t{1} << std::numeric_limits<float>::digits;
-    case c10::kDouble: return int64_t{1} << std::numeric_limits<double>::digits;
-    default: break;
+    case c10::kBool:
+      return 1;
+    case c10::kByte:
+      return std::numeric_limits<uint8_t>::max();
+    case c10::kChar:
+      return std::numeric_limits<int8_t>::max();
+    case c10::kShort:
+      return std::numeric_limits<int16_t>::max();
+    case c10::kInt:
+      return std::numeric_limits<int32_t>::max();
+    case c10::kLong:
+      return std::numeric_limits<int64_t>::max();
+    case c10::kHalf:
+      return int64_t{1} << std::numeric_limits<c10::Half>::digits;
+    case c10::kBFloat16:
+      return int64_t{1} << std::numeric_limits<c10::BFloat16>::digits;
+    case c10::kFloat:
+      return int64_t{1} << std::numeric_limits<float>::digits;
+    case c10::kDouble:
+      return int64_t{1} << std::numeric_limits<double>::digits;
+    default:
+      break;
   }
   TORCH_CHECK(false, "random_ is not supported for dtype ", t);
   return 0;
@@ -330,27 +342,44 @@ int64_t random_max(c10::ScalarType t) {
 
 int64_t random_min(c10::ScalarType t) {
   switch (t) {
-    case c10::kBool: case c10::kByte: return 0;
-    case c10::kChar: return std::numeric_limits<int8_t>::min();
-    case c10::kShort: return std::numeric_limits<int16_t>::min();
-    case c10::kInt: return std::numeric_limits<int32_t>::min();
-    case c10::kLong: return std::numeric_limits<int64_t>::min();
-    default: return -random_max(t);
+    case c10::kBool:
+    case c10::kByte:
+      return 0;
+    case c10::kChar:
+      return std::numeric_limits<int8_t>::min();
+    case c10::kShort:
+      return std::numeric_limits<int16_t>::min();
+    case c10::kInt:
+      return std::numeric_limits<int32_t>::min();
+    case c10::kLong:
+      return std::numeric_limits<int64_t>::min();
+    default:
+      return -random_max(t);
   }
 }
 
 const char* dtype_cname(c10::ScalarType t) {
   switch (t) {
-    case c10::kBool: return "bool";
-    case c10::kByte: return "unsigned char";
-    case c10::kChar: return "signed char";
-    case c10::kShort: return "short";
-    case c10::kInt: return "int";
-    case c10::kLong: return "long";
-    case c10::kHalf: return "c10::Half";
-    case c10::kBFloat16: return "c10::BFloat16";
-    case c10::kFloat: return "float";
-    default: return "double";
+    case c10::kBool:
+      return "bool";
+    case c10::kByte:
+      return "unsigned char";
+    case c10::kChar:
+      return "signed char";
+    case c10::kShort:
+      return "short";
+    case c10::kInt:
+      return "int";
+    case c10::kLong:
+      return "long";
+    case c10::kHalf:
+      return "c10::Half";
+    case c10::kBFloat16:
+      return "c10::BFloat16";
+    case c10::kFloat:
+      return "float";
+    default:
+      return "double";
   }
 }
 
@@ -365,13 +394,14 @@ at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> t
   if (to.has_value()) {
     TORCH_CHECK(from < *to, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", *to);
     TORCH_CHECK(from >= random_min(t) && from <= random_max(t), "from is out of bounds for ", dtype_cname(t));
-    TORCH_CHECK(*to - 1 >= random_min(t) && *to - 1 <= random_max(t), "to - 1 is out of bounds for ",
-                dtype_cname(t));
+    TORCH_CHECK(*to - 1 >= random_min(t) && *to - 1 <= random_max(t), "to - 1 is out of bounds for ", dtype_cname(t));
     range = static_cast<uint64_t>(*to) - static_cast<uint64_t>(from);
   } else {
     int64_t hi = random_max(t);
-    TORCH_CHECK(from <= hi, "random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' casted to "
-                            "dtype, but got from=", from, " > to_inc=", hi);
+    TORCH_CHECK(from <= hi,
+                "random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' casted to "
+                "dtype, but got from=",
+                from, " > to_inc=", hi);
     TORCH_CHECK(from >= random_min(t), "from is out of bounds for ", dtype_cname(t));
     range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(from) + 1;  // wraps to 0 for the full int64 range
   }
@@ -394,8 +424,10 @@ void bernoulli_into(at::Tensor& self, const Operand& p, std::optional<at::Genera
   eager::OpCall call("bernoulli_");
   call.attr(static_cast<int64_t>(ct)).attr(static_cast<int64_t>(p.t.defined()));
   add_rng_state(call, gen, self, self.numel() * words_per(ct));
-  if (p.t.defined()) call.input(p.t);
-  else call.scalar(*p.s, ct);
+  if (p.t.defined())
+    call.input(p.t);
+  else
+    call.scalar(*p.s, ct);
   call.output(self);
   ElemType ft = to_elem(ct);
   Dims d = dims_of(self);
@@ -432,8 +464,7 @@ at::Tensor& bernoulli_out(const at::Tensor& self, std::optional<at::Generator> g
 at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor& out) {
   TORCH_CHECK(n >= 0, "n must be non-negative, got", n);
   auto t = out.scalar_type();
-  TORCH_CHECK(n == 0 || n - 1 <= random_max(t),
-              "n is too large for result tensor type: '", out.toString(), "'");
+  TORCH_CHECK(n == 0 || n - 1 <= random_max(t), "n is too large for result tensor type: '", out.toString(), "'");
   at::native::resize_output(out, {n});
   if (n == 0) return out;
   // Sort the indices by random 64-bit keys (ties, ~n^2/2^65, keep order).

@@ -64,7 +64,8 @@ void check_nonempty(const at::Tensor& self, const Plan& p, const char* op, bool 
   if (p.all) {
     if (index_error_when_all)
       TORCH_CHECK_INDEX(false, op, "(): Expected reduction dim to be specified for input.numel() == 0.");
-    TORCH_CHECK(false, op, "(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+    TORCH_CHECK(false, op,
+                "(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
                 "reduction dim with the 'dim' argument.");
   }
   for (int64_t d : p.dims)
@@ -87,9 +88,7 @@ ElemType acc_of(c10::ScalarType t) {
   if (t == c10::kBFloat16 || t == c10::kHalf) return ElemType::kF32;
   return to_elem(t);
 }
-c10::ScalarType acc_scalar(c10::ScalarType t) {
-  return (t == c10::kBFloat16 || t == c10::kHalf) ? c10::kFloat : t;
-}
+c10::ScalarType acc_scalar(c10::ScalarType t) { return (t == c10::kBFloat16 || t == c10::kHalf) ? c10::kFloat : t; }
 
 // --- lowering helpers --------------------------------------------------------
 
@@ -241,15 +240,13 @@ void extreme_into(const char* name, const at::Tensor& self, const Plan& p, bool 
   call.attr(p.dims).attr(is_max);
   call.output(out);
   const Dims& dims = p.dims;
-  call.run([&](Builder& b, const Values& in) {
-    return Values{extreme_of(b, in[0], dims, is_max)};
-  });
+  call.run([&](Builder& b, const Values& in) { return Values{extreme_of(b, in[0], dims, is_max)}; });
 }
 
 template <bool kMax>
 at::Tensor amax(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max_values_cpu" : "min_values_cpu", "\" not implemented for '",
-                              c10::toString(self.scalar_type()), "'");
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max_values_cpu" : "min_values_cpu",
+                              "\" not implemented for '", c10::toString(self.scalar_type()), "'");
   const char* name = kMax ? "amax" : "amin";
   Plan p = plan(self, dim, keepdim);
   check_nonempty(self, p, name);
@@ -259,8 +256,8 @@ at::Tensor amax(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim) {
 }
 template <bool kMax>
 at::Tensor& amax_out(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim, at::Tensor& out) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max_values_cpu" : "min_values_cpu", "\" not implemented for '",
-                              c10::toString(self.scalar_type()), "'");
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max_values_cpu" : "min_values_cpu",
+                              "\" not implemented for '", c10::toString(self.scalar_type()), "'");
   const char* name = kMax ? "amax" : "amin";
   TORCH_CHECK(self.scalar_type() == out.scalar_type(), "Expected the dtype for input and out to match, but got ",
               self.scalar_type(), " for input's dtype and ", out.scalar_type(), " for out's dtype.");
@@ -287,7 +284,8 @@ at::Tensor& max_all_out(const at::Tensor& self, at::Tensor& out) {
   TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max_all" : "min_all", "\" not implemented for '",
                               c10::toString(self.scalar_type()), "'");
   const char* name = kMax ? "max" : "min";
-  TORCH_CHECK(c10::canCast(self.scalar_type(), out.scalar_type()), "Expected canCast(self.dtype, out.dtype) to be "
+  TORCH_CHECK(c10::canCast(self.scalar_type(), out.scalar_type()),
+              "Expected canCast(self.dtype, out.dtype) to be "
               "true, but got false.");
   Plan p = plan(self, std::nullopt, false);
   check_nonempty(self, p, name);
@@ -316,8 +314,7 @@ std::shared_ptr<ir::Graph> arg_region(ElemType v, bool is_max) {
     better = rb.binary("stablehlo.or", better, rb.binary("stablehlo.and", a_nan, rb.unary("stablehlo.not", b_nan)));
     same = rb.binary("stablehlo.or", same, rb.binary("stablehlo.and", a_nan, b_nan));
   }
-  Value take_a =
-      rb.binary("stablehlo.or", better, rb.binary("stablehlo.and", same, rb.compare(ai, bi, "LT")));
+  Value take_a = rb.binary("stablehlo.or", better, rb.binary("stablehlo.and", same, rb.compare(ai, bi, "LT")));
   g->set_outputs({rb.select(take_a, av, bv), rb.select(take_a, ai, bi)});
   return g;
 }
@@ -356,8 +353,8 @@ std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor& self, int64_t dim, 
   return {values, indices};
 }
 template <bool kMax>
-std::tuple<at::Tensor&, at::Tensor&> max_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
-                                                 at::Tensor& values, at::Tensor& indices) {
+std::tuple<at::Tensor&, at::Tensor&> max_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& values,
+                                                 at::Tensor& indices) {
   const char* name = kMax ? "max" : "min";
   check_out_dtype(values, self.scalar_type());
   check_out_dtype(indices, c10::kLong);
@@ -415,11 +412,14 @@ void var_into(const char* name, const at::Tensor& self, const Plan& p, const std
   double c = correction ? correction->toDouble() : 1.0;
   double divisor = std::max(0.0, static_cast<double>(p.count) - c);
   if (divisor <= 0)
-    TORCH_WARN(name, "(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
+    TORCH_WARN(name,
+               "(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
                "(input numel divided by output numel).");
   c10::ScalarType compute = out.scalar_type();
-  TORCH_CHECK(c10::isFloatingType(compute), "result type ", self.scalar_type(), " can't be cast to the desired output "
-              "type ", compute);
+  TORCH_CHECK(c10::isFloatingType(compute), "result type ", self.scalar_type(),
+              " can't be cast to the desired output "
+              "type ",
+              compute);
   ElemType acc = acc_of(compute);
   eager::OpCall call(name);
   call.input(self);
@@ -518,11 +518,16 @@ void norm_into(const at::Tensor& self, const Plan& p, double ord, c10::ScalarTyp
     Value x = b.convert(b.convert(in[0], de), acc);
     Value a = b.unary("stablehlo.abs", x);
     switch (kind) {
-      case 0: return Values{sum_of(b, b.convert(b.compare(x, zero(b, acc, b.dims(x)), "NE"), acc), dims)};
-      case 1: return Values{sum_of(b, a, dims)};
-      case 2: return Values{b.unary("stablehlo.sqrt", sum_of(b, b.binary("stablehlo.multiply", x, x), dims))};
-      case 3: return Values{extreme_of(b, a, dims, true)};
-      case 4: return Values{extreme_of(b, a, dims, false)};
+      case 0:
+        return Values{sum_of(b, b.convert(b.compare(x, zero(b, acc, b.dims(x)), "NE"), acc), dims)};
+      case 1:
+        return Values{sum_of(b, a, dims)};
+      case 2:
+        return Values{b.unary("stablehlo.sqrt", sum_of(b, b.binary("stablehlo.multiply", x, x), dims))};
+      case 3:
+        return Values{extreme_of(b, a, dims, true)};
+      case 4:
+        return Values{extreme_of(b, a, dims, false)};
       default: {
         Value pw = b.binary("stablehlo.power", a, b.broadcast_to(in[1], b.dims(a)));
         Value s = sum_of(b, pw, dims);
@@ -532,8 +537,8 @@ void norm_into(const at::Tensor& self, const Plan& p, double ord, c10::ScalarTyp
   });
 }
 
-at::Tensor linalg_vector_norm(const at::Tensor& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim,
-                              bool keepdim, std::optional<c10::ScalarType> dtype) {
+at::Tensor linalg_vector_norm(const at::Tensor& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
+                              std::optional<c10::ScalarType> dtype) {
   Plan p = plan(self, dim, keepdim);
   double o = ord.toDouble();
   auto dt = norm_dtype(self, o, p, dtype);
@@ -555,8 +560,8 @@ at::Tensor& norm_dtype_out(const at::Tensor& self, const std::optional<c10::Scal
                            bool keepdim, c10::ScalarType dtype, at::Tensor& out) {
   return linalg_vector_norm_out(self, pv.value_or(2.0), dim, keepdim, dtype, out);
 }
-at::Tensor& norm_out(const at::Tensor& self, const std::optional<c10::Scalar>& pv, c10::IntArrayRef dim,
-                     bool keepdim, at::Tensor& out) {
+at::Tensor& norm_out(const at::Tensor& self, const std::optional<c10::Scalar>& pv, c10::IntArrayRef dim, bool keepdim,
+                     at::Tensor& out) {
   return linalg_vector_norm_out(self, pv.value_or(2.0), dim, keepdim, std::nullopt, out);
 }
 
@@ -575,7 +580,8 @@ void anyall_into(const at::Tensor& self, const Plan& p, bool is_any, const at::T
   call.run([&](Builder& b, const Values& in) {
     Value x = in[0];
     if (b.elem(x) != ElemType::kPred) x = b.compare(x, zero(b, b.elem(x), b.dims(x)), "NE");
-    return Values{fold(b, x, dims, is_any ? "stablehlo.or" : "stablehlo.and", b.constant(is_any ? 0 : 1, ElemType::kPred))};
+    return Values{
+        fold(b, x, dims, is_any ? "stablehlo.or" : "stablehlo.and", b.constant(is_any ? 0 : 1, ElemType::kPred))};
   });
 }
 
@@ -630,8 +636,8 @@ void logsumexp_into(const at::Tensor& self, const Plan& p, const at::Tensor& out
     Value inf = b.constant(std::numeric_limits<double>::infinity(), acc, b.dims(m));
     Value finite = b.compare(b.unary("stablehlo.abs", m), inf, "LT");
     Value shift = b.select(finite, m, zero(b, acc, b.dims(m)));
-    Value e = b.unary("stablehlo.exponential",
-                      b.binary("stablehlo.subtract", x, expand_back(b, shift, b.dims(x), dims)));
+    Value e =
+        b.unary("stablehlo.exponential", b.binary("stablehlo.subtract", x, expand_back(b, shift, b.dims(x), dims)));
     Value r = b.unary("stablehlo.log", sum_of(b, e, dims));
     return Values{b.binary("stablehlo.add", r, shift)};
   });

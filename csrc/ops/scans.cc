@@ -22,8 +22,8 @@ void scan_into(const at::Tensor& self, int64_t dim, bool prod, const at::Tensor&
   ElemType de = to_elem(dtype);
   // Half-precision floats accumulate in f32, like ATen's CPU kernels; bool in int64.
   ElemType acc = (dtype == c10::kBFloat16 || dtype == c10::kHalf) ? ElemType::kF32
-                 : dtype == c10::kBool                             ? ElemType::kS64
-                                                                   : de;
+                 : dtype == c10::kBool                            ? ElemType::kS64
+                                                                  : de;
   eager::OpCall call(prod ? "cumprod" : "cumsum");
   call.input(self);
   call.attr(dim).attr(static_cast<int64_t>(dtype));
@@ -38,8 +38,8 @@ void scan_into(const at::Tensor& self, int64_t dim, bool prod, const at::Tensor&
     window[dim] = n;
     padding[dim] = {n - 1, 0};
     Value init = prod ? one(b, acc) : zero(b, acc);
-    return Values{b.reduce_window(x, init, window, strides, dil, dil, padding,
-                                  prod ? "stablehlo.multiply" : "stablehlo.add")};
+    return Values{
+        b.reduce_window(x, init, window, strides, dil, dil, padding, prod ? "stablehlo.multiply" : "stablehlo.add")};
   });
 }
 

@@ -43,21 +43,28 @@ void searchsorted_checks(const at::Tensor& seq, const at::Tensor& self, bool out
   if (side) {
     TORCH_CHECK(*side == "left" || *side == "right", "torch.searchsorted(): side can only be 'left' or 'right' but ",
                 "got ", *side);
-    TORCH_CHECK(!right || *side == "right", "torch.searchsorted(): side and right can't be set to opposites, got side "
-                "of ", *side, " while right was True");
+    TORCH_CHECK(!right || *side == "right",
+                "torch.searchsorted(): side and right can't be set to opposites, got side "
+                "of ",
+                *side, " while right was True");
   }
-  TORCH_CHECK(seq.dim() > 0, "torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 "
+  TORCH_CHECK(seq.dim() > 0,
+              "torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 "
               "dimension");
   TORCH_CHECK(seq.dim() == 1 || (seq.dim() == self.dim() &&
                                  seq.sizes().slice(0, seq.dim() - 1).equals(self.sizes().slice(0, self.dim() - 1))),
               "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries "
-              "tensor and input value tensor must match, but we got boundaries tensor ", seq.sizes(),
-              " and input value tensor ", self.sizes());
+              "tensor and input value tensor must match, but we got boundaries tensor ",
+              seq.sizes(), " and input value tensor ", self.sizes());
   if (sorter.defined()) {
-    TORCH_CHECK(sorter.scalar_type() == c10::kLong, "torch.searchsorted(): sorter must be a tensor of long dtype but "
-                "got dtype ", sorter.scalar_type());
-    TORCH_CHECK(sorter.sizes().equals(seq.sizes()), "torch.searchsorted(): boundary and sorter must have the same size, "
-                "but got boundary tensor ", seq.sizes(), "and got sorter tensor ", sorter.sizes());
+    TORCH_CHECK(sorter.scalar_type() == c10::kLong,
+                "torch.searchsorted(): sorter must be a tensor of long dtype but "
+                "got dtype ",
+                sorter.scalar_type());
+    TORCH_CHECK(sorter.sizes().equals(seq.sizes()),
+                "torch.searchsorted(): boundary and sorter must have the same size, "
+                "but got boundary tensor ",
+                seq.sizes(), "and got sorter tensor ", sorter.sizes());
   }
   TORCH_CHECK(!(seq.scalar_type() == c10::kBool || self.scalar_type() == c10::kBool),
               "torch.searchsorted(): bool dtype is not supported");
@@ -70,8 +77,10 @@ void searchsorted_into(const at::Tensor& seq, const Operand& value, c10::IntArra
   eager::OpCall call("searchsorted");
   call.attr(right).attr(sorter.defined()).attr(static_cast<int64_t>(ct));
   call.input(seq);
-  if (value.t.defined()) call.input(value.t);
-  else call.scalar(*value.s, ct);
+  if (value.t.defined())
+    call.input(value.t);
+  else
+    call.scalar(*value.s, ct);
   if (sorter.defined()) call.input(sorter);
   call.output(out);
   Dims sd = dims_of(seq), vd(self_shape.begin(), self_shape.end());
@@ -115,7 +124,8 @@ at::Tensor& searchsorted_out(const at::Tensor& seq, const at::Tensor& self, bool
   at::Tensor sorter = sorter_opt.value_or(at::Tensor());
   searchsorted_checks(seq, self, out_int32, right, side, sorter);
   auto dt = out_int32 ? c10::kInt : c10::kLong;
-  TORCH_CHECK(out.scalar_type() == dt, "torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) "
+  TORCH_CHECK(out.scalar_type() == dt,
+              "torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) "
               "or Long(int64) depending on whether out_int32 flag is True, but we got output tensor's dtype ",
               out.scalar_type(), " and out_int32 flag is ", out_int32 ? "True" : "False");
   at::native::resize_output(out, self.sizes());
@@ -123,7 +133,7 @@ at::Tensor& searchsorted_out(const at::Tensor& seq, const at::Tensor& self, bool
   return out;
 }
 at::Tensor ss_tensor(const at::Tensor& seq, const at::Tensor& self, bool out_int32, bool right,
-                        std::optional<std::string_view> side, const std::optional<at::Tensor>& sorter) {
+                     std::optional<std::string_view> side, const std::optional<at::Tensor>& sorter) {
   at::Tensor out = empty_tpu(self.sizes(), out_int32 ? c10::kInt : c10::kLong, seq.device());
   return searchsorted_out(seq, self, out_int32, right, side, sorter, out);
 }
@@ -131,8 +141,10 @@ at::Tensor& searchsorted_scalar_out(const at::Tensor& seq, const c10::Scalar& se
                                     std::optional<std::string_view> side, const std::optional<at::Tensor>& sorter_opt,
                                     at::Tensor& out) {
   at::Tensor sorter = sorter_opt.value_or(at::Tensor());
-  TORCH_CHECK(seq.dim() == 1, "torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension "
-              "is 1, but we got boundaries tensor dim(", seq.dim(), ") and input value's dim(0) numel(1)");
+  TORCH_CHECK(seq.dim() == 1,
+              "torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension "
+              "is 1, but we got boundaries tensor dim(",
+              seq.dim(), ") and input value's dim(0) numel(1)");
   at::Tensor dummy = empty_tpu({}, seq.scalar_type(), c10::Device(c10::kMeta));
   searchsorted_checks(seq, dummy, out_int32, right, side, sorter);
   prepare_out(out, {}, out_int32 ? c10::kInt : c10::kLong, "searchsorted");
@@ -140,7 +152,7 @@ at::Tensor& searchsorted_scalar_out(const at::Tensor& seq, const c10::Scalar& se
   return out;
 }
 at::Tensor ss_scalar(const at::Tensor& seq, const c10::Scalar& self, bool out_int32, bool right,
-                               std::optional<std::string_view> side, const std::optional<at::Tensor>& sorter) {
+                     std::optional<std::string_view> side, const std::optional<at::Tensor>& sorter) {
   at::Tensor out = empty_tpu({}, out_int32 ? c10::kInt : c10::kLong, seq.device());
   return searchsorted_scalar_out(seq, self, out_int32, right, side, sorter, out);
 }
@@ -220,8 +232,10 @@ at::Tensor& histc_out(const at::Tensor& self, int64_t bins, const c10::Scalar& m
   TORCH_CHECK(std::isfinite(lo_v) && std::isfinite(hi_v), "torch.histc(): range of [", lo_v, ", ", hi_v,
               "] is not finite");
   TORCH_CHECK(lo_v <= hi_v, "torch.histc(): max must be larger than min");
-  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "torch.histc: input tensor and hist tensor should have the same "
-              "dtype, but got input ", self.scalar_type(), " and hist ", out.scalar_type());
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(),
+              "torch.histc: input tensor and hist tensor should have the same "
+              "dtype, but got input ",
+              self.scalar_type(), " and hist ", out.scalar_type());
   at::native::resize_output(out, {bins});
   auto ct = opmath(self.scalar_type());
   int64_t n = self.numel();
@@ -260,8 +274,9 @@ at::Tensor& histc_out(const at::Tensor& self, int64_t bins, const c10::Scalar& m
     Value onei = one(b, kS64, {n});
     pos = b.select(b.compare(x, edge(pos), "LT"), sub(b, pos, onei), pos);
     Value nxt = add(b, pos, onei);
-    pos = b.select(b.binary("stablehlo.and", b.compare(nxt, b.constant(bins, kS64, {n}), "LT"),
-                            b.compare(x, edge(nxt), "GE")), nxt, pos);
+    pos = b.select(
+        b.binary("stablehlo.and", b.compare(nxt, b.constant(bins, kS64, {n}), "LT"), b.compare(x, edge(nxt), "GE")),
+        nxt, pos);
     pos = b.clamp(zero(b, kS64), pos, b.constant(bins - 1, kS64));
     Value inside = b.binary("stablehlo.and", b.compare(x, lob, "GE"), b.compare(x, hib, "LE"));
     Value w = b.select(inside, one(b, e, {n}), zero(b, e, {n}));
@@ -335,8 +350,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_impl(const at::Tensor& sel
     Value gid = sub(b, cumsum(b, b.convert(g.flags, kS64), 0), one(b, kS64, {n}));
     Values res;
     res.push_back(scatter_rows(b, zero(b, b.elem(g.keys), {u}), gid, g.keys, nullptr));
-    if (return_inverse)
-      res.push_back(b.reshape(scatter_rows(b, zero(b, kS64, {n}), g.perm, gid, nullptr), shape));
+    if (return_inverse) res.push_back(b.reshape(scatter_rows(b, zero(b, kS64, {n}), g.perm, gid, nullptr), shape));
     if (return_counts) res.push_back(scatter_rows(b, zero(b, kS64, {u}), gid, one(b, kS64, {n}), "stablehlo.add"));
     return res;
   });
@@ -356,7 +370,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(const at::Tens
                                                                   bool return_counts, std::optional<int64_t> dim) {
   if (dim.has_value()) {
     wrap_dim(*dim, self.dim());
-    TORCH_CHECK_NOT_IMPLEMENTED(self.dim() == 1, "unique_consecutive with dim is only supported for 1-D tensors on tpu");
+    TORCH_CHECK_NOT_IMPLEMENTED(self.dim() == 1,
+                                "unique_consecutive with dim is only supported for 1-D tensors on tpu");
   }
   return unique_impl(self, true, return_inverse, return_counts);
 }
@@ -366,16 +381,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(const at::Tens
 at::Tensor& multinomial_out(const at::Tensor& self, int64_t num_samples, bool replacement,
                             std::optional<at::Generator> gen, at::Tensor& out) {
   TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "multinomial only supports floating-point dtypes for input, got: ",
-              self.scalar_type());
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "multinomial only supports floating-point dtypes for input, got: ", self.scalar_type());
   TORCH_CHECK(num_samples > 0, "cannot sample n_sample <= 0 samples");
   int64_t cats = self.size(-1);
-  TORCH_CHECK(replacement || num_samples <= cats, "cannot sample n_sample > prob_dist.size(-1) samples without "
+  TORCH_CHECK(replacement || num_samples <= cats,
+              "cannot sample n_sample > prob_dist.size(-1) samples without "
               "replacement");
   TORCH_CHECK(cats <= (int64_t(1) << 24), "number of categories cannot exceed 2^24");
   TORCH_CHECK(out.scalar_type() == c10::kLong, "multinomial expects Long tensor out, got: ", out.scalar_type());
-  std::vector<int64_t> oshape = self.dim() == 1 ? std::vector<int64_t>{num_samples}
-                                                : std::vector<int64_t>{self.size(0), num_samples};
+  std::vector<int64_t> oshape =
+      self.dim() == 1 ? std::vector<int64_t>{num_samples} : std::vector<int64_t>{self.size(0), num_samples};
   at::native::resize_output(out, oshape);
   int64_t rows = self.dim() == 1 ? 1 : self.size(0);
   if (out.numel() == 0) return out;
@@ -398,7 +414,8 @@ at::Tensor& multinomial_out(const at::Tensor& self, int64_t num_samples, bool re
     Value p = b.reshape(b.convert(in[2], e), {rows, cats});
     Dims ud = replacement ? Dims{rows, num_samples} : Dims{rows, cats};
     Value st = b.concatenate({b.reshape(b.bitcast_convert(in[0], ElemType::kU64), {1}),
-                              b.reshape(b.bitcast_convert(in[1], ElemType::kU64), {1})}, 0);
+                              b.reshape(b.bitcast_convert(in[1], ElemType::kU64), {1})},
+                             0);
     Value bits = b.rng_bit_generator(st, ud, ElemType::kU32)[1];
     Value top = b.binary("stablehlo.shift_right_logical", bits, b.constant(9, ElemType::kU32, ud));
     // Uniform in (0, 1): (k + 0.5) / 2^23, exact in f32.
@@ -420,8 +437,8 @@ at::Tensor& multinomial_out(const at::Tensor& self, int64_t num_samples, bool re
       res = b.binary("stablehlo.minimum", cnt, b.broadcast_in_dim(last, ud, {0}));
     } else {
       // Gumbel top-k: log p - log(-log u); zero-probability keys are -inf.
-      Value gumbel = b.unary("stablehlo.negate", b.unary("stablehlo.log", b.unary("stablehlo.negate",
-                                                                                   b.unary("stablehlo.log", u))));
+      Value gumbel = b.unary("stablehlo.negate",
+                             b.unary("stablehlo.log", b.unary("stablehlo.negate", b.unary("stablehlo.log", u))));
       Value key = add(b, b.unary("stablehlo.log", p), gumbel);
       Values s = b.sort({key, b.iota(ud, 1, kS64)}, 1, true);
       res = b.slice(s[1], {0, 0}, {rows, num_samples}, {1, 1});
@@ -430,7 +447,8 @@ at::Tensor& multinomial_out(const at::Tensor& self, int64_t num_samples, bool re
   });
   return out;
 }
-at::Tensor multinomial(const at::Tensor& self, int64_t num_samples, bool replacement, std::optional<at::Generator> gen) {
+at::Tensor multinomial(const at::Tensor& self, int64_t num_samples, bool replacement,
+                       std::optional<at::Generator> gen) {
   at::Tensor out = empty_tpu({0}, c10::kLong, self.device());
   return multinomial_out(self, num_samples, replacement, gen, out);
 }

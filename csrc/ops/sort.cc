@@ -72,8 +72,7 @@ std::tuple<at::Tensor&, at::Tensor&> topk_out(const at::Tensor& self, c10::SymIn
   return {values, indices};
 }
 
-std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& self, c10::SymInt k, int64_t dim, bool largest,
-                                        bool sorted) {
+std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& self, c10::SymInt k, int64_t dim, bool largest, bool sorted) {
   at::Tensor v = empty_tpu({0}, self.scalar_type(), self.device());
   at::Tensor i = empty_tpu({0}, c10::kLong, self.device());
   topk_out(self, k, dim, largest, sorted, v, i);

@@ -59,8 +59,8 @@ Values converge(Builder& b, Value done0, const Values& consts, const Values& sta
   {
     Builder c(*cond);
     Value i{cond->params()[0], 0}, done{cond->params()[1], 0};
-    Value more = pand(c, lt(c, i, c.constant(static_cast<double>(max_iter), ElemType::kS32)),
-                      any_true(c, pnot(c, done)));
+    Value more =
+        pand(c, lt(c, i, c.constant(static_cast<double>(max_iter), ElemType::kS32)), any_true(c, pnot(c, done)));
     cond->set_outputs({more});
   }
   auto body = b.loop_region(init);
@@ -88,15 +88,16 @@ double machep(Value like, Builder& b) {
 // Lanczos sum (scaled by exp(-g)) as a rational function, evaluated in 1/a
 // for a > 1 so that the degree-12 polynomials do not overflow.
 Value lanczos_sum_expg_scaled(Builder& b, Value a) {
-  static const double num[13] = {0.006061842346248906525783753964555936883222, 0.5098416655656676188125178644804694509993,
-                                 19.51992788247617482847860966235652136208,   449.9445569063168119446858607650988409623,
-                                 6955.999602515376140356310115515198987526,   75999.29304014542649875303443598909137092,
-                                 601859.6171681098786670226533699352302507,   3481712.15498064590882071018964774556468,
-                                 14605578.08768506808414169982791359218571,   43338889.32467613834773723740590533316085,
-                                 86363131.28813859145546927288977868422342,   103794043.1163445451906271053616070238554,
-                                 56906521.91347156388090791033559122686859};
-  static const double den[13] = {1., 66., 1925., 32670., 357423., 2637558., 13339535., 45995730., 105258076.,
-                                 150917976., 120543840., 39916800., 0.};
+  static const double num[13] = {
+      0.006061842346248906525783753964555936883222, 0.5098416655656676188125178644804694509993,
+      19.51992788247617482847860966235652136208,    449.9445569063168119446858607650988409623,
+      6955.999602515376140356310115515198987526,    75999.29304014542649875303443598909137092,
+      601859.6171681098786670226533699352302507,    3481712.15498064590882071018964774556468,
+      14605578.08768506808414169982791359218571,    43338889.32467613834773723740590533316085,
+      86363131.28813859145546927288977868422342,    103794043.1163445451906271053616070238554,
+      56906521.91347156388090791033559122686859};
+  static const double den[13] = {1.,        66.,        1925.,      32670.,     357423.,   2637558., 13339535.,
+                                 45995730., 105258076., 150917976., 120543840., 39916800., 0.};
   // Coefficients are highest degree first.
   auto horner = [&](Value t, const double* c, bool reversed) {
     Value r = cst(b, reversed ? c[12] : c[0], t);
@@ -153,17 +154,15 @@ Value igamc_series(Builder& b, Value a, Value x, Value need) {
   Value one = cst(b, 1.0, a), zero = cst(b, 0.0, a);
   Values st = converge(b, pnot(b, need), {a, x}, {one, zero}, 1999,
                        [eps](Builder& c, const Values& k, const Values& s, Value i) {
-                         Value n = add(c, c.broadcast_to(c.convert(i, c.elem(s[0])), c.dims(s[0])),
-                                       cst(c, 1.0, s[0]));
+                         Value n = add(c, c.broadcast_to(c.convert(i, c.elem(s[0])), c.dims(s[0])), cst(c, 1.0, s[0]));
                          Value fac = mul(c, s[0], div(c, c.unary("stablehlo.negate", k[1]), n));
                          Value term = div(c, fac, add(c, k[0], n));
                          Value sum = add(c, s[1], term);
                          return Values{fac, sum, le(c, absv(c, term), mul(c, cst(c, eps, sum), absv(c, sum)))};
                        });
   Value logx = log_(b, x);
-  Value t = b.unary("stablehlo.negate",
-                    b.unary("stablehlo.exponential_minus_one",
-                            sub(b, mul(b, a, logx), b.unary("chlo.lgamma", add(b, one, a)))));
+  Value t = b.unary("stablehlo.negate", b.unary("stablehlo.exponential_minus_one",
+                                                sub(b, mul(b, a, logx), b.unary("chlo.lgamma", add(b, one, a)))));
   return sub(b, t, mul(b, exp_(b, sub(b, mul(b, a, logx), b.unary("chlo.lgamma", a))), st[1]));
 }
 
@@ -181,23 +180,22 @@ Value igamc_cf(Builder& b, Value a, Value x, Value need) {
   Value ans = div(b, pkm1, qkm1);
   Value done0 = por(b, pnot(b, need), eq(b, ax, C(0)));
   // state: c, y, z, pkm2, pkm1, qkm2, qkm1, ans
-  Values st = converge(
-      b, done0, {}, {C(0), y, z, C(1), pkm1, x, qkm1, ans}, 2000,
-      [eps, big, biginv](Builder& c, const Values&, const Values& s, Value) {
-        auto K = [&](double v) { return cst(c, v, s[0]); };
-        Value cc = add(c, s[0], K(1)), yy = add(c, s[1], K(1)), zz = add(c, s[2], K(2));
-        Value yc = mul(c, yy, cc);
-        Value pk = sub(c, mul(c, s[4], zz), mul(c, s[3], yc));
-        Value qk = sub(c, mul(c, s[6], zz), mul(c, s[5], yc));
-        Value qnz = c.compare(qk, K(0), "NE");
-        Value r = div(c, pk, qk);
-        Value t = c.select(qnz, absv(c, div(c, sub(c, s[7], r), r)), K(1));
-        Value nans = c.select(qnz, r, s[7]);
-        Value pkm2 = s[4], pkm1 = pk, qkm2 = s[6], qkm1 = qk;
-        Value scale = gt(c, absv(c, pk), K(big));
-        auto sc = [&](Value v) { return c.select(scale, mul(c, v, K(biginv)), v); };
-        return Values{cc, yy, zz, sc(pkm2), sc(pkm1), sc(qkm2), sc(qkm1), nans, le(c, t, K(eps))};
-      });
+  Values st = converge(b, done0, {}, {C(0), y, z, C(1), pkm1, x, qkm1, ans}, 2000,
+                       [eps, big, biginv](Builder& c, const Values&, const Values& s, Value) {
+                         auto K = [&](double v) { return cst(c, v, s[0]); };
+                         Value cc = add(c, s[0], K(1)), yy = add(c, s[1], K(1)), zz = add(c, s[2], K(2));
+                         Value yc = mul(c, yy, cc);
+                         Value pk = sub(c, mul(c, s[4], zz), mul(c, s[3], yc));
+                         Value qk = sub(c, mul(c, s[6], zz), mul(c, s[5], yc));
+                         Value qnz = c.compare(qk, K(0), "NE");
+                         Value r = div(c, pk, qk);
+                         Value t = c.select(qnz, absv(c, div(c, sub(c, s[7], r), r)), K(1));
+                         Value nans = c.select(qnz, r, s[7]);
+                         Value pkm2 = s[4], pkm1 = pk, qkm2 = s[6], qkm1 = qk;
+                         Value scale = gt(c, absv(c, pk), K(big));
+                         auto sc = [&](Value v) { return c.select(scale, mul(c, v, K(biginv)), v); };
+                         return Values{cc, yy, zz, sc(pkm2), sc(pkm1), sc(qkm2), sc(qkm1), nans, le(c, t, K(eps))};
+                       });
   return b.select(eq(b, ax, C(0)), C(0), mul(b, st[7], ax));
 }
 
@@ -253,8 +251,8 @@ template <bool kUpper>
 at::Tensor& igamma_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
   ScalarType dtype = at::result_type(self, other);
   const char* name = kUpper ? "igammac_cpu" : "igamma_cpu";
-  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(dtype), "\"", name, "\" not implemented for '",
-                              c10::toString(dtype), "'");
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(dtype), "\"", name, "\" not implemented for '", c10::toString(dtype),
+                              "'");
   prepare_out(out, broadcast_shape({self, other}), dtype, kUpper ? "igammac" : "igamma");
   pointwise(kUpper ? "igammac" : "igamma", {self, other}, out, opmath(dtype),
             [](Builder& b, const Values& in) { return igamma_lower(b, in[0], in[1], kUpper); });

@@ -28,9 +28,9 @@ using c10::ScalarType;
 enum class Kind { kT, kU, kV, kW, kH, kHe, kL, kP };
 
 struct PolyDef {
-  const char* name;     // kernel name (CPU's, for error messages)
+  const char* name;  // kernel name (CPU's, for error messages)
   Kind kind;
-  bool shifted;         // shifted Chebyshev: argument 2x - 1
+  bool shifted;  // shifted Chebyshev: argument 2x - 1
 };
 
 Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
@@ -43,10 +43,15 @@ Value isnan(Builder& b, Value x) { return b.compare(x, x, "NE"); }
 // Degree above which CPU switches Chebyshev (|y| < 1) to the trig form.
 int64_t trig_threshold(const PolyDef& d) {
   switch (d.kind) {
-    case Kind::kT: return 6;
-    case Kind::kU: case Kind::kV: return d.shifted ? 6 : 8;
-    case Kind::kW: return d.shifted ? 4 : 8;
-    default: return -1;
+    case Kind::kT:
+      return 6;
+    case Kind::kU:
+    case Kind::kV:
+      return d.shifted ? 6 : 8;
+    case Kind::kW:
+      return d.shifted ? 4 : 8;
+    default:
+      return -1;
   }
 }
 
@@ -108,8 +113,7 @@ Value recurrence(Builder& b, Kind kind, Value y, Value m, Value p0, Value q0) {
     Value act = running(c, kind, j, mv, q);
     Value j_f = c.broadcast_to(c.convert(j, c.elem(yv)), c.dims(yv));
     Value r = step(c, kind, yv, p, q, j_f);
-    body->set_outputs({add(c, j, c.constant(1, ElemType::kS64)), yv, mv, c.select(act, q, p),
-                       c.select(act, r, q)});
+    body->set_outputs({add(c, j, c.constant(1, ElemType::kS64)), yv, mv, c.select(act, q, p), c.select(act, r, q)});
   }
   return b.while_loop(init, cond, body)[4];
 }
@@ -130,11 +134,14 @@ Value lower(Builder& b, const PolyDef& d, Value x, Value n) {
   Value pm1 = sel(b, even, one_f, C(-1));        // (-1)^n
 
   Value y = d.shifted ? sub(b, add(b, x, x), one_f) : x;
-  Value result;   // closed-form value where `closed`
+  Value result;  // closed-form value where `closed`
   Value closed;
-  Value q1;       // P_1, the recurrence's starting q (P_0 = 1)
+  Value q1;  // P_1, the recurrence's starting q (P_0 = 1)
   switch (d.kind) {
-    case Kind::kT: case Kind::kU: case Kind::kV: case Kind::kW: {
+    case Kind::kT:
+    case Kind::kU:
+    case Kind::kV:
+    case Kind::kW: {
       Value ay = b.unary("stablehlo.abs", y);
       Value at1 = b.compare(ay, one_f, "EQ");
       Value pos = b.compare(y, zero_f, "GT");
@@ -174,7 +181,8 @@ Value lower(Builder& b, const PolyDef& d, Value x, Value n) {
       closed = por(b, por(b, at1, trig), por(b, n0, n1));
       break;
     }
-    case Kind::kH: case Kind::kHe: {
+    case Kind::kH:
+    case Kind::kHe: {
       q1 = d.kind == Kind::kH ? add(b, x, x) : x;
       // CPU gives up (NaN) past a dtype-dependent degree.
       int64_t limit = b.elem(x) == ElemType::kF32 ? 128 : b.elem(x) == ElemType::kF64 ? 512 : 1024;
@@ -214,11 +222,10 @@ at::Tensor& poly_out(const at::Tensor& x, const at::Tensor& n, at::Tensor& out) 
   ScalarType common = at::result_type(x, n);
   ScalarType dtype = float_result(common);
   // CPU's kernels exist for float and double only (ints promote to float).
-  TORCH_CHECK_NOT_IMPLEMENTED(dtype == c10::kFloat || dtype == c10::kDouble, "\"", D.name,
-                              "\" not implemented for '", c10::toString(dtype), "'");
+  TORCH_CHECK_NOT_IMPLEMENTED(dtype == c10::kFloat || dtype == c10::kDouble, "\"", D.name, "\" not implemented for '",
+                              c10::toString(dtype), "'");
   prepare_out(out, broadcast_shape({x, n}), dtype, D.name);
-  pointwise(D.name, {x, n}, out, dtype,
-            [](Builder& b, const Values& in) { return lower(b, D, in[0], in[1]); });
+  pointwise(D.name, {x, n}, out, dtype, [](Builder& b, const Values& in) { return lower(b, D, in[0], in[1]); });
   return out;
 }
 

@@ -34,9 +34,7 @@ struct UnaryDef {
   Value (*fn)(Builder&, Value);
 };
 
-ScalarType upcast(ScalarType t) {
-  return (t == c10::kBFloat16 || t == c10::kHalf) ? c10::kFloat : t;
-}
+ScalarType upcast(ScalarType t) { return (t == c10::kBFloat16 || t == c10::kHalf) ? c10::kFloat : t; }
 
 Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
 Value un(Builder& b, const char* op, Value x) { return b.unary(op, x); }
@@ -78,13 +76,9 @@ Value f_sigmoid(Builder& b, Value x) { return un(b, "stablehlo.logistic", x); }
 Value f_erf(Builder& b, Value x) { return un(b, "chlo.erf", x); }
 Value f_erfc(Builder& b, Value x) { return un(b, "chlo.erfc", x); }
 Value f_erfinv(Builder& b, Value x) { return un(b, "chlo.erf_inv", x); }
-Value f_floor(Builder& b, Value x) {
-  return ir::is_float(b.elem(x)) ? un(b, "stablehlo.floor", x) : x;
-}
+Value f_floor(Builder& b, Value x) { return ir::is_float(b.elem(x)) ? un(b, "stablehlo.floor", x) : x; }
 Value f_ceil(Builder& b, Value x) { return ir::is_float(b.elem(x)) ? un(b, "stablehlo.ceil", x) : x; }
-Value f_round(Builder& b, Value x) {
-  return ir::is_float(b.elem(x)) ? un(b, "stablehlo.round_nearest_even", x) : x;
-}
+Value f_round(Builder& b, Value x) { return ir::is_float(b.elem(x)) ? un(b, "stablehlo.round_nearest_even", x) : x; }
 Value f_trunc(Builder& b, Value x) {
   if (!ir::is_float(b.elem(x))) return x;
   Value neg = b.compare(x, cst(b, 0.0, x), "LT");
@@ -148,19 +142,21 @@ constexpr UnaryDef d_bitwise_not{"bitwise_not", Kind::kSame, kAll, f_bitwise_not
 void check_dtype(const UnaryDef& d, ScalarType t) {
   std::string_view n = d.name;
   if (t == c10::kBool) {
-    TORCH_CHECK(n != "neg", "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
-                            "invert a mask, use the `~` or `logical_not()` operator instead.");
-    TORCH_CHECK(n != "relu", "Boolean inputs not supported for relu");
+    // NotImplementedError, as CPU raises since torch 2.14.
+    TORCH_CHECK_NOT_IMPLEMENTED(n != "neg",
+                                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                                "invert a mask, use the `~` or `logical_not()` operator instead.");
+    TORCH_CHECK_NOT_IMPLEMENTED(n != "relu", "Boolean inputs not supported for relu");
   }
   if (n == "bitwise_not") {
-    TORCH_CHECK_NOT_IMPLEMENTED(!c10::isFloatingType(t), "\"bitwise_not_cpu\" not implemented for '",
-                                c10::toString(t), "'");
+    TORCH_CHECK_NOT_IMPLEMENTED(!c10::isFloatingType(t), "\"bitwise_not_cpu\" not implemented for '", c10::toString(t),
+                                "'");
     return;
   }
   // StableHLO's complex-capable ops (what FFT gradients and basic complex
   // math need); the rest stay unsupported rather than wrong.
-  static const std::set<std::string_view> complex_ok{"neg", "abs", "sgn", "exp", "log", "sqrt", "rsqrt",
-                                                     "reciprocal", "sin", "cos", "tanh"};
+  static const std::set<std::string_view> complex_ok{"neg",   "abs",        "sgn", "exp", "log", "sqrt",
+                                                     "rsqrt", "reciprocal", "sin", "cos", "tanh"};
   if (c10::isComplexType(t) && complex_ok.count(n)) return;
   TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(t), "\"", d.name, "\" not implemented for complex tensors");
   bool ok = c10::isFloatingType(t) || (t == c10::kBool ? (d.allow & kBoolIn) : (d.allow & kInts));
@@ -170,9 +166,12 @@ void check_dtype(const UnaryDef& d, ScalarType t) {
 ScalarType result_of(const UnaryDef& d, ScalarType t) {
   if (c10::isComplexType(t) && std::string_view(d.name) == "abs") return c10::toRealValueType(t);
   switch (d.kind) {
-    case Kind::kFloat: return float_result(t);
-    case Kind::kBool: return c10::kBool;
-    default: return t;
+    case Kind::kFloat:
+      return float_result(t);
+    case Kind::kBool:
+      return c10::kBool;
+    default:
+      return t;
   }
 }
 
@@ -209,8 +208,7 @@ at::Tensor& u_out(const at::Tensor& self, at::Tensor& out) {
 
 void round_dec_run(const at::Tensor& self, int64_t decimals, const at::Tensor& out) {
   ScalarType t = self.scalar_type();
-  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t), "\"round_vml_cpu\" not implemented for '", c10::toString(t),
-                              "'");
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t), "\"round_vml_cpu\" not implemented for '", c10::toString(t), "'");
   if (decimals == 0) {
     run_unary(d_round, self, out);
     return;
@@ -246,9 +244,8 @@ at::Tensor& round_dec_out(const at::Tensor& self, int64_t decimals, at::Tensor& 
 
 at::Tensor& logical_not_out(const at::Tensor& self, at::Tensor& out) {
   at::native::resize_output(out, self.sizes());
-  pointwise("logical_not", {self}, out, self.scalar_type(), [](Builder& b, const Values& x) {
-    return b.compare(x[0], zero(b, b.elem(x[0]), b.dims(x[0])), "EQ");
-  });
+  pointwise("logical_not", {self}, out, self.scalar_type(),
+            [](Builder& b, const Values& x) { return b.compare(x[0], zero(b, b.elem(x[0]), b.dims(x[0])), "EQ"); });
   return out;
 }
 
@@ -262,22 +259,28 @@ void nan_to_num_run(const at::Tensor& self, std::optional<double> nan, std::opti
   // Defaults are the dtype's finite extremes, which depend on the output type.
   double hi, lo;
   switch (t) {
-    case c10::kBFloat16: hi = static_cast<double>(std::numeric_limits<c10::BFloat16>::max()); break;
-    case c10::kHalf: hi = static_cast<double>(std::numeric_limits<c10::Half>::max()); break;
-    case c10::kDouble: hi = std::numeric_limits<double>::max(); break;
-    default: hi = std::numeric_limits<float>::max();
+    case c10::kBFloat16:
+      hi = static_cast<double>(std::numeric_limits<c10::BFloat16>::max());
+      break;
+    case c10::kHalf:
+      hi = static_cast<double>(std::numeric_limits<c10::Half>::max());
+      break;
+    case c10::kDouble:
+      hi = std::numeric_limits<double>::max();
+      break;
+    default:
+      hi = std::numeric_limits<float>::max();
   }
   lo = -hi;
-  pointwise(
-      "nan_to_num", {self, c10::Scalar(nan.value_or(0.0)), c10::Scalar(posinf.value_or(hi)),
-                     c10::Scalar(neginf.value_or(lo))},
-      out, t, [](Builder& b, const Values& x) {
-        Value v = x[0];
-        Value inf = b.constant(INFINITY, b.elem(v), b.dims(v));
-        Value r = b.select(b.compare(v, v, "NE"), x[1], v);
-        r = b.select(b.compare(v, inf, "EQ"), x[2], r);
-        return b.select(b.compare(v, un(b, "stablehlo.negate", inf), "EQ"), x[3], r);
-      });
+  pointwise("nan_to_num",
+            {self, c10::Scalar(nan.value_or(0.0)), c10::Scalar(posinf.value_or(hi)), c10::Scalar(neginf.value_or(lo))},
+            out, t, [](Builder& b, const Values& x) {
+              Value v = x[0];
+              Value inf = b.constant(INFINITY, b.elem(v), b.dims(v));
+              Value r = b.select(b.compare(v, v, "NE"), x[1], v);
+              r = b.select(b.compare(v, inf, "EQ"), x[2], r);
+              return b.select(b.compare(v, un(b, "stablehlo.negate", inf), "EQ"), x[3], r);
+            });
 }
 at::Tensor nan_to_num(const at::Tensor& self, std::optional<double> nan, std::optional<double> p,
                       std::optional<double> n) {
@@ -285,8 +288,7 @@ at::Tensor nan_to_num(const at::Tensor& self, std::optional<double> nan, std::op
   nan_to_num_run(self, nan, p, n, out);
   return out;
 }
-at::Tensor& nan_to_num_(at::Tensor& self, std::optional<double> nan, std::optional<double> p,
-                        std::optional<double> n) {
+at::Tensor& nan_to_num_(at::Tensor& self, std::optional<double> nan, std::optional<double> p, std::optional<double> n) {
   nan_to_num_run(self, nan, p, n, self);
   return self;
 }
@@ -343,16 +345,48 @@ at::Tensor& threshold_backward_out(const at::Tensor& grad, const at::Tensor& sel
   return out;
 }
 
-#define REG3(n)                           \
-  m.impl(#n, u_fn<d_##n>);                \
-  m.impl(#n "_", u_inplace<d_##n>);       \
-  m.impl(#n ".out", u_out<d_##n>);
+#define REG3(n)                     \
+  m.impl(#n, u_fn<d_##n>);          \
+  m.impl(#n "_", u_inplace<d_##n>); \
+  m.impl(#n ".out", u_out<d_##n>)
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  REG3(neg) REG3(abs) REG3(sign) REG3(sgn) REG3(exp) REG3(exp2) REG3(expm1) REG3(log) REG3(log2) REG3(log10)
-  REG3(log1p) REG3(sqrt) REG3(rsqrt) REG3(reciprocal) REG3(sin) REG3(cos) REG3(tan) REG3(asin) REG3(acos)
-  REG3(atan) REG3(sinh) REG3(cosh) REG3(tanh) REG3(asinh) REG3(acosh) REG3(atanh) REG3(sigmoid) REG3(erf)
-  REG3(erfc) REG3(erfinv) REG3(floor) REG3(ceil) REG3(round) REG3(trunc) REG3(frac) REG3(bitwise_not)
+  REG3(neg);
+  REG3(abs);
+  REG3(sign);
+  REG3(sgn);
+  REG3(exp);
+  REG3(exp2);
+  REG3(expm1);
+  REG3(log);
+  REG3(log2);
+  REG3(log10);
+  REG3(log1p);
+  REG3(sqrt);
+  REG3(rsqrt);
+  REG3(reciprocal);
+  REG3(sin);
+  REG3(cos);
+  REG3(tan);
+  REG3(asin);
+  REG3(acos);
+  REG3(atan);
+  REG3(sinh);
+  REG3(cosh);
+  REG3(tanh);
+  REG3(asinh);
+  REG3(acosh);
+  REG3(atanh);
+  REG3(sigmoid);
+  REG3(erf);
+  REG3(erfc);
+  REG3(erfinv);
+  REG3(floor);
+  REG3(ceil);
+  REG3(round);
+  REG3(trunc);
+  REG3(frac);
+  REG3(bitwise_not);
   m.impl("relu", u_fn<d_relu>);
   m.impl("relu_", u_inplace<d_relu>);
   m.impl("isnan", u_fn<d_isnan>);

@@ -61,9 +61,13 @@ int64_t nearest_index(int64_t o, int64_t in, int64_t out, std::optional<double> 
 }
 
 template <typename T>
-T cubic1(T x, T a) { return ((a + 2) * x - (a + 3)) * x * x + 1; }
+T cubic1(T x, T a) {
+  return ((a + 2) * x - (a + 3)) * x * x + 1;
+}
 template <typename T>
-T cubic2(T x, T a) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; }
+T cubic2(T x, T a) {
+  return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+}
 
 // Appends the [out, taps] index/weight table of one spatial dim.
 template <typename T>
@@ -134,8 +138,8 @@ Tables make_tables_t(Mode mode, c10::IntArrayRef in, c10::IntArrayRef out, bool 
 // Resampling weights are float32 (float64 for double), integers included.
 c10::ScalarType resample_math(c10::ScalarType t) { return t == c10::kDouble ? c10::kDouble : c10::kFloat; }
 
-Tables make_tables(Mode mode, c10::IntArrayRef in, c10::IntArrayRef out, bool ac, const Scales& s,
-                   c10::ScalarType ct, c10::Device dev) {
+Tables make_tables(Mode mode, c10::IntArrayRef in, c10::IntArrayRef out, bool ac, const Scales& s, c10::ScalarType ct,
+                   c10::Device dev) {
   if (ct == c10::kDouble) return make_tables_t<double>(mode, in, out, ac, s, ct, dev);
   return make_tables_t<float>(mode, in, out, ac, s, ct, dev);
 }
@@ -248,8 +252,8 @@ void upsample_backward_into(const char* name, Mode mode, const at::Tensor& grad,
                             at::Tensor& grad_input) {
   size_t nsp = scales.size();
   common_check(input_size, output_size, nsp);
-  TORCH_CHECK(grad.dim() == static_cast<int64_t>(nsp + 2), "Expected grad_output to be a tensor of dimension ",
-              nsp + 2, " but got: dimension ", grad.dim());
+  TORCH_CHECK(grad.dim() == static_cast<int64_t>(nsp + 2), "Expected grad_output to be a tensor of dimension ", nsp + 2,
+              " but got: dimension ", grad.dim());
   for (size_t i = 0; i < nsp + 2; ++i) {
     int64_t want = i < 2 ? input_size[i] : output_size[i - 2];
     TORCH_CHECK(grad.size(i) == want, "Expected grad_output to have the same shape as output; output.size(", i,
@@ -306,65 +310,65 @@ void upsample_backward_into(const char* name, Mode mode, const at::Tensor& grad,
 
 using OptD = std::optional<double>;
 
-at::Tensor fwd(const char* name, Mode mode, const at::Tensor& self, c10::IntArrayRef osize, bool ac,
-               const Scales& s) {
+at::Tensor fwd(const char* name, Mode mode, const at::Tensor& self, c10::IntArrayRef osize, bool ac, const Scales& s) {
   at::Tensor out = empty_tpu({0}, self.scalar_type(), self.device());
   upsample_into(name, mode, self, osize, ac, s, out);
   return out;
 }
 
-at::Tensor bwd(const char* name, Mode mode, const at::Tensor& grad, c10::IntArrayRef osize,
-               c10::IntArrayRef isize, bool ac, const Scales& s) {
+at::Tensor bwd(const char* name, Mode mode, const at::Tensor& grad, c10::IntArrayRef osize, c10::IntArrayRef isize,
+               bool ac, const Scales& s) {
   at::Tensor gi = empty_tpu({0}, grad.scalar_type(), grad.device());
   upsample_backward_into(name, mode, grad, osize, isize, ac, s, gi);
   return gi;
 }
 
 // Nearest (legacy and exact), 1d/2d/3d.
-#define NEAREST_OPS(OP, MODE)                                                                                        \
-  at::Tensor OP##1d(const at::Tensor& x, c10::IntArrayRef os, OptD s) { return fwd(#OP "1d", MODE, x, os, false, {s}); } \
-  at::Tensor& OP##1d_out(const at::Tensor& x, c10::IntArrayRef os, OptD s, at::Tensor& out) {                       \
-    upsample_into(#OP "1d", MODE, x, os, false, {s}, out);                                                          \
-    return out;                                                                                                      \
-  }                                                                                                                  \
-  at::Tensor OP##2d(const at::Tensor& x, c10::IntArrayRef os, OptD h, OptD w) {                                      \
-    return fwd(#OP "2d", MODE, x, os, false, {h, w});                                                                \
-  }                                                                                                                  \
-  at::Tensor& OP##2d_out(const at::Tensor& x, c10::IntArrayRef os, OptD h, OptD w, at::Tensor& out) {               \
-    upsample_into(#OP "2d", MODE, x, os, false, {h, w}, out);                                                       \
-    return out;                                                                                                      \
-  }                                                                                                                  \
-  at::Tensor OP##3d(const at::Tensor& x, c10::IntArrayRef os, OptD d, OptD h, OptD w) {                              \
-    return fwd(#OP "3d", MODE, x, os, false, {d, h, w});                                                             \
-  }                                                                                                                  \
-  at::Tensor& OP##3d_out(const at::Tensor& x, c10::IntArrayRef os, OptD d, OptD h, OptD w, at::Tensor& out) {       \
-    upsample_into(#OP "3d", MODE, x, os, false, {d, h, w}, out);                                                    \
-    return out;                                                                                                      \
-  }                                                                                                                  \
-  at::Tensor OP##1d_backward(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, OptD s) {                \
-    return bwd(#OP "1d_backward", MODE, g, os, is, false, {s});                                                      \
-  }                                                                                                                  \
-  at::Tensor& OP##1d_backward_out(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, OptD s,            \
-                                  at::Tensor& gi) {                                                                  \
-    upsample_backward_into(#OP "1d_backward", MODE, g, os, is, false, {s}, gi);                                      \
-    return gi;                                                                                                       \
-  }                                                                                                                  \
-  at::Tensor OP##2d_backward(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, OptD h, OptD w) {        \
-    return bwd(#OP "2d_backward", MODE, g, os, is, false, {h, w});                                                   \
-  }                                                                                                                  \
-  at::Tensor& OP##2d_backward_out(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, OptD h, OptD w,    \
-                                  at::Tensor& gi) {                                                                  \
-    upsample_backward_into(#OP "2d_backward", MODE, g, os, is, false, {h, w}, gi);                                   \
-    return gi;                                                                                                       \
-  }                                                                                                                  \
-  at::Tensor OP##3d_backward(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, OptD d, OptD h,          \
-                             OptD w) {                                                                               \
-    return bwd(#OP "3d_backward", MODE, g, os, is, false, {d, h, w});                                                \
-  }                                                                                                                  \
-  at::Tensor& OP##3d_backward_out(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, OptD d, OptD h,    \
-                                  OptD w, at::Tensor& gi) {                                                          \
-    upsample_backward_into(#OP "3d_backward", MODE, g, os, is, false, {d, h, w}, gi);                                \
-    return gi;                                                                                                       \
+#define NEAREST_OPS(OP, MODE)                                                                                         \
+  at::Tensor OP##1d(const at::Tensor& x, c10::IntArrayRef os, OptD s) {                                               \
+    return fwd(#OP "1d", MODE, x, os, false, {s});                                                                    \
+  }                                                                                                                   \
+  at::Tensor& OP##1d_out(const at::Tensor& x, c10::IntArrayRef os, OptD s, at::Tensor& out) {                         \
+    upsample_into(#OP "1d", MODE, x, os, false, {s}, out);                                                            \
+    return out;                                                                                                       \
+  }                                                                                                                   \
+  at::Tensor OP##2d(const at::Tensor& x, c10::IntArrayRef os, OptD h, OptD w) {                                       \
+    return fwd(#OP "2d", MODE, x, os, false, {h, w});                                                                 \
+  }                                                                                                                   \
+  at::Tensor& OP##2d_out(const at::Tensor& x, c10::IntArrayRef os, OptD h, OptD w, at::Tensor& out) {                 \
+    upsample_into(#OP "2d", MODE, x, os, false, {h, w}, out);                                                         \
+    return out;                                                                                                       \
+  }                                                                                                                   \
+  at::Tensor OP##3d(const at::Tensor& x, c10::IntArrayRef os, OptD d, OptD h, OptD w) {                               \
+    return fwd(#OP "3d", MODE, x, os, false, {d, h, w});                                                              \
+  }                                                                                                                   \
+  at::Tensor& OP##3d_out(const at::Tensor& x, c10::IntArrayRef os, OptD d, OptD h, OptD w, at::Tensor& out) {         \
+    upsample_into(#OP "3d", MODE, x, os, false, {d, h, w}, out);                                                      \
+    return out;                                                                                                       \
+  }                                                                                                                   \
+  at::Tensor OP##1d_backward(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, OptD s) {                 \
+    return bwd(#OP "1d_backward", MODE, g, os, is, false, {s});                                                       \
+  }                                                                                                                   \
+  at::Tensor& OP##1d_backward_out(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, OptD s,              \
+                                  at::Tensor& gi) {                                                                   \
+    upsample_backward_into(#OP "1d_backward", MODE, g, os, is, false, {s}, gi);                                       \
+    return gi;                                                                                                        \
+  }                                                                                                                   \
+  at::Tensor OP##2d_backward(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, OptD h, OptD w) {         \
+    return bwd(#OP "2d_backward", MODE, g, os, is, false, {h, w});                                                    \
+  }                                                                                                                   \
+  at::Tensor& OP##2d_backward_out(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, OptD h, OptD w,      \
+                                  at::Tensor& gi) {                                                                   \
+    upsample_backward_into(#OP "2d_backward", MODE, g, os, is, false, {h, w}, gi);                                    \
+    return gi;                                                                                                        \
+  }                                                                                                                   \
+  at::Tensor OP##3d_backward(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, OptD d, OptD h, OptD w) { \
+    return bwd(#OP "3d_backward", MODE, g, os, is, false, {d, h, w});                                                 \
+  }                                                                                                                   \
+  at::Tensor& OP##3d_backward_out(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, OptD d, OptD h,      \
+                                  OptD w, at::Tensor& gi) {                                                           \
+    upsample_backward_into(#OP "3d_backward", MODE, g, os, is, false, {d, h, w}, gi);                                 \
+    return gi;                                                                                                        \
   }
 
 NEAREST_OPS(upsample_nearest, Mode::kNearest)
@@ -372,21 +376,21 @@ NEAREST_OPS(_upsample_nearest_exact, Mode::kNearestExact)
 #undef NEAREST_OPS
 
 // Interpolating modes (with align_corners).
-#define INTERP_OP(NAME, MODE, PARAMS, ARGS, SCALES)                                                                  \
-  at::Tensor NAME(const at::Tensor& x, c10::IntArrayRef os, bool ac PARAMS) {                                        \
-    return fwd(#NAME, MODE, x, os, ac, SCALES);                                                                      \
-  }                                                                                                                  \
-  at::Tensor& NAME##_out(const at::Tensor& x, c10::IntArrayRef os, bool ac PARAMS, at::Tensor& out) {               \
-    upsample_into(#NAME, MODE, x, os, ac, SCALES, out);                                                              \
-    return out;                                                                                                      \
-  }                                                                                                                  \
-  at::Tensor NAME##_backward(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, bool ac PARAMS) {        \
-    return bwd(#NAME "_backward", MODE, g, os, is, ac, SCALES);                                                      \
-  }                                                                                                                  \
-  at::Tensor& NAME##_backward_out(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, bool ac PARAMS,    \
-                                  at::Tensor& gi) {                                                                  \
-    upsample_backward_into(#NAME "_backward", MODE, g, os, is, ac, SCALES, gi);                                      \
-    return gi;                                                                                                       \
+#define INTERP_OP(NAME, MODE, PARAMS, ARGS, SCALES)                                                              \
+  at::Tensor NAME(const at::Tensor& x, c10::IntArrayRef os, bool ac PARAMS) {                                    \
+    return fwd(#NAME, MODE, x, os, ac, SCALES);                                                                  \
+  }                                                                                                              \
+  at::Tensor& NAME##_out(const at::Tensor& x, c10::IntArrayRef os, bool ac PARAMS, at::Tensor& out) {            \
+    upsample_into(#NAME, MODE, x, os, ac, SCALES, out);                                                          \
+    return out;                                                                                                  \
+  }                                                                                                              \
+  at::Tensor NAME##_backward(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, bool ac PARAMS) {    \
+    return bwd(#NAME "_backward", MODE, g, os, is, ac, SCALES);                                                  \
+  }                                                                                                              \
+  at::Tensor& NAME##_backward_out(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, bool ac PARAMS, \
+                                  at::Tensor& gi) {                                                              \
+    upsample_backward_into(#NAME "_backward", MODE, g, os, is, ac, SCALES, gi);                                  \
+    return gi;                                                                                                   \
   }
 
 #define P1 , OptD s
@@ -402,10 +406,10 @@ INTERP_OP(upsample_bicubic2d, Mode::kCubic, P2, , (Scales{h, w}))
 #undef INTERP_OP
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-#define REG(OP)                                     \
-  m.impl(#OP, OP);                                  \
-  m.impl(#OP ".out", OP##_out);                     \
-  m.impl(#OP "_backward", OP##_backward);           \
+#define REG(OP)                           \
+  m.impl(#OP, OP);                        \
+  m.impl(#OP ".out", OP##_out);           \
+  m.impl(#OP "_backward", OP##_backward); \
   m.impl(#OP "_backward.grad_input", OP##_backward_out);
   REG(upsample_nearest1d)
   REG(upsample_nearest2d)

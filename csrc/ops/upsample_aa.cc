@@ -94,13 +94,13 @@ void aa_into(const char* name, const at::Tensor& x, c10::IntArrayRef os, c10::In
     Value mh = b.convert(in[1], e), mw = b.convert(in[2], e);
     if (!backward) {
       Value v = b.reshape(b.convert(in[0], e), {bsz, h, w});
-      Value y = b.dot_general(v, mw, {}, {}, {2}, {1}, e, prec);                 // [B, H, OW]
-      Value z = b.dot_general(y, mh, {}, {}, {1}, {1}, e, prec);                 // [B, OW, OH]
+      Value y = b.dot_general(v, mw, {}, {}, {2}, {1}, e, prec);  // [B, H, OW]
+      Value z = b.dot_general(y, mh, {}, {}, {1}, {1}, e, prec);  // [B, OW, OH]
       return Values{b.reshape(b.transpose(z, {0, 2, 1}), {n, c, oh, ow})};
     }
     Value g = b.reshape(b.convert(in[0], e), {bsz, oh, ow});
-    Value y = b.dot_general(g, mw, {}, {}, {2}, {0}, e, prec);                   // [B, OH, W]
-    Value z = b.dot_general(y, mh, {}, {}, {1}, {0}, e, prec);                   // [B, W, H]
+    Value y = b.dot_general(g, mw, {}, {}, {2}, {0}, e, prec);  // [B, OH, W]
+    Value z = b.dot_general(y, mh, {}, {}, {1}, {0}, e, prec);  // [B, W, H]
     return Values{b.reshape(b.transpose(z, {0, 2, 1}), {n, c, h, w})};
   });
 }
@@ -113,8 +113,8 @@ at::Tensor& aa_out(const at::Tensor& self, c10::IntArrayRef os, bool align, std:
   TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(self.scalar_type()), "\"upsample_aa\" not implemented for '",
                               c10::toString(self.scalar_type()), "'");
   prepare_out(out, {self.size(0), self.size(1), os[0], os[1]}, self.scalar_type(), "upsample_aa");
-  aa_into(kCubic ? "_upsample_bicubic2d_aa" : "_upsample_bilinear2d_aa", self, os, self.sizes(), align, sh, sw,
-          kCubic, false, out);
+  aa_into(kCubic ? "_upsample_bicubic2d_aa" : "_upsample_bilinear2d_aa", self, os, self.sizes(), align, sh, sw, kCubic,
+          false, out);
   return out;
 }
 template <bool kCubic>
@@ -129,11 +129,11 @@ at::Tensor& aa_backward_out(const at::Tensor& grad, c10::IntArrayRef os, c10::In
   check_sizes(is, os);
   TORCH_CHECK(grad.dim() == 4 && grad.size(0) == is[0] && grad.size(1) == is[1] && grad.size(2) == os[0] &&
                   grad.size(3) == os[1],
-              "Expected grad_output to have the shape [", is[0], ", ", is[1], ", ", os[0], ", ", os[1],
-              "] but got ", grad.sizes());
+              "Expected grad_output to have the shape [", is[0], ", ", is[1], ", ", os[0], ", ", os[1], "] but got ",
+              grad.sizes());
   prepare_out(gi, is, grad.scalar_type(), "upsample_aa_backward");
-  aa_into(kCubic ? "_upsample_bicubic2d_aa_backward" : "_upsample_bilinear2d_aa_backward", grad, os, is, align, sh,
-          sw, kCubic, true, gi);
+  aa_into(kCubic ? "_upsample_bicubic2d_aa_backward" : "_upsample_bilinear2d_aa_backward", grad, os, is, align, sh, sw,
+          kCubic, true, gi);
   return gi;
 }
 template <bool kCubic>

@@ -40,8 +40,7 @@ size_t Buffer::on_device_bytes() const {
   PJRT_Buffer_OnDeviceSizeInBytes_Args a{};
   a.struct_size = PJRT_Buffer_OnDeviceSizeInBytes_Args_STRUCT_SIZE;
   a.buffer = buf_;
-  check(client_->api, client_->api->PJRT_Buffer_OnDeviceSizeInBytes(&a),
-        "PJRT_Buffer_OnDeviceSizeInBytes");
+  check(client_->api, client_->api->PJRT_Buffer_OnDeviceSizeInBytes(&a), "PJRT_Buffer_OnDeviceSizeInBytes");
   return a.on_device_size_in_bytes;
 }
 
@@ -63,8 +62,6 @@ Event Buffer::to_host_async(void* dst, size_t size) const {
   return Event(client_->api, a.event);
 }
 
-void Buffer::to_host(void* dst, size_t size) const {
-  to_host_async(dst, size).await("PJRT_Buffer_ToHostBuffer");
-}
+void Buffer::to_host(void* dst, size_t size) const { to_host_async(dst, size).await("PJRT_Buffer_ToHostBuffer"); }
 
 }  // namespace torch_tpu::runtime

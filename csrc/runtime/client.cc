@@ -57,8 +57,8 @@ Client::Client(const Plugin& plugin, int cpu_device_count) {
   }
 }
 
-BufferPtr Client::buffer_from_host(const void* data, PJRT_Buffer_Type type,
-                                   const std::vector<int64_t>& dims, int device) const {
+BufferPtr Client::buffer_from_host(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims,
+                                   int device) const {
   const PJRT_Api* api = core_->api;
   PJRT_Client_BufferFromHostBuffer_Args a{};
   a.struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE;
@@ -76,8 +76,7 @@ BufferPtr Client::buffer_from_host(const void* data, PJRT_Buffer_Type type,
   return std::make_shared<Buffer>(core_, a.buffer);
 }
 
-std::shared_ptr<Executable> Client::compile(const std::string& mlir_text,
-                                            const CompileOptions& opts) const {
+std::shared_ptr<Executable> Client::compile(const std::string& mlir_text, const CompileOptions& opts) const {
   const PJRT_Api* api = core_->api;
   std::string options = opts.serialize();
   static const char kFormat[] = "mlir";

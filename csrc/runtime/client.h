@@ -32,11 +32,10 @@ class Client {
 
   // Copies `data` (dense row-major) into a new device buffer. The host memory
   // may be reused as soon as this returns.
-  BufferPtr buffer_from_host(const void* data, PJRT_Buffer_Type type,
-                             const std::vector<int64_t>& dims, int device) const;
+  BufferPtr buffer_from_host(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims,
+                             int device) const;
   // Compiles a StableHLO module given as MLIR text.
-  std::shared_ptr<Executable> compile(const std::string& mlir_text,
-                                      const CompileOptions& opts) const;
+  std::shared_ptr<Executable> compile(const std::string& mlir_text, const CompileOptions& opts) const;
   std::shared_ptr<Executable> deserialize(const std::string& bytes) const;
 
  private:

@@ -12,8 +12,7 @@ namespace torch_tpu::runtime {
 class PjrtError : public std::runtime_error {
  public:
   PjrtError(std::string where, std::string message, int code)
-      : std::runtime_error("PJRT " + where + " failed: " + message),
-        code_(code) {}
+      : std::runtime_error("PJRT " + where + " failed: " + message), code_(code) {}
   int code() const { return code_; }
 
  private:

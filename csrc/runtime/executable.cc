@@ -4,8 +4,7 @@
 
 namespace torch_tpu::runtime {
 
-Executable::Executable(ClientRef client, PJRT_LoadedExecutable* exe)
-    : client_(std::move(client)), exe_(exe) {
+Executable::Executable(ClientRef client, PJRT_LoadedExecutable* exe) : client_(std::move(client)), exe_(exe) {
   const PJRT_Api* api = client_->api;
   PJRT_LoadedExecutable_GetExecutable_Args g{};
   g.struct_size = PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE;
@@ -33,8 +32,7 @@ Executable::~Executable() {
   take_error(api, api->PJRT_LoadedExecutable_Destroy(&a));
 }
 
-std::vector<BufferPtr> Executable::execute(const std::vector<PJRT_Buffer*>& args,
-                                           PJRT_Device* device) const {
+std::vector<BufferPtr> Executable::execute(const std::vector<PJRT_Buffer*>& args, PJRT_Device* device) const {
   const PJRT_Api* api = client_->api;
   PJRT_ExecuteOptions opts{};
   opts.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE;

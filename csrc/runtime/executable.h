@@ -17,11 +17,9 @@ class Executable {
   size_t num_outputs() const { return num_outputs_; }
   // Enqueues one execution on `device`; returns at once with output buffers
   // whose ready events fire when the work is done.
-  std::vector<BufferPtr> execute(const std::vector<PJRT_Buffer*>& args,
-                                 PJRT_Device* device) const;
+  std::vector<BufferPtr> execute(const std::vector<PJRT_Buffer*>& args, PJRT_Device* device) const;
   // Multi-device (replicated) execution: args[d][i] for device d.
-  std::vector<std::vector<BufferPtr>> execute_replicated(
-      const std::vector<std::vector<PJRT_Buffer*>>& args) const;
+  std::vector<std::vector<BufferPtr>> execute_replicated(const std::vector<std::vector<PJRT_Buffer*>>& args) const;
   // Bytes accepted by Client::deserialize on the same plugin and host.
   std::string serialize() const;
 

@@ -20,13 +20,9 @@ bool exists(const std::string& p) {
 }
 
 // A TPU VM exposes its chips as /dev/accel* (v2-v4) or /dev/vfio (v5+).
-bool tpu_present() {
-  return exists("/dev/accel0") || exists("/dev/vfio/0") || exists("/dev/vfio/1");
-}
+bool tpu_present() { return exists("/dev/accel0") || exists("/dev/vfio/0") || exists("/dev/vfio/1"); }
 
-bool gpu_present() {
-  return exists("/dev/nvidia0") || exists("/proc/driver/nvidia/version");
-}
+bool gpu_present() { return exists("/dev/nvidia0") || exists("/proc/driver/nvidia/version"); }
 
 std::string render(const PJRT_NamedValue& v) {
   std::ostringstream os;
@@ -38,8 +34,7 @@ std::string render(const PJRT_NamedValue& v) {
       os << v.int64_value;
       break;
     case PJRT_NamedValue_kInt64List:
-      for (size_t i = 0; i < v.value_size; ++i)
-        os << (i ? "." : "") << v.int64_array_value[i];
+      for (size_t i = 0; i < v.value_size; ++i) os << (i ? "." : "") << v.int64_array_value[i];
       break;
     case PJRT_NamedValue_kFloat:
       os << v.float_value;
@@ -58,10 +53,9 @@ std::string render(const PJRT_NamedValue& v) {
 PluginChoice choose_plugin(const PluginCandidates& c) {
   if (const char* env = std::getenv("TORCH_TPU_PJRT_PLUGIN"); env && *env) {
     if (!exists(env))
-      throw std::runtime_error(
-          std::string("TORCH_TPU_PJRT_PLUGIN points to '") + env +
-          "', which does not exist. Set it to the path of a PJRT plugin .so "
-          "(one that exports GetPjrtApi), or unset it to use the default.");
+      throw std::runtime_error(std::string("TORCH_TPU_PJRT_PLUGIN points to '") + env +
+                               "', which does not exist. Set it to the path of a PJRT plugin .so "
+                               "(one that exports GetPjrtApi), or unset it to use the default.");
     return {env, "env", "TORCH_TPU_PJRT_PLUGIN"};
   }
   if (exists(c.tpu) && tpu_present()) return {c.tpu, "tpu", "libtpu and a TPU are present"};
@@ -80,16 +74,14 @@ Plugin& Plugin::load(const std::string& path) {
   std::lock_guard<std::mutex> lock(mu);
 
   char* real = ::realpath(path.c_str(), nullptr);
-  if (real == nullptr)
-    throw std::runtime_error("PJRT plugin '" + path + "' does not exist.");
+  if (real == nullptr) throw std::runtime_error("PJRT plugin '" + path + "' does not exist.");
   std::string key(real);
   std::free(real);
   if (auto it = loaded->find(key); it != loaded->end()) return *it->second;
 
   void* handle = ::dlopen(key.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr)
-    throw std::runtime_error("could not load PJRT plugin '" + key + "': " +
-                             ::dlerror() +
+    throw std::runtime_error("could not load PJRT plugin '" + key + "': " + ::dlerror() +
                              ". Reinstall it, or point TORCH_TPU_PJRT_PLUGIN "
                              "at a working plugin.");
   using GetApiFn = const PJRT_Api* (*)();
@@ -110,11 +102,10 @@ Plugin& Plugin::load(const std::string& path) {
   // A plugin older than 0.57 has a different PJRT_Api layout; a different
   // major version is an ABI break. Both would crash on the first call.
   if (p->major_ != PJRT_API_MAJOR || p->minor_ < 57)
-    throw std::runtime_error(
-        "PJRT plugin '" + key + "' has API version " + std::to_string(p->major_) +
-        "." + std::to_string(p->minor_) + ", but torch_tpu needs " +
-        std::to_string(PJRT_API_MAJOR) + ".57 or newer (built against " +
-        std::to_string(PJRT_API_MAJOR) + "." + std::to_string(PJRT_API_MINOR) + ").");
+    throw std::runtime_error("PJRT plugin '" + key + "' has API version " + std::to_string(p->major_) + "." +
+                             std::to_string(p->minor_) + ", but torch_tpu needs " + std::to_string(PJRT_API_MAJOR) +
+                             ".57 or newer (built against " + std::to_string(PJRT_API_MAJOR) + "." +
+                             std::to_string(PJRT_API_MINOR) + ").");
   if (api->struct_size < offsetof(PJRT_Api, PJRT_Client_Create))
     throw std::runtime_error("PJRT plugin '" + key + "' has a truncated PJRT_Api table.");
 
@@ -136,8 +127,7 @@ Plugin& Plugin::load(const std::string& path) {
   struct stat st{};
   ::stat(key.c_str(), &st);
   std::ostringstream id;
-  id << "api=" << p->major_ << "." << p->minor_ << ";size=" << st.st_size
-     << ";mtime=" << st.st_mtime;
+  id << "api=" << p->major_ << "." << p->minor_ << ";size=" << st.st_size << ";mtime=" << st.st_mtime;
   for (auto& [k, v] : p->attrs_) id << ";" << k << "=" << v;
   p->identity_ = id.str();
   (*loaded)[key] = p;

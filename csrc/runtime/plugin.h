@@ -54,7 +54,6 @@ class Plugin {
 };
 
 // True when `fn` lies inside the plugin's PJRT_Api and is non-null.
-#define TT_PJRT_HAS(api, fn)                                     \
-  (offsetof(PJRT_Api, fn) < (api)->struct_size && (api)->fn != nullptr)
+#define TT_PJRT_HAS(api, fn) (offsetof(PJRT_Api, fn) < (api)->struct_size && (api)->fn != nullptr)
 
 }  // namespace torch_tpu::runtime

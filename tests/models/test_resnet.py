@@ -1,18 +1,16 @@
 """torchvision's ResNet-18 trained 3 steps with SGD(momentum, weight decay)
-on tpu vs CPU, BatchNorm in training mode, CPU fallback off. (torchvision is
-imported through tests/models/_torchvision.py: its compiled ops library is a
-CUDA build, which ResNet does not need.)"""
+on tpu vs CPU, BatchNorm in training mode, CPU fallback off."""
 import torch
 import torch.nn.functional as F
+import torchvision
 
 from tests.helpers import TPU
 from tests.models._harness import compare_training
-from tests.models._torchvision import import_torchvision
 
 
 def test_resnet18_sgd_momentum():
     torch.manual_seed(0)
-    model = import_torchvision().models.resnet18(num_classes=10)
+    model = torchvision.models.resnet18(num_classes=10)
     g = torch.Generator().manual_seed(1)
     # Batch 8 at 32x32: layer4 runs at 1x1, so its BatchNorm normalizes over
     # only N values per channel. With N=4, or with lr >= 0.01, three steps

@@ -81,7 +81,6 @@ def test_householder_product_of_geqrf_is_q():
 def test_linalg_qr(mode, shape):
     a = torch.randn(*shape)
     check(lambda x: torch.linalg.qr(x, mode=mode), a)
-    check(torch.qr, a, some=mode != "complete") if mode != "r" else None
 
 
 @needs("linalg_solve_triangular")

@@ -5,6 +5,7 @@ import torch
 
 from tests.helpers import TPU, check
 
+
 # Ops owned by other families that some autograd paths need (e.g. the
 # broadcast `self` of addmm is reduced with sum in backward). Tests that
 # need them are skipped until those kernels exist.

@@ -203,7 +203,9 @@ def test_gather_errors_and_out_of_range():
 
 
 def test_debug_checks_subprocess():
-    import subprocess, sys, os
+    import os
+    import subprocess
+    import sys
     code = """
 import torch, pytest
 x = torch.randn(3).to("tpu")

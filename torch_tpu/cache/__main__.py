@@ -6,6 +6,7 @@ import sys
 
 from torch_tpu.cache import _fmt_age, _fmt_bytes, clear, entries, prune, settings
 
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m torch_tpu.cache", description=__doc__)
     p.add_argument("command", choices=["info", "list", "clear", "prune"])
