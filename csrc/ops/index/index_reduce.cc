@@ -1,0 +1,104 @@
+// index_reduce (prod / mean / amax / amin, with or without self): one
+// stablehlo.scatter of whole slices along `dim` with the reduction as
+// combiner. Without include_self the indexed slices are first reset to the
+// reduction's identity; mean divides by a scattered count (floor division
+// for integers, as CPU does).
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/index_reduce.h>
+#include <torch/library.h>
+
+#include <string>
+
+#include "ops/common.h"
+#include "ops/index/checks.h"
+
+namespace torch_tpu::ops {
+using ir::Dims;
+
+namespace {
+
+constexpr ElemType kS64 = ElemType::kS64;
+
+at::Tensor meta_of(const at::Tensor& t) {
+  return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
+}
+
+// Scatter of slices `updates` (self's shape with `dim` sized n) into `self`
+// at positions `index` along `dim`; `comb` nullptr replaces.
+Value scatter_slices(Builder& b, Value self, Value index, Value updates, int64_t dim, const char* comb) {
+  Dims shape = b.dims(self);
+  if (shape.empty()) self = b.reshape(self, {1});
+  Dims s1 = b.dims(self);
+  int64_t r = s1.size();
+  int64_t n = b.type(index).numel();
+  Dims ushape = s1;
+  ushape[dim] = n;
+  updates = b.convert(updates, b.elem(self));
+  updates = b.type(updates).rank() == 0 ? b.broadcast_to(updates, ushape) : b.reshape(updates, ushape);
+  Value idx = b.reshape(b.convert(index, kS64), {n, 1});
+  Dims win;
+  for (int64_t i = 0; i < r; ++i)
+    if (i != dim) win.push_back(i);
+  return b.reshape(b.scatter(self, idx, updates, win, {dim}, {dim}, 1, comb), shape);
+}
+
+at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                             c10::string_view reduce, bool include_self, at::Tensor& out) {
+  // The meta kernel raises CPU's errors for dtypes, shapes and the reduce name.
+  at::index_reduce(meta_of(self), dim, meta_of(index), meta_of(source), reduce, include_self);
+  prepare_out(out, self.sizes(), self.scalar_type(), "index_reduce");
+  int64_t d = wrap_dim(dim, self.dim());
+  check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kSelect);
+  std::string red(reduce);
+  bool is_float = c10::isFloatingType(self.scalar_type());
+  eager::OpCall call("index_reduce");
+  call.attr(d).attr(std::string_view(red)).attr(include_self);
+  call.input(self);
+  call.input(index);
+  call.input(source);
+  call.output(out);
+  call.run([&](Builder& b, const Values& in) {
+    Value self_v = in[0], idx = in[1], src = in[2];
+    ElemType e = b.elem(self_v);
+    Dims shape = b.dims(self_v);
+    bool mean = red == "mean";
+    const char* comb = red == "prod"   ? "stablehlo.multiply"
+                       : red == "amax" ? "stablehlo.maximum"
+                       : red == "amin" ? "stablehlo.minimum"
+                                       : "stablehlo.add";
+    Value base = self_v;
+    if (!include_self) {
+      Value ident = red == "amax"   ? lowest(b, e)
+                    : red == "amin" ? highest(b, e)
+                    : red == "prod" ? one(b, e)
+                                    : zero(b, e);
+      base = scatter_slices(b, self_v, idx, ident, d, nullptr);
+    }
+    Value r = scatter_slices(b, base, idx, src, d, comb);
+    if (mean) {
+      Value cnt0 = include_self ? one(b, e, shape) : zero(b, e, shape);
+      Value cnt = scatter_slices(b, cnt0, idx, one(b, e), d, "stablehlo.add");
+      Value z = zero(b, e, shape);
+      Value safe = b.select(b.compare(cnt, z, "EQ"), one(b, e, shape), cnt);
+      Value q = div(b, r, safe);
+      if (!is_float) {
+        // Integer mean is floor division (counts are positive).
+        Value rem = b.binary("stablehlo.remainder", r, safe);
+        Value adj = b.binary("stablehlo.and", b.compare(rem, z, "NE"), b.compare(rem, z, "LT"));
+        q = b.select(adj, sub(b, q, one(b, e, shape)), q);
+      }
+      r = q;
+    }
+    return Values{r};
+  });
+  return out;
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  // index_reduce and index_reduce_ reach this through the structured-kernel
+  // composite wrappers.
+  m.impl("index_reduce.out", index_reduce_out);
+}
+
+}  // namespace
+}  // namespace torch_tpu::ops

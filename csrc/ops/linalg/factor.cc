@@ -1,0 +1,673 @@
+// Dense factorizations and what is read off them: Cholesky
+// (linalg_cholesky_ex, cholesky), LU with partial pivoting
+// (linalg_lu_factor_ex, linalg_lu), and through LU inverse, solve,
+// determinant and log-determinant. Also the IR building blocks of
+// linalg/common.h. The *_ex ops compute `info` on the device; only the
+// checked variants (and ATen's composites over them) synchronise to raise.
+#include <ATen/ExpandUtils.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_linalg_check_errors.h>
+#include <torch/library.h>
+
+#include "ops/linalg/common.h"
+
+namespace torch_tpu::ops::linalg {
+
+using ir::Dims;
+constexpr ElemType kI32 = ElemType::kS32;
+
+// --- glue ----------------------------------------------------------------------
+
+void check_matrix(const at::Tensor& A, const char* fn, const char* name) {
+  TORCH_CHECK(A.dim() >= 2, fn, ": The input tensor ", name, " must have at least 2 dimensions.");
+}
+
+void check_square(const at::Tensor& A, const char* fn, const char* name) {
+  check_matrix(A, fn, name);
+  TORCH_CHECK(A.size(-1) == A.size(-2), fn, ": ", name, " must be batches of square matrices, but they are ",
+              A.size(-2), " by ", A.size(-1), " matrices");
+}
+
+void check_floating(const at::Tensor& A, const char* fn, const char* kernel) {
+  auto t = A.scalar_type();
+  TORCH_CHECK(at::isFloatingType(t) || at::isComplexType(t), fn,
+              ": Expected a floating point or complex tensor as input. Got ", t);
+  TORCH_CHECK_NOT_IMPLEMENTED(t == c10::kFloat || t == c10::kDouble, "\"", kernel, "\" not implemented for '",
+                              c10::toString(t), "'");
+}
+
+std::vector<int64_t> batch_of(const at::Tensor& t, int64_t matrix_dims) {
+  auto s = t.sizes();
+  return std::vector<int64_t>(s.begin(), s.end() - std::min<int64_t>(matrix_dims, t.dim()));
+}
+
+std::vector<int64_t> cat_shape(std::vector<int64_t> batch, std::initializer_list<int64_t> tail) {
+  batch.insert(batch.end(), tail.begin(), tail.end());
+  return batch;
+}
+
+void prepare_linalg_out(const at::Tensor& out, c10::IntArrayRef sizes, c10::ScalarType dtype, const char*) {
+  TORCH_CHECK(out.scalar_type() == dtype, "Expected out tensor to have dtype ", c10::toString(dtype), ", but got ",
+              c10::toString(out.scalar_type()), " instead");
+  at::native::resize_output(out, sizes);
+}
+
+// --- IR ------------------------------------------------------------------------
+
+namespace {
+Dims batch_dims(Builder& b, Value x, int keep = 2) {
+  const Dims& d = b.dims(x);
+  return Dims(d.begin(), d.end() - keep);
+}
+int64_t numel(const Dims& d) {
+  int64_t n = 1;
+  for (int64_t v : d) n *= v;
+  return n;
+}
+Value land(Builder& b, Value x, Value y) { return b.binary("stablehlo.and", x, y); }
+Value lnot(Builder& b, Value x) { return b.unary("stablehlo.not", x); }
+Value param(const std::shared_ptr<ir::Graph>& g, int i) { return Value{g->params()[i], 0}; }
+// Row idx[b] of x[b] for x [B, m, ...]: an exact gather (no arithmetic).
+Value row_at(Builder& b, Value x, Value idx) {
+  Dims d = b.dims(x);
+  int64_t B = d[0];
+  Value bi = b.iota({B, 1}, 0, kI32);
+  Value ind = b.concatenate({bi, b.reshape(idx, {B, 1})}, 1);
+  Dims slice = d, out{B}, offs;
+  slice[0] = slice[1] = 1;
+  for (size_t i = 2; i < d.size(); ++i) {
+    out.push_back(d[i]);
+    offs.push_back(static_cast<int64_t>(i) - 1);
+  }
+  return b.gather(x, ind, offs, {0, 1}, {0, 1}, 1, slice, out);
+}
+}  // namespace
+
+Value mT(Builder& b, Value x) {
+  int64_t r = b.type(x).rank();
+  Dims perm;
+  for (int64_t i = 0; i < r; ++i) perm.push_back(i);
+  std::swap(perm[r - 1], perm[r - 2]);
+  return b.transpose(x, perm);
+}
+
+Value matmul(Builder& b, Value x, Value y) {
+  int64_t r = b.type(x).rank();
+  Dims batch;
+  for (int64_t i = 0; i + 2 < r; ++i) batch.push_back(i);
+  return b.dot_general(x, y, batch, batch, {r - 1}, {r - 2}, b.elem(x), "HIGHEST");
+}
+
+Value tri_mask(Builder& b, const Dims& dims, bool lower, int64_t k) {
+  int64_t r = dims.size();
+  Value row = b.iota(dims, r - 2, ElemType::kS64), col = b.iota(dims, r - 1, ElemType::kS64);
+  Value diff = b.binary("stablehlo.subtract", col, row);
+  return b.compare(diff, b.constant(k, ElemType::kS64, dims), lower ? "LE" : "GE");
+}
+
+Value keep_triangle(Builder& b, Value x, bool lower, int64_t k) {
+  const Dims& d = b.dims(x);
+  return b.select(tri_mask(b, d, lower, k), x, zero(b, b.elem(x), d));
+}
+
+Value eye(Builder& b, ElemType t, const Dims& dims) {
+  int64_t r = dims.size();
+  Value eq = b.compare(b.iota(dims, r - 2, kI32), b.iota(dims, r - 1, kI32), "EQ");
+  return b.select(eq, one(b, t, dims), zero(b, t, dims));
+}
+
+Value diagonal(Builder& b, Value x) {
+  Dims d = b.dims(x);
+  int64_t r = d.size(), k = std::min(d[r - 2], d[r - 1]);
+  Dims start(r, 0), limit = d, strides(r, 1);
+  limit[r - 2] = limit[r - 1] = k;
+  Value sq = b.slice(x, start, limit, strides);
+  Dims sd = b.dims(sq);
+  Value eq = b.compare(b.iota(sd, r - 2, kI32), b.iota(sd, r - 1, kI32), "EQ");
+  // One non-zero term per row: the sum is exact.
+  return b.reduce(b.select(eq, sq, zero(b, b.elem(x), sd)), zero(b, b.elem(x)), {r - 1}, "stablehlo.add");
+}
+
+Value trisolve(Builder& b, Value A, Value B, bool left, bool lower, bool unit, bool transpose) {
+  const Dims& d = b.dims(A);
+  Value a = keep_triangle(b, A, lower);
+  if (unit) {
+    int64_t r = d.size();
+    Value eq = b.compare(b.iota(d, r - 2, kI32), b.iota(d, r - 1, kI32), "EQ");
+    a = b.select(eq, one(b, b.elem(A), d), a);
+  }
+  return b.triangular_solve(a, B, left, lower, unit, transpose ? "TRANSPOSE" : "NO_TRANSPOSE");
+}
+
+Value expand_batch(Builder& b, Value x, const Dims& batch, int keep) {
+  Dims d = b.dims(x);
+  Dims target = batch;
+  target.insert(target.end(), d.end() - keep, d.end());
+  if (d == target) return x;
+  return b.broadcast_to(x, target);
+}
+
+LU lu_factor(Builder& b, Value a) {
+  Dims d = b.dims(a);
+  int64_t r = d.size(), m = d[r - 2], n = d[r - 1], K = std::min(m, n);
+  Dims batch(d.begin(), d.end() - 2);
+  int64_t B = numel(batch);
+  ElemType t = b.elem(a);
+  Value A = b.reshape(a, {B, m, n});
+  Value perm = b.iota({B, m}, 1, kI32);
+  Value piv = b.constant(0, kI32, {B, K});
+  Value info = b.constant(0, kI32, {B});
+  if (K > 0 && B > 0) {
+    std::vector<Value> init{b.constant(0, kI32), A, perm, piv, info};
+    auto cond = b.loop_region(init);
+    {
+      Builder c(*cond);
+      cond->set_outputs({c.compare(param(cond, 0), c.constant(K, kI32), "LT")});
+    }
+    auto body = b.loop_region(init);
+    {
+      Builder c(*body);
+      Value k = param(body, 0), X = param(body, 1), pm = param(body, 2), pv = param(body, 3), inf = param(body, 4);
+      Dims d3{B, m, n}, d2{B, m}, d1{B};
+      Value zi = c.constant(0, kI32);
+      Value rows2 = c.iota(d2, 1, kI32), rows3 = c.iota(d3, 1, kI32), cols3 = c.iota(d3, 2, kI32);
+      Value k1 = c.broadcast_to(k, d1), k2 = c.broadcast_to(k, d2), k3 = c.broadcast_to(k, d3);
+      // Pivot row: first maximum of |a| at or below the diagonal.
+      Value col = c.reshape(c.dynamic_slice(X, {zi, zi, k}, {B, m, 1}), d2);
+      Value active = c.compare(rows2, k2, "GE");
+      Value mag = c.select(active, c.unary("stablehlo.abs", col), c.constant(-1, t, d2));
+      Value mx = c.reduce(mag, lowest(c, t), {1}, "stablehlo.maximum");
+      Value hit = land(c, active, c.compare(mag, c.broadcast_in_dim(mx, d2, {0}), "EQ"));
+      Value p = c.reduce(c.select(hit, rows2, c.constant(m, kI32, d2)), c.constant(m, kI32), {1}, "stablehlo.minimum");
+      p = c.select(c.compare(p, c.constant(m, kI32, d1), "GE"), k1, p);  // NaN column: keep the row
+      // Swap rows k and p of the matrix and of the permutation.
+      Value rowk = c.reshape(c.dynamic_slice(X, {zi, k, zi}, {B, 1, n}), {B, n});
+      Value rowp = row_at(c, X, p);
+      Value isk3 = c.compare(rows3, k3, "EQ"), isp3 = c.compare(rows3, c.broadcast_in_dim(p, d3, {0}), "EQ");
+      Value rowp3 = c.broadcast_in_dim(rowp, d3, {0, 2});
+      X = c.select(isk3, rowp3, c.select(isp3, c.broadcast_in_dim(rowk, d3, {0, 2}), X));
+      Value permk = c.reshape(c.dynamic_slice(pm, {zi, k}, {B, 1}), d1);
+      Value permp = row_at(c, pm, p);
+      Value isk2 = c.compare(rows2, k2, "EQ"), isp2 = c.compare(rows2, c.broadcast_in_dim(p, d2, {0}), "EQ");
+      pm = c.select(isk2, c.broadcast_in_dim(permp, d2, {0}), c.select(isp2, c.broadcast_in_dim(permk, d2, {0}), pm));
+      pv = c.dynamic_update_slice(pv, c.reshape(add(c, p, c.constant(1, kI32, d1)), {B, 1}), {zi, k});
+      // Eliminate below the pivot unless it is zero (LAPACK then records info).
+      Value pivot = c.reshape(c.dynamic_slice(rowp, {zi, k}, {B, 1}), d1);
+      Value nz = c.compare(pivot, zero(c, t, d1), "NE");
+      Value k_plus_1 = add(c, k1, c.constant(1, kI32, d1));
+      inf = c.select(land(c, c.compare(inf, c.constant(0, kI32, d1), "EQ"), lnot(c, nz)), k_plus_1, inf);
+      Value colk = c.reshape(c.dynamic_slice(X, {zi, zi, k}, {B, m, 1}), d2);
+      // Scale by the reciprocal unless it would overflow (as getrf2 does).
+      Value tiny = c.compare(c.unary("stablehlo.abs", pivot),
+                             c.constant(t == ElemType::kF64 ? 2.2250738585072014e-308 : 1.17549435e-38, t, d1), "GE");
+      Value pivot2 = c.broadcast_in_dim(pivot, d2, {0});
+      Value recip2 = c.broadcast_in_dim(div(c, one(c, t, d1), pivot), d2, {0});
+      Value l = c.select(c.broadcast_in_dim(tiny, d2, {0}), mul(c, colk, recip2), div(c, colk, pivot2));
+      Value l3 = c.broadcast_in_dim(l, d3, {0, 1});
+      Value below = land(c, c.compare(rows3, k3, "GT"), c.broadcast_in_dim(nz, d3, {0}));
+      Value right = c.compare(cols3, k3, "GT");
+      Value upd = sub(c, X, mul(c, l3, rowp3));
+      X = c.select(land(c, below, right), upd, X);
+      X = c.select(land(c, below, c.compare(cols3, k3, "EQ")), l3, X);
+      body->set_outputs({add(c, k, c.constant(1, kI32)), X, pm, pv, inf});
+    }
+    auto outs = b.while_loop(init, cond, body);
+    A = outs[1];
+    perm = outs[2];
+    piv = outs[3];
+    info = outs[4];
+  }
+  auto with = [&](std::initializer_list<int64_t> tail) {
+    Dims s = batch;
+    s.insert(s.end(), tail.begin(), tail.end());
+    return s;
+  };
+  return LU{b.reshape(A, d), b.reshape(perm, with({m})), b.reshape(piv, with({K})), b.reshape(info, batch)};
+}
+
+Value pivots_to_perm(Builder& b, Value piv, int64_t m) {
+  Dims pd = b.dims(piv);
+  int64_t K = pd.back();
+  Dims batch(pd.begin(), pd.end() - 1);
+  int64_t B = numel(batch);
+  Value perm = b.iota({B, m}, 1, kI32);
+  if (K > 0 && B > 0 && m > 0) {
+    Value pv = b.reshape(piv, {B, K});
+    std::vector<Value> init{b.constant(0, kI32), perm, pv};
+    auto cond = b.loop_region(init);
+    {
+      Builder c(*cond);
+      cond->set_outputs({c.compare(param(cond, 0), c.constant(K, kI32), "LT")});
+    }
+    auto body = b.loop_region(init);
+    {
+      Builder c(*body);
+      Value k = param(body, 0), pm = param(body, 1), pvs = param(body, 2);
+      Dims d1{B}, d2{B, m};
+      Value zi = c.constant(0, kI32);
+      // Out-of-range pivots are clamped (the gather clamps too): no host check.
+      Value p = sub(c, c.reshape(c.dynamic_slice(pvs, {zi, k}, {B, 1}), d1), c.constant(1, kI32, d1));
+      p = c.clamp(c.constant(0, kI32), p, c.constant(m - 1, kI32));
+      Value rows2 = c.iota(d2, 1, kI32);
+      Value permk = c.reshape(c.dynamic_slice(pm, {zi, k}, {B, 1}), d1);
+      Value permp = row_at(c, pm, p);
+      Value isk = c.compare(rows2, c.broadcast_to(k, d2), "EQ");
+      Value isp = c.compare(rows2, c.broadcast_in_dim(p, d2, {0}), "EQ");
+      pm = c.select(isk, c.broadcast_in_dim(permp, d2, {0}), c.select(isp, c.broadcast_in_dim(permk, d2, {0}), pm));
+      body->set_outputs({add(c, k, c.constant(1, kI32)), pm, pvs});
+    }
+    perm = b.while_loop(init, cond, body)[1];
+  }
+  Dims out = batch;
+  out.push_back(m);
+  return b.reshape(perm, out);
+}
+
+Value permute_rows(Builder& b, Value x, Value perm) {
+  Dims d = b.dims(x);
+  int64_t r = d.size(), m = d[r - 2], n = d[r - 1];
+  int64_t B = numel(Dims(d.begin(), d.end() - 2));
+  Value X = b.reshape(x, {B, m, n});
+  Value P = b.reshape(perm, {B, m, 1});
+  Value bi = b.iota({B, m, 1}, 0, kI32);
+  Value ind = b.concatenate({bi, P}, 2);
+  Value g = b.gather(X, ind, {2}, {0, 1}, {0, 1}, 2, {1, 1, n}, {B, m, n});
+  return b.reshape(g, d);
+}
+
+Value inverse_perm(Builder& b, Value perm) {
+  Dims d = b.dims(perm);
+  int64_t r = d.size();
+  return b.sort({perm, b.iota(d, r - 1, kI32)}, r - 1, false)[1];
+}
+
+Value perm_matrix(Builder& b, Value perm, ElemType t) {
+  Dims d = b.dims(perm);
+  int64_t r = d.size(), m = d.back();
+  Dims pd = d;
+  pd.push_back(m);
+  Dims map;
+  for (int64_t i = 0; i < r - 1; ++i) map.push_back(i);
+  map.push_back(r);  // perm[c] varies along the columns
+  Value pc = b.broadcast_in_dim(perm, pd, map);
+  Value eq = b.compare(pc, b.iota(pd, r - 1, kI32), "EQ");
+  return b.select(eq, one(b, t, pd), zero(b, t, pd));
+}
+
+Value lu_solve(Builder& b, Value lu, Value perm, Value B, bool adjoint) {
+  if (!adjoint) {
+    Value y = permute_rows(b, B, perm);
+    y = trisolve(b, lu, y, true, true, true, false);
+    return trisolve(b, lu, y, true, false, false, false);
+  }
+  // A = P^T L U, so A^T X = B is U^T L^T (P X) = B.
+  Value y = trisolve(b, lu, B, true, false, false, true);
+  y = trisolve(b, lu, y, true, true, true, true);
+  return permute_rows(b, y, inverse_perm(b, perm));
+}
+
+Value pivots_sign(Builder& b, Value piv, ElemType t) {
+  Dims d = b.dims(piv);
+  int64_t r = d.size();
+  Value moved = b.compare(piv, add(b, b.iota(d, r - 1, kI32), b.constant(1, kI32, d)), "NE");
+  Value count = b.reduce(b.convert(moved, kI32), b.constant(0, kI32), {r - 1}, "stablehlo.add");
+  Dims bd = b.dims(count);
+  Value odd = b.compare(b.binary("stablehlo.remainder", count, b.constant(2, kI32, bd)), b.constant(0, kI32, bd), "NE");
+  return b.select(odd, b.constant(-1, t, bd), one(b, t, bd));
+}
+
+// --- kernels -------------------------------------------------------------------
+
+namespace {
+
+// Right-looking Cholesky of symmetric [..., n, n] as one stablehlo.while
+// over the columns. stablehlo.cholesky cannot be used: XLA turns the whole
+// result into NaN on failure, so LAPACK's info (the order of the first
+// leading minor that is not positive-definite) could not be recovered.
+// A non-positive (or NaN) pivot stops the elimination there and sets info.
+std::pair<Value, Value> cholesky_factor(Builder& b, Value a) {
+  Dims d = b.dims(a);
+  int64_t r = d.size(), n = d[r - 1];
+  Dims batch(d.begin(), d.end() - 2);
+  int64_t B = numel(batch);
+  ElemType t = b.elem(a);
+  Value X = b.reshape(a, {B, n, n});
+  Value info = b.constant(0, kI32, {B});
+  std::vector<Value> init{b.constant(0, kI32), X, info};
+  auto cond = b.loop_region(init);
+  {
+    Builder c(*cond);
+    cond->set_outputs({c.compare(param(cond, 0), c.constant(n, kI32), "LT")});
+  }
+  auto body = b.loop_region(init);
+  {
+    Builder c(*body);
+    Value k = param(body, 0), A = param(body, 1), inf = param(body, 2);
+    Dims d3{B, n, n}, d2{B, n}, d1{B};
+    Value zi = c.constant(0, kI32);
+    Value rows2 = c.iota(d2, 1, kI32), rows3 = c.iota(d3, 1, kI32), cols3 = c.iota(d3, 2, kI32);
+    Value k2 = c.broadcast_to(k, d2), k3 = c.broadcast_to(k, d3);
+    Value col = c.reshape(c.dynamic_slice(A, {zi, zi, k}, {B, n, 1}), d2);
+    Value pivot = c.reshape(c.dynamic_slice(col, {zi, k}, {B, 1}), d1);
+    Value good = c.compare(pivot, zero(c, t, d1), "GT");
+    Value clean = c.compare(inf, c.constant(0, kI32, d1), "EQ");
+    Value ok = land(c, good, clean);
+    inf = c.select(land(c, clean, lnot(c, good)), add(c, c.broadcast_to(k, d1), c.constant(1, kI32, d1)), inf);
+    Value s = c.unary("stablehlo.sqrt", pivot);
+    // LAPACK scales the column by the reciprocal of the pivot's root.
+    Value l = mul(c, col, c.broadcast_in_dim(div(c, one(c, t, d1), s), d2, {0}));
+    l = c.select(c.compare(rows2, k2, "EQ"), c.broadcast_in_dim(s, d2, {0}), l);
+    Value li = c.broadcast_in_dim(l, d3, {0, 1}), lj = c.broadcast_in_dim(l, d3, {0, 2});
+    Value ok3 = c.broadcast_in_dim(ok, d3, {0});
+    Value trailing = land(c, land(c, c.compare(rows3, k3, "GT"), c.compare(cols3, k3, "GT")), ok3);
+    A = c.select(trailing, sub(c, A, mul(c, li, lj)), A);
+    A = c.select(land(c, land(c, c.compare(cols3, k3, "EQ"), c.compare(rows3, k3, "GE")), ok3), li, A);
+    body->set_outputs({add(c, k, c.constant(1, kI32)), A, inf});
+  }
+  auto outs = b.while_loop(init, cond, body);
+  return {keep_triangle(b, b.reshape(outs[1], d), true), b.reshape(outs[2], batch)};
+}
+
+}  // namespace
+
+namespace {
+
+// Cholesky of the triangle named by `upper`; info = first non-positive pivot.
+void cholesky_into(const at::Tensor& A, bool upper, const at::Tensor& L, const at::Tensor& info) {
+  if (A.numel() == 0) {
+    if (info.numel()) info.zero_();
+    return;
+  }
+  eager::OpCall call("linalg_cholesky");
+  call.attr(upper);
+  call.input(A);
+  call.output(L);
+  call.output(info);
+  call.run([&](Builder& b, const Values& in) {
+    Value a = in[0];
+    Dims d = b.dims(a);
+    // Read one triangle only, as LAPACK does.
+    Value sym = b.select(tri_mask(b, d, !upper), a, mT(b, a));
+    auto [l, inf] = cholesky_factor(b, sym);
+    return Values{upper ? mT(b, l) : l, inf};
+  });
+}
+
+std::tuple<at::Tensor&, at::Tensor&> linalg_cholesky_ex_out(const at::Tensor& A, bool upper, bool check_errors,
+                                                            at::Tensor& L, at::Tensor& info) {
+  check_square(A, "linalg.cholesky");
+  check_floating(A, "linalg.cholesky", "cholesky_tpu");
+  prepare_linalg_out(L, A.sizes(), A.scalar_type(), "L");
+  prepare_linalg_out(info, batch_of(A), c10::kInt, "info");
+  cholesky_into(A, upper, L, info);
+  if (check_errors) at::_linalg_check_errors(info, "linalg.cholesky_ex", A.dim() == 2);
+  return {L, info};
+}
+
+at::Tensor& cholesky_out(const at::Tensor& A, bool upper, at::Tensor& out) {
+  check_square(A, "cholesky");
+  check_floating(A, "cholesky", "cholesky_tpu");
+  prepare_linalg_out(out, A.sizes(), A.scalar_type(), "out");
+  at::Tensor info = empty_tpu(batch_of(A), c10::kInt, A.device());
+  cholesky_into(A, upper, out, info);
+  at::_linalg_check_errors(info, "cholesky", A.dim() == 2);
+  return out;
+}
+
+at::Tensor cholesky(const at::Tensor& A, bool upper) {
+  check_square(A, "cholesky");
+  at::Tensor out = empty_tpu({0}, A.scalar_type(), A.device());
+  return cholesky_out(A, upper, out);
+}
+
+// LU of `A` (or of A^T when `transposed`) into LU/pivots/info; any may be undefined.
+void lu_into(const at::Tensor& A, bool transposed, const at::Tensor& LUt, const at::Tensor& piv,
+             const at::Tensor& info) {
+  eager::OpCall call("linalg_lu_factor");
+  call.attr(transposed);
+  call.input(A);
+  call.output(LUt);
+  call.output(piv);
+  call.output(info);
+  call.run([&](Builder& b, const Values& in) {
+    LU f = lu_factor(b, transposed ? mT(b, in[0]) : in[0]);
+    return Values{f.lu, f.piv, f.info};
+  });
+}
+
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_lu_factor_ex_out(const at::Tensor& A, bool pivot,
+                                                                          bool check_errors, at::Tensor& LUt,
+                                                                          at::Tensor& piv, at::Tensor& info) {
+  TORCH_CHECK(A.dim() >= 2, "torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: ", A.sizes(),
+              " instead");
+  TORCH_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the TPU");
+  TORCH_CHECK_NOT_IMPLEMENTED(A.scalar_type() == c10::kFloat || A.scalar_type() == c10::kDouble,
+                              "\"lu_tpu\" not implemented for '", c10::toString(A.scalar_type()), "'");
+  int64_t m = A.size(-2), n = A.size(-1);
+  prepare_linalg_out(LUt, A.sizes(), A.scalar_type(), "LU");
+  prepare_linalg_out(piv, cat_shape(batch_of(A), {std::min(m, n)}), c10::kInt, "pivots");
+  prepare_linalg_out(info, batch_of(A), c10::kInt, "info");
+  if (A.numel() == 0) {
+    if (info.numel()) info.zero_();
+    return {LUt, piv, info};
+  }
+  lu_into(A, false, LUt, piv, info);
+  if (check_errors) at::_linalg_check_errors(info, "torch.linalg.lu_factor_ex", A.dim() == 2);
+  return {LUt, piv, info};
+}
+
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_lu_out(const at::Tensor& A, bool pivot, at::Tensor& P,
+                                                                at::Tensor& L, at::Tensor& U) {
+  TORCH_CHECK(A.dim() >= 2, "linalg.lu: Expected tensor with 2 or more dimensions. Got size: ", A.sizes(), " instead");
+  TORCH_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the TPU");
+  TORCH_CHECK_NOT_IMPLEMENTED(A.scalar_type() == c10::kFloat || A.scalar_type() == c10::kDouble,
+                              "\"lu_tpu\" not implemented for '", c10::toString(A.scalar_type()), "'");
+  int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  auto batch = batch_of(A);
+  prepare_linalg_out(P, cat_shape(batch, {m, m}), A.scalar_type(), "P");
+  prepare_linalg_out(L, cat_shape(batch, {m, k}), A.scalar_type(), "L");
+  prepare_linalg_out(U, cat_shape(batch, {k, n}), A.scalar_type(), "U");
+  if (A.numel() == 0) {
+    if (P.numel()) P.copy_(at::eye(m, A.options().device(c10::kCPU)).expand(P.sizes()));
+    if (L.numel()) L.zero_();
+    if (U.numel()) U.zero_();
+    return {P, L, U};
+  }
+  eager::OpCall call("linalg_lu");
+  call.input(A);
+  call.output(P);
+  call.output(L);
+  call.output(U);
+  call.run([&](Builder& b, const Values& in) {
+    LU f = lu_factor(b, in[0]);
+    Dims d = b.dims(in[0]);
+    int64_t r = d.size();
+    ElemType t = b.elem(in[0]);
+    Dims start(r, 0), strides(r, 1), lim_l = d, lim_u = d;
+    lim_l[r - 1] = k;
+    lim_u[r - 2] = k;
+    Value l = b.slice(f.lu, start, lim_l, strides);
+    Dims ld = b.dims(l);
+    l = b.select(tri_mask(b, ld, true, -1), l, eye(b, t, ld));
+    Value u = keep_triangle(b, b.slice(f.lu, start, lim_u, strides), false);
+    return Values{b.convert(perm_matrix(b, f.perm, t), t), l, u};
+  });
+  return {P, L, U};
+}
+
+// CPU's det/slogdet factor A^T when A is contiguous (det(A^T) = det(A)); the
+// backward formulas assume the same, so LU/pivots must follow that choice.
+// (solve_ex's LU output is always the factorization of A.)
+bool use_transpose(const at::Tensor& A) { return A.is_contiguous(); }
+
+// Batch-broadcast shape of two operands' leading dims.
+std::vector<int64_t> broadcast_batch(const at::Tensor& x, const at::Tensor& y) {
+  return at::infer_size(batch_of(x), batch_of(y));
+}
+
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_solve_ex_out(const at::Tensor& A,
+                                                                                   const at::Tensor& B, bool left,
+                                                                                   bool check_errors,
+                                                                                   at::Tensor& result, at::Tensor& LUt,
+                                                                                   at::Tensor& piv, at::Tensor& info) {
+  check_square(A, "linalg.solve");
+  check_floating(A, "linalg.solve", "linalg_solve_tpu");
+  TORCH_CHECK(A.scalar_type() == B.scalar_type(),
+              "linalg.solve: Expected A and B to have the same dtype, but found A of type ", A.scalar_type(),
+              " and B of type ", B.scalar_type(), " instead");
+  bool vector_case = B.dim() == 1 || (A.dim() - 1 == B.dim() && B.sizes().equals(A.sizes().slice(0, A.dim() - 1)));
+  at::Tensor B_ = vector_case ? B.unsqueeze(-1) : B;
+  int64_t n = A.size(-1);
+  if (left) {
+    TORCH_CHECK(B_.size(-2) == n, "linalg.solve: Incompatible shapes of A and B for the equation AX = B (", A.size(-2),
+                "x", n, " and ", B_.size(-2), "x", B_.size(-1), ")");
+  } else {
+    TORCH_CHECK(B_.size(-1) == n, "linalg.solve: Incompatible shapes of A and B for the equation XA = B (", A.size(-2),
+                "x", n, " and ", B_.size(-2), "x", B_.size(-1), ")");
+  }
+  auto batch = broadcast_batch(A, B_);
+  auto rshape = cat_shape(batch, {B_.size(-2), B_.size(-1)});
+  if (vector_case) rshape.pop_back();
+  prepare_linalg_out(result, rshape, A.scalar_type(), "result");
+  prepare_linalg_out(LUt, A.sizes(), A.scalar_type(), "LU");
+  prepare_linalg_out(piv, cat_shape(batch_of(A), {n}), c10::kInt, "pivots");
+  prepare_linalg_out(info, batch_of(A), c10::kInt, "info");
+  if (A.numel() == 0 || B_.numel() == 0) {
+    if (info.numel()) info.zero_();
+    if (result.numel()) result.zero_();
+    if (A.numel()) lu_into(A, false, LUt, piv, info);
+    if (check_errors) at::_linalg_check_errors(info, "torch.linalg.solve_ex", A.dim() == 2);
+    return {result, LUt, piv, info};
+  }
+  bool tr = false;
+  eager::OpCall call("linalg_solve_ex");
+  call.attr(left).attr(tr).attr(vector_case).attr(c10::IntArrayRef(batch));
+  call.input(A);
+  call.input(B);
+  call.output(result);
+  call.output(LUt);
+  call.output(piv);
+  call.output(info);
+  call.run([&](Builder& b, const Values& in) {
+    LU f = lu_factor(b, tr ? mT(b, in[0]) : in[0]);
+    Value rhs = in[1];
+    if (vector_case) {
+      Dims d = b.dims(rhs);
+      d.push_back(1);
+      rhs = b.reshape(rhs, d);
+    }
+    rhs = expand_batch(b, rhs, batch, 2);
+    Value lu = expand_batch(b, f.lu, batch, 2), perm = expand_batch(b, f.perm, batch, 1);
+    Value x = left ? lu_solve(b, lu, perm, rhs, tr) : mT(b, lu_solve(b, lu, perm, mT(b, rhs), !tr));
+    if (vector_case) {
+      Dims d = b.dims(x);
+      d.pop_back();
+      x = b.reshape(x, d);
+    }
+    return Values{x, f.lu, f.piv, f.info};
+  });
+  if (check_errors) at::_linalg_check_errors(info, "torch.linalg.solve_ex", A.dim() == 2);
+  return {result, LUt, piv, info};
+}
+
+std::tuple<at::Tensor&, at::Tensor&> linalg_inv_ex_out(const at::Tensor& A, bool check_errors, at::Tensor& inverse,
+                                                       at::Tensor& info) {
+  check_square(A, "linalg.inv");
+  auto t = A.scalar_type();
+  TORCH_CHECK(!(t == c10::kBFloat16 || t == c10::kHalf), "linalg.inv: Low precision dtypes not supported. Got ", t);
+  check_floating(A, "linalg.inv", "linalg_inv_tpu");
+  prepare_linalg_out(inverse, A.sizes(), t, "inverse");
+  prepare_linalg_out(info, batch_of(A), c10::kInt, "info");
+  if (A.numel() == 0) {
+    if (info.numel()) info.zero_();
+  } else {
+    bool tr = false;
+    eager::OpCall call("linalg_inv_ex");
+    call.attr(tr);
+    call.input(A);
+    call.output(inverse);
+    call.output(info);
+    call.run([&](Builder& b, const Values& in) {
+      LU f = lu_factor(b, tr ? mT(b, in[0]) : in[0]);
+      Value x = lu_solve(b, f.lu, f.perm, eye(b, b.elem(in[0]), b.dims(in[0])), tr);
+      return Values{x, f.info};
+    });
+  }
+  if (check_errors) at::_linalg_check_errors(info, "linalg.inv_ex", A.dim() == 2);
+  return {inverse, info};
+}
+
+// det and slogdet read the diagonal of U and the pivots' parity.
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_det_out(const at::Tensor& A, at::Tensor& result,
+                                                                 at::Tensor& LUt, at::Tensor& piv) {
+  check_square(A, "linalg.det");
+  check_floating(A, "linalg.det", "lu_tpu");
+  prepare_linalg_out(result, batch_of(A), A.scalar_type(), "result");
+  prepare_linalg_out(LUt, A.sizes(), A.scalar_type(), "LU");
+  prepare_linalg_out(piv, batch_of(A, 1), c10::kInt, "pivots");
+  if (result.numel() == 0) return {result, LUt, piv};
+  bool tr = use_transpose(A);
+  eager::OpCall call("linalg_det");
+  call.attr(tr);
+  call.input(A);
+  call.output(result);
+  call.output(LUt);
+  call.output(piv);
+  call.run([&](Builder& b, const Values& in) {
+    ElemType t = b.elem(in[0]);
+    LU f = lu_factor(b, tr ? mT(b, in[0]) : in[0]);
+    Value d = diagonal(b, f.lu);
+    int64_t r = b.dims(d).size();
+    Value prod = b.reduce(d, one(b, t), {r - 1}, "stablehlo.multiply");
+    return Values{mul(b, pivots_sign(b, f.piv, t), prod), f.lu, f.piv};
+  });
+  return {result, LUt, piv};
+}
+
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_slogdet_out(const at::Tensor& A, at::Tensor& sign,
+                                                                                  at::Tensor& logabsdet,
+                                                                                  at::Tensor& LUt, at::Tensor& piv) {
+  check_square(A, "linalg.slogdet");
+  check_floating(A, "linalg.slogdet", "lu_tpu");
+  prepare_linalg_out(sign, batch_of(A), A.scalar_type(), "sign");
+  prepare_linalg_out(logabsdet, batch_of(A), A.scalar_type(), "logabsdet");
+  prepare_linalg_out(LUt, A.sizes(), A.scalar_type(), "LU");
+  prepare_linalg_out(piv, batch_of(A, 1), c10::kInt, "pivots");
+  if (sign.numel() == 0) return {sign, logabsdet, LUt, piv};
+  bool tr = use_transpose(A);
+  eager::OpCall call("linalg_slogdet");
+  call.attr(tr);
+  call.input(A);
+  call.output(sign);
+  call.output(logabsdet);
+  call.output(LUt);
+  call.output(piv);
+  call.run([&](Builder& b, const Values& in) {
+    ElemType t = b.elem(in[0]);
+    LU f = lu_factor(b, tr ? mT(b, in[0]) : in[0]);
+    Value d = diagonal(b, f.lu);
+    int64_t r = b.dims(d).size();
+    Value sgn = b.reduce(b.unary("stablehlo.sign", d), one(b, t), {r - 1}, "stablehlo.multiply");
+    Value logabs =
+        b.reduce(b.unary("stablehlo.log", b.unary("stablehlo.abs", d)), zero(b, t), {r - 1}, "stablehlo.add");
+    return Values{mul(b, pivots_sign(b, f.piv, t), sgn), logabs, f.lu, f.piv};
+  });
+  return {sign, logabsdet, LUt, piv};
+}
+
+}  // namespace
+}  // namespace torch_tpu::ops::linalg
+
+namespace torch_tpu::ops {
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("linalg_cholesky_ex.L", linalg::linalg_cholesky_ex_out);
+  m.impl("cholesky", linalg::cholesky);
+  m.impl("cholesky.out", linalg::cholesky_out);
+  m.impl("linalg_lu_factor_ex.out", linalg::linalg_lu_factor_ex_out);
+  m.impl("linalg_lu.out", linalg::linalg_lu_out);
+  m.impl("_linalg_solve_ex.result", linalg::linalg_solve_ex_out);
+  m.impl("linalg_inv_ex.inverse", linalg::linalg_inv_ex_out);
+  m.impl("_linalg_det.result", linalg::linalg_det_out);
+  m.impl("_linalg_slogdet.sign", linalg::linalg_slogdet_out);
+}
+}  // namespace torch_tpu::ops

@@ -1,0 +1,815 @@
+// NN activations and their backward kernels: gelu (exact and tanh), silu,
+// elu (celu/selu compose onto it), hardtanh, leaky_relu, softplus,
+// hardsigmoid, hardswish, mish, glu, threshold, softshrink / hardshrink,
+// prelu's kernels, rrelu_with_noise, log_sigmoid, and logit (+
+// logit_backward). Python-number parameters are runtime scalars. bf16/f16
+// compute in f32 (PyTorch's opmath type) and round once on the way out.
+#include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/result_type.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <limits>
+
+#include "ops/common.h"
+
+namespace torch_tpu::ops {
+namespace {
+
+using c10::ScalarType;
+using ir::Dims;
+
+void check_float(const at::Tensor& t, const char* kernel) {
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t.scalar_type()), "\"", kernel, "\" not implemented for '",
+                              c10::toString(t.scalar_type()), "'");
+}
+
+Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
+Value gt(Builder& b, Value x, Value y) { return b.compare(x, y, "GT"); }
+Value zeros(Builder& b, Value like) { return zero(b, b.elem(like), b.dims(like)); }
+
+// Forward: out has self's dtype. Operands: {self, scalars...}.
+void fwd(const char* name, std::vector<Operand> ins, const at::Tensor& out, const PointwiseFn& fn) {
+  pointwise(name, ins, out, opmath(ins[0].t.scalar_type()), fn);
+}
+// fwd returning `out`, for the kernels that return it directly.
+at::Tensor& fwd_into(const char* name, std::vector<Operand> ins, at::Tensor& out, const PointwiseFn& fn) {
+  pointwise(name, ins, out, opmath(ins[0].t.scalar_type()), fn);
+  return out;
+}
+at::Tensor fwd_new(const char* name, std::vector<Operand> ins, const PointwiseFn& fn) {
+  at::Tensor out = empty_like_tpu(ins[0].t);
+  fwd(name, std::move(ins), out, fn);
+  return out;
+}
+at::Tensor& fwd_out(const char* name, std::vector<Operand> ins, at::Tensor& out, const PointwiseFn& fn) {
+  prepare_out(out, ins[0].t.sizes(), ins[0].t.scalar_type(), name);
+  fwd(name, std::move(ins), out, fn);
+  return out;
+}
+// Backward: operands {grad, self, scalars...}; result dtype of (grad, self).
+at::Tensor bwd_new(const char* name, std::vector<Operand> ins, const PointwiseFn& fn) {
+  ScalarType t = at::result_type(ins[0].t, ins[1].t);
+  at::Tensor out = empty_tpu(broadcast_shape({ins[0].t, ins[1].t}), t, ins[0].t.device());
+  pointwise(name, ins, out, opmath(t), fn);
+  return out;
+}
+at::Tensor& bwd_out(const char* name, std::vector<Operand> ins, at::Tensor& out, const PointwiseFn& fn) {
+  ScalarType t = at::result_type(ins[0].t, ins[1].t);
+  prepare_out(out, broadcast_shape({ins[0].t, ins[1].t}), t, name);
+  pointwise(name, ins, out, opmath(t), fn);
+  return out;
+}
+
+// --- gelu --------------------------------------------------------------------
+
+int64_t gelu_mode(std::string_view approximate) {
+  if (approximate == "none") return 0;
+  if (approximate == "tanh") return 1;
+  TORCH_CHECK(false, "approximate argument must be either none or tanh.");
+}
+
+constexpr double kSqrt2 = 1.4142135623730951;
+constexpr double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2/pi)
+constexpr double kInvSqrt2Pi = 0.3989422804014327;   // 1/sqrt(2*pi)
+constexpr double kGeluC = 0.044715;
+
+Value gelu_fwd(Builder& b, Value x, int64_t mode) {
+  Value half_x = mul(b, cst(b, 0.5, x), x);
+  Value one = cst(b, 1.0, x);
+  if (mode == 0) {
+    Value e = b.unary("chlo.erf", mul(b, x, cst(b, 1.0 / kSqrt2, x)));
+    return mul(b, half_x, add(b, one, e));
+  }
+  Value x3 = mul(b, mul(b, x, x), x);
+  Value inner = mul(b, cst(b, kSqrt2OverPi, x), add(b, x, mul(b, cst(b, kGeluC, x), x3)));
+  return mul(b, half_x, add(b, one, b.unary("stablehlo.tanh", inner)));
+}
+
+// d gelu(x) / dx times grad.
+Value gelu_bwd(Builder& b, Value g, Value x, int64_t mode) {
+  Value one = cst(b, 1.0, x);
+  Value half = cst(b, 0.5, x);
+  if (mode == 0) {
+    Value cdf = mul(b, half, add(b, one, b.unary("chlo.erf", mul(b, x, cst(b, 1.0 / kSqrt2, x)))));
+    Value pdf = mul(b, cst(b, kInvSqrt2Pi, x), b.unary("stablehlo.exponential", mul(b, cst(b, -0.5, x), mul(b, x, x))));
+    return mul(b, g, add(b, cdf, mul(b, x, pdf)));
+  }
+  Value x2 = mul(b, x, x);
+  Value inner = mul(b, cst(b, kSqrt2OverPi, x), add(b, x, mul(b, cst(b, kGeluC, x), mul(b, x2, x))));
+  Value t = b.unary("stablehlo.tanh", inner);
+  Value d_inner = mul(b, cst(b, kSqrt2OverPi, x), add(b, one, mul(b, cst(b, 3 * kGeluC, x), x2)));
+  Value left = mul(b, half, add(b, one, t));
+  Value right = mul(b, mul(b, mul(b, half, x), sub(b, one, mul(b, t, t))), d_inner);
+  return mul(b, g, add(b, left, right));
+}
+
+void gelu_into(const at::Tensor& self, int64_t mode, const at::Tensor& out) {
+  pointwise(
+      "gelu", {self}, out, opmath(self.scalar_type()),
+      [mode](Builder& b, const Values& x) { return gelu_fwd(b, x[0], mode); }, mode);
+}
+
+at::Tensor gelu(const at::Tensor& self, std::string_view approximate) {
+  int64_t mode = gelu_mode(approximate);
+  check_float(self, "GeluKernelImpl");
+  at::Tensor out = empty_like_tpu(self);
+  gelu_into(self, mode, out);
+  return out;
+}
+at::Tensor& gelu_out(const at::Tensor& self, std::string_view approximate, at::Tensor& out) {
+  int64_t mode = gelu_mode(approximate);
+  check_float(self, "GeluKernelImpl");
+  prepare_out(out, self.sizes(), self.scalar_type(), "gelu");
+  gelu_into(self, mode, out);
+  return out;
+}
+at::Tensor& gelu_(at::Tensor& self, std::string_view approximate) {
+  int64_t mode = gelu_mode(approximate);
+  check_float(self, "GeluKernelImpl");
+  gelu_into(self, mode, self);
+  return self;
+}
+
+void gelu_backward_into(const at::Tensor& grad, const at::Tensor& self, int64_t mode, const at::Tensor& out) {
+  pointwise(
+      "gelu_backward", {grad, self}, out, opmath(self.scalar_type()),
+      [mode](Builder& b, const Values& x) { return gelu_bwd(b, x[0], x[1], mode); }, mode);
+}
+at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self, std::string_view approximate) {
+  int64_t mode = gelu_mode(approximate);
+  check_float(self, "GeluBackwardKernelImpl");
+  at::Tensor out = empty_tpu(broadcast_shape({grad, self}), self.scalar_type(), self.device());
+  gelu_backward_into(grad, self, mode, out);
+  return out;
+}
+at::Tensor& gelu_backward_out(const at::Tensor& grad, const at::Tensor& self, std::string_view approximate,
+                              at::Tensor& out) {
+  int64_t mode = gelu_mode(approximate);
+  check_float(self, "GeluBackwardKernelImpl");
+  prepare_out(out, broadcast_shape({grad, self}), self.scalar_type(), "gelu_backward");
+  gelu_backward_into(grad, self, mode, out);
+  return out;
+}
+
+// --- silu --------------------------------------------------------------------
+
+Value silu_fn(Builder& b, const Values& x) { return mul(b, x[0], b.unary("stablehlo.logistic", x[0])); }
+// grad * s * (1 + x * (1 - s)), s = sigmoid(x)
+Value silu_bwd_fn(Builder& b, const Values& x) {
+  Value s = b.unary("stablehlo.logistic", x[1]);
+  Value one = cst(b, 1.0, s);
+  return mul(b, mul(b, x[0], s), add(b, one, mul(b, x[1], sub(b, one, s))));
+}
+
+at::Tensor silu(const at::Tensor& self) {
+  check_float(self, "silu");
+  at::Tensor out = empty_like_tpu(self);
+  pointwise("silu", {self}, out, opmath(self.scalar_type()), silu_fn);
+  return out;
+}
+at::Tensor& silu_out(const at::Tensor& self, at::Tensor& out) {
+  check_float(self, "silu");
+  prepare_out(out, self.sizes(), self.scalar_type(), "silu");
+  pointwise("silu", {self}, out, opmath(self.scalar_type()), silu_fn);
+  return out;
+}
+at::Tensor& silu_(at::Tensor& self) {
+  check_float(self, "silu");
+  pointwise("silu", {self}, self, opmath(self.scalar_type()), silu_fn);
+  return self;
+}
+at::Tensor silu_backward(const at::Tensor& grad, const at::Tensor& self) {
+  check_float(self, "silu_backward");
+  at::Tensor out = empty_tpu(broadcast_shape({grad, self}), self.scalar_type(), self.device());
+  pointwise("silu_backward", {grad, self}, out, opmath(self.scalar_type()), silu_bwd_fn);
+  return out;
+}
+at::Tensor& silu_backward_out(const at::Tensor& grad, const at::Tensor& self, at::Tensor& out) {
+  check_float(self, "silu_backward");
+  prepare_out(out, broadcast_shape({grad, self}), self.scalar_type(), "silu_backward");
+  pointwise("silu_backward", {grad, self}, out, opmath(self.scalar_type()), silu_bwd_fn);
+  return out;
+}
+
+// --- elu -------------------------------------------------------------------------
+// x = {self, alpha, scale, input_scale}
+Value elu_fn(Builder& b, const Values& x) {
+  Value v = x[0];
+  Value neg = mul(b, mul(b, b.unary("stablehlo.exponential_minus_one", mul(b, v, x[3])), x[1]), x[2]);
+  return b.select(gt(b, v, zeros(b, v)), mul(b, v, x[2]), neg);
+}
+at::Tensor elu(const at::Tensor& s, const c10::Scalar& a, const c10::Scalar& sc, const c10::Scalar& is) {
+  check_float(s, "elu_cpu");
+  return fwd_new("elu", {s, a, sc, is}, elu_fn);
+}
+at::Tensor& elu_out(const at::Tensor& s, const c10::Scalar& a, const c10::Scalar& sc, const c10::Scalar& is,
+                    at::Tensor& out) {
+  check_float(s, "elu_cpu");
+  return fwd_out("elu", {s, a, sc, is}, out, elu_fn);
+}
+at::Tensor& elu_(at::Tensor& s, const c10::Scalar& a, const c10::Scalar& sc, const c10::Scalar& is) {
+  check_float(s, "elu_cpu");
+  fwd("elu", {s, a, sc, is}, s, elu_fn);
+  return s;
+}
+// x = {grad, self_or_result, alpha, scale, input_scale}
+template <bool kIsResult>
+Value elu_bwd_fn(Builder& b, const Values& x) {
+  Value g = x[0], v = x[1];
+  Value neg_coef = mul(b, x[2], x[3]);
+  Value neg = kIsResult ? mul(b, mul(b, g, x[4]), add(b, v, neg_coef))
+                        : mul(b, mul(b, mul(b, g, x[4]), neg_coef), b.unary("stablehlo.exponential", mul(b, v, x[4])));
+  return b.select(b.compare(v, zeros(b, v), "LE"), neg, mul(b, g, x[3]));
+}
+void check_elu_bwd(const c10::Scalar& a, bool is_result) {
+  TORCH_CHECK(!is_result || a.toDouble() >= 0.0,
+              "In-place elu backward calculation is triggered with a negative slope which is not supported. "
+              "This is caused by calling in-place forward function with a negative slope, please call "
+              "out-of-place version instead.");
+}
+at::Tensor elu_backward(const at::Tensor& g, const c10::Scalar& a, const c10::Scalar& sc, const c10::Scalar& is,
+                        bool is_result, const at::Tensor& s) {
+  check_elu_bwd(a, is_result);
+  return bwd_new(is_result ? "elu_backward_r" : "elu_backward", {g, s, a, sc, is},
+                 is_result ? elu_bwd_fn<true> : elu_bwd_fn<false>);
+}
+at::Tensor& elu_backward_out(const at::Tensor& g, const c10::Scalar& a, const c10::Scalar& sc, const c10::Scalar& is,
+                             bool is_result, const at::Tensor& s, at::Tensor& out) {
+  check_elu_bwd(a, is_result);
+  return bwd_out(is_result ? "elu_backward_r" : "elu_backward", {g, s, a, sc, is}, out,
+                 is_result ? elu_bwd_fn<true> : elu_bwd_fn<false>);
+}
+
+// --- hardtanh ------------------------------------------------------------------------
+// Clamp that keeps NaN (as CPU's clamp does).
+Value hardtanh_fn(Builder& b, const Values& x) {
+  Value v = x[0];
+  Value r = b.select(b.compare(v, x[1], "LT"), x[1], v);
+  return b.select(b.compare(v, x[2], "GT"), x[2], r);
+}
+void check_hardtanh(const at::Tensor& s) {
+  TORCH_CHECK(s.scalar_type() != c10::kBool, "Bool inputs not supported for hardtanh");
+}
+at::Tensor hardtanh(const at::Tensor& s, const c10::Scalar& lo, const c10::Scalar& hi) {
+  check_hardtanh(s);
+  return fwd_new("hardtanh", {s, lo, hi}, hardtanh_fn);
+}
+at::Tensor& hardtanh_out(const at::Tensor& s, const c10::Scalar& lo, const c10::Scalar& hi, at::Tensor& out) {
+  check_hardtanh(s);
+  return fwd_out("hardtanh", {s, lo, hi}, out, hardtanh_fn);
+}
+at::Tensor& hardtanh_(at::Tensor& s, const c10::Scalar& lo, const c10::Scalar& hi) {
+  check_hardtanh(s);
+  fwd("hardtanh", {s, lo, hi}, s, hardtanh_fn);
+  return s;
+}
+Value hardtanh_bwd_fn(Builder& b, const Values& x) {
+  Value v = x[1];
+  Value outside = b.binary("stablehlo.or", b.compare(v, x[2], "LE"), b.compare(v, x[3], "GE"));
+  return b.select(outside, zeros(b, x[0]), x[0]);
+}
+at::Tensor hardtanh_backward(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& lo, const c10::Scalar& hi) {
+  return bwd_new("hardtanh_backward", {g, s, lo, hi}, hardtanh_bwd_fn);
+}
+at::Tensor& hardtanh_backward_out(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& lo,
+                                  const c10::Scalar& hi, at::Tensor& out) {
+  return bwd_out("hardtanh_backward", {g, s, lo, hi}, out, hardtanh_bwd_fn);
+}
+
+// --- leaky_relu --------------------------------------------------------------------------
+Value leaky_fn(Builder& b, const Values& x) { return b.select(gt(b, x[0], zeros(b, x[0])), x[0], mul(b, x[0], x[1])); }
+at::Tensor leaky_relu(const at::Tensor& s, const c10::Scalar& slope) {
+  check_float(s, "leaky_relu_cpu");
+  return fwd_new("leaky_relu", {s, slope}, leaky_fn);
+}
+at::Tensor& leaky_relu_out(const at::Tensor& s, const c10::Scalar& slope, at::Tensor& out) {
+  check_float(s, "leaky_relu_cpu");
+  return fwd_out("leaky_relu", {s, slope}, out, leaky_fn);
+}
+at::Tensor& leaky_relu_(at::Tensor& s, const c10::Scalar& slope) {
+  check_float(s, "leaky_relu_cpu");
+  fwd("leaky_relu", {s, slope}, s, leaky_fn);
+  return s;
+}
+Value leaky_bwd_fn(Builder& b, const Values& x) {
+  return b.select(gt(b, x[1], zeros(b, x[1])), x[0], mul(b, x[0], x[2]));
+}
+void check_leaky_bwd(const c10::Scalar& slope, bool self_is_result) {
+  TORCH_CHECK(!self_is_result || slope.toDouble() >= 0.0,
+              "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. "
+              "This is caused by calling in-place forward function with a negative slope, please call "
+              "out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do "
+              "require supporting in-place leakRelu backward calculation with negative slope");
+}
+at::Tensor leaky_relu_backward(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& slope, bool r) {
+  check_leaky_bwd(slope, r);
+  return bwd_new("leaky_relu_backward", {g, s, slope}, leaky_bwd_fn);
+}
+at::Tensor& leaky_relu_backward_out(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& slope, bool r,
+                                    at::Tensor& out) {
+  check_leaky_bwd(slope, r);
+  return bwd_out("leaky_relu_backward", {g, s, slope}, out, leaky_bwd_fn);
+}
+
+// --- softplus ------------------------------------------------------------------------------
+// x = {self, beta, threshold}
+Value softplus_fn(Builder& b, const Values& x) {
+  Value bx = mul(b, x[0], x[1]);
+  Value soft = div(b, b.unary("stablehlo.log_plus_one", b.unary("stablehlo.exponential", bx)), x[1]);
+  return b.select(gt(b, bx, x[2]), x[0], soft);
+}
+at::Tensor softplus(const at::Tensor& s, const c10::Scalar& beta, const c10::Scalar& th) {
+  check_float(s, "softplus_cpu");
+  return fwd_new("softplus", {s, beta, th}, softplus_fn);
+}
+at::Tensor& softplus_out(const at::Tensor& s, const c10::Scalar& beta, const c10::Scalar& th, at::Tensor& out) {
+  check_float(s, "softplus_cpu");
+  return fwd_out("softplus", {s, beta, th}, out, softplus_fn);
+}
+// x = {grad, self, beta, threshold}
+Value softplus_bwd_fn(Builder& b, const Values& x) {
+  Value bx = mul(b, x[1], x[2]);
+  Value z = b.unary("stablehlo.exponential", bx);
+  Value soft = div(b, mul(b, x[0], z), add(b, z, cst(b, 1.0, z)));
+  return b.select(gt(b, bx, x[3]), x[0], soft);
+}
+at::Tensor softplus_backward(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& beta, const c10::Scalar& th) {
+  return bwd_new("softplus_backward", {g, s, beta, th}, softplus_bwd_fn);
+}
+at::Tensor& softplus_backward_out(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& beta,
+                                  const c10::Scalar& th, at::Tensor& out) {
+  return bwd_out("softplus_backward", {g, s, beta, th}, out, softplus_bwd_fn);
+}
+
+// --- hardsigmoid / hardswish / mish ------------------------------------------------------------
+Value relu6_of(Builder& b, Value v) {  // min(max(v, 0), 6)
+  Value r = b.binary("stablehlo.maximum", v, zeros(b, v));
+  return b.binary("stablehlo.minimum", r, cst(b, 6.0, v));
+}
+Value hardsigmoid_fn(Builder& b, const Values& x) {
+  return div(b, relu6_of(b, add(b, x[0], cst(b, 3.0, x[0]))), cst(b, 6.0, x[0]));
+}
+Value hardswish_fn(Builder& b, const Values& x) { return mul(b, x[0], hardsigmoid_fn(b, x)); }
+Value mish_fn(Builder& b, const Values& x) {
+  Value sp = b.unary("stablehlo.log_plus_one", b.unary("stablehlo.exponential", x[0]));
+  return mul(b, x[0], b.unary("stablehlo.tanh", sp));
+}
+Value hardsigmoid_bwd_fn(Builder& b, const Values& x) {
+  Value v = x[1];
+  Value inside = b.binary("stablehlo.and", gt(b, v, cst(b, -3.0, v)), b.compare(v, cst(b, 3.0, v), "LT"));
+  return b.select(inside, div(b, x[0], cst(b, 6.0, x[0])), zeros(b, x[0]));
+}
+Value hardswish_bwd_fn(Builder& b, const Values& x) {
+  Value g = x[0], v = x[1];
+  Value mid = mul(b, g, add(b, div(b, v, cst(b, 3.0, v)), cst(b, 0.5, v)));
+  // Boundaries as CPU: 0 at x <= -3, grad at x >= 3.
+  Value r = b.select(b.compare(v, cst(b, 3.0, v), "LT"), mid, g);
+  return b.select(b.compare(v, cst(b, -3.0, v), "LE"), zeros(b, g), r);
+}
+
+#define SIMPLE_ACT(n, kernel)                                 \
+  at::Tensor n(const at::Tensor& s) {                         \
+    check_float(s, kernel);                                   \
+    return fwd_new(#n, {s}, n##_fn);                          \
+  }                                                           \
+  at::Tensor& n##_out(const at::Tensor& s, at::Tensor& out) { \
+    check_float(s, kernel);                                   \
+    return fwd_out(#n, {s}, out, n##_fn);                     \
+  }                                                           \
+  at::Tensor& n##_(at::Tensor& s) {                           \
+    check_float(s, kernel);                                   \
+    fwd(#n, {s}, s, n##_fn);                                  \
+    return s;                                                 \
+  }
+SIMPLE_ACT(hardsigmoid, "hardsigmoid_cpu")
+SIMPLE_ACT(hardswish, "hardswish_cpu")
+SIMPLE_ACT(mish, "mish_cpu")
+#undef SIMPLE_ACT
+
+at::Tensor hardsigmoid_backward(const at::Tensor& g, const at::Tensor& s) {
+  return bwd_new("hardsigmoid_backward", {g, s}, hardsigmoid_bwd_fn);
+}
+at::Tensor& hardsigmoid_backward_out(const at::Tensor& g, const at::Tensor& s, at::Tensor& out) {
+  return bwd_out("hardsigmoid_backward", {g, s}, out, hardsigmoid_bwd_fn);
+}
+at::Tensor hardswish_backward(const at::Tensor& g, const at::Tensor& s) {
+  return bwd_new("hardswish_backward", {g, s}, hardswish_bwd_fn);
+}
+
+// --- glu ------------------------------------------------------------------------------------------
+int64_t glu_dim(const at::Tensor& s, int64_t dim) {
+  TORCH_CHECK(s.dim() > 0, "glu does not support scalars because halving size must be even");
+  int64_t d = wrap_dim(dim, s.dim());
+  TORCH_CHECK(s.size(d) % 2 == 0, "Halving dimension must be even, but dimension ", d, " is size ", s.size(d));
+  return d;
+}
+std::pair<Value, Value> halves(Builder& b, Value v, int64_t d) {
+  Dims sh = b.dims(v);
+  Dims start(sh.size(), 0), mid = sh, strides(sh.size(), 1);
+  mid[d] = sh[d] / 2;
+  Dims start2 = start;
+  start2[d] = sh[d] / 2;
+  return {b.slice(v, start, mid, strides), b.slice(v, start2, sh, strides)};
+}
+void glu_into(const at::Tensor& s, int64_t d, const at::Tensor& out) {
+  ScalarType ct = opmath(s.scalar_type());
+  eager::OpCall call("glu");
+  call.attr(d).attr(static_cast<int64_t>(ct));
+  call.input(s);
+  call.output(out);
+  call.run([&](Builder& b, const Values& in) {
+    auto [a, g] = halves(b, b.convert(in[0], to_elem(ct)), d);
+    return Values{mul(b, a, b.unary("stablehlo.logistic", g))};
+  });
+}
+std::vector<int64_t> glu_shape(const at::Tensor& s, int64_t d) {
+  auto sh = s.sizes().vec();
+  sh[d] /= 2;
+  return sh;
+}
+at::Tensor glu(const at::Tensor& s, int64_t dim) {
+  check_float(s, "glu_cpu");
+  int64_t d = glu_dim(s, dim);
+  at::Tensor out = empty_tpu(glu_shape(s, d), s.scalar_type(), s.device());
+  glu_into(s, d, out);
+  return out;
+}
+at::Tensor& glu_out(const at::Tensor& s, int64_t dim, at::Tensor& out) {
+  check_float(s, "glu_cpu");
+  int64_t d = glu_dim(s, dim);
+  prepare_out(out, glu_shape(s, d), s.scalar_type(), "glu");
+  glu_into(s, d, out);
+  return out;
+}
+void glu_backward_into(const at::Tensor& g, const at::Tensor& s, int64_t d, const at::Tensor& out) {
+  TORCH_CHECK(g.sizes().equals(glu_shape(s, d)), "glu_backward: grad_output has the wrong shape");
+  ScalarType ct = opmath(s.scalar_type());
+  eager::OpCall call("glu_backward");
+  call.attr(d).attr(static_cast<int64_t>(ct));
+  call.input(g);
+  call.input(s);
+  call.output(out);
+  call.run([&](Builder& b, const Values& in) {
+    ElemType e = to_elem(ct);
+    Value gr = b.convert(in[0], e);
+    auto [a, h] = halves(b, b.convert(in[1], e), d);
+    Value sg = b.unary("stablehlo.logistic", h);
+    Value ga = mul(b, gr, sg);
+    Value gb = mul(b, mul(b, ga, a), sub(b, cst(b, 1.0, sg), sg));
+    return Values{b.concatenate({ga, gb}, d)};
+  });
+}
+at::Tensor glu_backward(const at::Tensor& g, const at::Tensor& s, int64_t dim) {
+  int64_t d = glu_dim(s, dim);
+  at::Tensor out = empty_like_tpu(s);
+  glu_backward_into(g, s, d, out);
+  return out;
+}
+at::Tensor& glu_backward_out(const at::Tensor& g, const at::Tensor& s, int64_t dim, at::Tensor& out) {
+  int64_t d = glu_dim(s, dim);
+  prepare_out(out, s.sizes(), s.scalar_type(), "glu_backward");
+  glu_backward_into(g, s, d, out);
+  return out;
+}
+
+// --- threshold ---------------------------------------------------------------------
+// x = {self, threshold, value}: x <= threshold ? value : x (NaN stays NaN).
+Value threshold_fn(Builder& b, const Values& x) { return b.select(b.compare(x[0], x[1], "LE"), x[2], x[0]); }
+at::Tensor threshold(const at::Tensor& s, const c10::Scalar& th, const c10::Scalar& v) {
+  return fwd_new("threshold", {s, th, v}, threshold_fn);
+}
+at::Tensor& threshold_out(const at::Tensor& s, const c10::Scalar& th, const c10::Scalar& v, at::Tensor& out) {
+  return fwd_out("threshold", {s, th, v}, out, threshold_fn);
+}
+at::Tensor& threshold_(at::Tensor& s, const c10::Scalar& th, const c10::Scalar& v) {
+  return fwd_into("threshold", {s, th, v}, s, threshold_fn);
+}
+
+// --- softshrink / hardshrink ---------------------------------------------------------
+void check_lambd(const c10::Scalar& l) {
+  TORCH_CHECK(l.toDouble() >= 0, "lambda must be greater or equal to 0, but found to be ", l.toDouble(), ".");
+}
+// x = {self, lambd}
+Value softshrink_fn(Builder& b, const Values& x) {
+  Value v = x[0], l = x[1];
+  Value nl = b.unary("stablehlo.negate", l);
+  Value r = b.select(b.compare(v, l, "GT"), sub(b, v, l), b.select(b.compare(v, nl, "LT"), add(b, v, l), zeros(b, v)));
+  // NaN propagates like CPU.
+  return b.select(b.compare(v, v, "NE"), v, r);
+}
+// Backward of both shrinks: grad where |x| > lambd, else 0. x = {grad, self, lambd}
+Value shrink_bwd_fn(Builder& b, const Values& x) {
+  Value v = x[1], l = x[2];
+  Value inside = b.binary("stablehlo.and", b.compare(v, b.unary("stablehlo.negate", l), "GE"), b.compare(v, l, "LE"));
+  return b.select(inside, zeros(b, x[0]), x[0]);
+}
+Value hardshrink_fn(Builder& b, const Values& x) {
+  Value v = x[0], l = x[1];
+  Value inside = b.binary("stablehlo.and", b.compare(v, b.unary("stablehlo.negate", l), "GE"), b.compare(v, l, "LE"));
+  return b.select(inside, zeros(b, v), v);
+}
+at::Tensor softshrink(const at::Tensor& s, const c10::Scalar& l) {
+  check_lambd(l);
+  check_float(s, "softshrink_cpu");
+  return fwd_new("softshrink", {s, l}, softshrink_fn);
+}
+at::Tensor& softshrink_out(const at::Tensor& s, const c10::Scalar& l, at::Tensor& out) {
+  check_lambd(l);
+  check_float(s, "softshrink_cpu");
+  return fwd_out("softshrink", {s, l}, out, softshrink_fn);
+}
+at::Tensor& softshrink_backward_out(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& l, at::Tensor& out) {
+  ScalarType t = at::result_type(g, s);
+  prepare_out(out, broadcast_shape({g, s}), t, "shrink_backward");
+  pointwise("shrink_backward", {g, s, l}, out, t, shrink_bwd_fn);
+  return out;
+}
+at::Tensor softshrink_backward(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& l) {
+  at::Tensor out = empty_tpu(broadcast_shape({g, s}), at::result_type(g, s), g.device());
+  return softshrink_backward_out(g, s, l, out);
+}
+// CPU compares hardshrink (and both backward kernels) in the tensor's own
+// dtype, with lambd rounded to it; no arithmetic happens, so no opmath.
+at::Tensor& hardshrink_out(const at::Tensor& s, const c10::Scalar& l, at::Tensor& out) {
+  check_float(s, "hardshrink_cpu");
+  prepare_out(out, s.sizes(), s.scalar_type(), "hardshrink");
+  pointwise("hardshrink", {s, l}, out, s.scalar_type(), hardshrink_fn);
+  return out;
+}
+at::Tensor hardshrink(const at::Tensor& s, const c10::Scalar& l) {
+  at::Tensor out = empty_like_tpu(s);
+  return hardshrink_out(s, l, out);
+}
+
+// --- prelu ------------------------------------------------------------------------------
+// `weight` arrives already shaped to broadcast against self (prelu is composite).
+at::Tensor prelu_kernel(const at::Tensor& self, const at::Tensor& weight) {
+  ScalarType t = at::result_type(self, weight);
+  at::Tensor out = empty_tpu(broadcast_shape({self, weight}), t, self.device());
+  pointwise("_prelu_kernel", {self, weight}, out, opmath(t), [](Builder& b, const Values& x) {
+    return b.select(b.compare(x[0], zeros(b, x[0]), "GT"), x[0], mul(b, x[1], x[0]));
+  });
+  return out;
+}
+// Both gradients come back in the broadcast shape; autograd sums grad_weight
+// down to weight's shape.
+std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad, const at::Tensor& self,
+                                                         const at::Tensor& weight) {
+  ScalarType t = at::result_type(self, weight);
+  auto shape = broadcast_shape({grad, self, weight});
+  at::Tensor gi = empty_tpu(shape, t, self.device());
+  at::Tensor gw = empty_tpu(shape, t, self.device());
+  auto ct = opmath(t);
+  ElemType e = to_elem(ct);
+  Dims d(shape.begin(), shape.end());
+  eager::OpCall call("_prelu_kernel_backward");
+  call.attr(static_cast<int64_t>(ct));
+  call.input(grad);
+  call.input(self);
+  call.input(weight);
+  call.output(gi);
+  call.output(gw);
+  call.run([&](Builder& b, const Values& in) {
+    Value g = b.broadcast_to(b.convert(in[0], e), d);
+    Value x = b.broadcast_to(b.convert(in[1], e), d);
+    Value w = b.broadcast_to(b.convert(in[2], e), d);
+    Value pos = b.compare(x, zeros(b, x), "GT");
+    return Values{b.select(pos, g, mul(b, w, g)), b.select(pos, zeros(b, x), mul(b, x, g))};
+  });
+  return {gi, gw};
+}
+
+// --- rrelu_with_noise --------------------------------------------------------------------
+// Training: noise ~ U(lower, upper) where x < 0 (1 elsewhere) is written into
+// `noise` and out = x * noise. Eval: leaky relu with slope (lower + upper) / 2.
+void rrelu_into(const at::Tensor& self, const at::Tensor& noise, const c10::Scalar& lower, const c10::Scalar& upper,
+                bool training, std::optional<at::Generator> gen, const at::Tensor& out) {
+  check_float(self, "rrelu_with_noise_out_cpu");
+  if (!training) {
+    double slope = (lower.toDouble() + upper.toDouble()) / 2;
+    pointwise("rrelu_eval", {self, c10::Scalar(slope)}, out, opmath(self.scalar_type()),
+              [](Builder& b, const Values& x) {
+                return b.select(b.compare(x[0], zeros(b, x[0]), "GE"), x[0], mul(b, x[0], x[1]));
+              });
+    return;
+  }
+  TORCH_CHECK(noise.sizes().equals(self.sizes()), "rrelu_with_noise: noise must have the same shape as self");
+  if (self.numel() == 0) return;
+  // Uniform samples from the tpu generator, then masked in one program.
+  at::Tensor u = at::empty(self.sizes(), self.options().dtype(opmath(self.scalar_type())));
+  u.uniform_(lower.toDouble(), upper.toDouble(), gen);
+  auto ct = opmath(self.scalar_type());
+  ElemType e = to_elem(ct);
+  eager::OpCall call("rrelu_train");
+  call.attr(static_cast<int64_t>(ct));
+  call.input(self);
+  call.input(u);
+  call.output(out);
+  call.output(noise);
+  call.run([&](Builder& b, const Values& in) {
+    Value x = b.convert(in[0], e), r = b.convert(in[1], e);
+    Value n = b.select(b.compare(x, zeros(b, x), "GE"), cst(b, 1.0, x), r);
+    return Values{mul(b, x, n), n};
+  });
+}
+at::Tensor rrelu_with_noise(const at::Tensor& self, at::Tensor& noise, const c10::Scalar& lower,
+                            const c10::Scalar& upper, bool training, std::optional<at::Generator> gen) {
+  at::Tensor out = empty_like_tpu(self);
+  rrelu_into(self, noise, lower, upper, training, gen, out);
+  return out;
+}
+at::Tensor& rrelu_with_noise_out(const at::Tensor& self, at::Tensor& noise, const c10::Scalar& lower,
+                                 const c10::Scalar& upper, bool training, std::optional<at::Generator> gen,
+                                 at::Tensor& out) {
+  prepare_out(out, self.sizes(), self.scalar_type(), "rrelu_with_noise");
+  rrelu_into(self, noise, lower, upper, training, gen, out);
+  return out;
+}
+at::Tensor& rrelu_with_noise_(at::Tensor& self, at::Tensor& noise, const c10::Scalar& lower, const c10::Scalar& upper,
+                              bool training, std::optional<at::Generator> gen) {
+  rrelu_into(self, noise, lower, upper, training, gen, self);
+  return self;
+}
+at::Tensor rrelu_with_noise_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& noise,
+                                     const c10::Scalar& lower, const c10::Scalar& upper, bool training,
+                                     bool self_is_result) {
+  double l = lower.toDouble(), u = upper.toDouble();
+  if (training && u - l > 1e-6) {
+    return bwd_new("rrelu_backward_train", {grad, noise},
+                   [](Builder& b, const Values& x) { return mul(b, x[0], x[1]); });
+  }
+  TORCH_CHECK(!self_is_result || (l + u) / 2 >= 0.0,
+              "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported.");
+  return bwd_new("rrelu_backward_eval", {grad, self, c10::Scalar((l + u) / 2)}, [](Builder& b, const Values& x) {
+    return b.select(b.compare(x[1], zeros(b, x[1]), "GT"), x[0], mul(b, x[0], x[2]));
+  });
+}
+
+// --- logit ------------------------------------------------------------------------------
+
+// logit, which the target gradient of binary_cross_entropy uses.
+at::Tensor& logit_out(const at::Tensor& self, std::optional<double> eps, at::Tensor& out) {
+  auto dt = float_result(self.scalar_type());
+  prepare_out(out, self.sizes(), dt, "logit");
+  bool has_eps = eps.has_value() && *eps >= 0;
+  double e = has_eps ? *eps : 0.0;
+  pointwise(
+      "logit", {self, c10::Scalar(e)}, out, opmath(dt),
+      [has_eps](Builder& b, const Values& x) {
+        Value v = x[0];
+        if (has_eps) v = b.clamp(x[1], v, sub(b, one(b, b.elem(v), b.dims(v)), x[1]));
+        return b.unary("stablehlo.log", div(b, v, sub(b, one(b, b.elem(v), b.dims(v)), v)));
+      },
+      has_eps);
+  return out;
+}
+at::Tensor logit(const at::Tensor& self, std::optional<double> eps) {
+  at::Tensor out = empty_tpu(self.sizes(), float_result(self.scalar_type()), self.device());
+  return logit_out(self, eps, out);
+}
+
+// --- logit_backward ---------------------------------------------------------------------
+// grad / (x (1 - x)); outside [eps, 1 - eps] the gradient is 0, and without
+// eps it is NaN outside [0, 1].
+at::Tensor& logit_backward_out(const at::Tensor& grad, const at::Tensor& self, std::optional<double> eps,
+                               at::Tensor& out) {
+  bool has_eps = eps.has_value() && *eps >= 0;
+  double lo = has_eps ? *eps : 0.0;
+  ScalarType t = at::result_type(grad, self);
+  prepare_out(out, broadcast_shape({grad, self}), t, "logit_backward");
+  pointwise(
+      "logit_backward", {grad, self, c10::Scalar(lo), c10::Scalar(1.0 - lo)}, out, opmath(t),
+      [has_eps](Builder& b, const Values& x) {
+        Value g = x[0], v = x[1];
+        Value r = div(b, g, mul(b, v, sub(b, cst(b, 1.0, v), v)));
+        Value outside = b.binary("stablehlo.or", b.compare(v, x[2], "LT"), b.compare(v, x[3], "GT"));
+        Value fill = has_eps ? zeros(b, v) : cst(b, std::numeric_limits<double>::quiet_NaN(), v);
+        return b.select(outside, fill, r);
+      },
+      has_eps);
+  return out;
+}
+at::Tensor logit_backward(const at::Tensor& grad, const at::Tensor& self, std::optional<double> eps) {
+  at::Tensor out = empty_tpu(broadcast_shape({grad, self}), at::result_type(grad, self), self.device());
+  return logit_backward_out(grad, self, eps, out);
+}
+
+// --- log_sigmoid -------------------------------------------------------------------
+
+// The buffer is unused (left empty, as on CUDA): the backward recomputes
+// from self.
+std::tuple<at::Tensor&, at::Tensor&> log_sigmoid_forward_out(const at::Tensor& self, at::Tensor& output,
+                                                             at::Tensor& buffer) {
+  check_float(self, "log_sigmoid_cpu");
+  prepare_out(output, self.sizes(), self.scalar_type(), "log_sigmoid_forward");
+  at::native::resize_output(buffer, {0});
+  auto ct = opmath(self.scalar_type());
+  // min(x, 0) - log1p(exp(-|x|)): stable for large |x|.
+  pointwise("log_sigmoid_forward", {self}, output, ct, [](Builder& b, const Values& x) {
+    Value z = zero(b, b.elem(x[0]), b.dims(x[0]));
+    Value e = b.unary("stablehlo.exponential", b.unary("stablehlo.negate", b.unary("stablehlo.abs", x[0])));
+    return sub(b, b.binary("stablehlo.minimum", x[0], z), b.unary("stablehlo.log_plus_one", e));
+  });
+  return {output, buffer};
+}
+std::tuple<at::Tensor, at::Tensor> log_sigmoid_forward(const at::Tensor& self) {
+  at::Tensor out = empty_like_tpu(self);
+  at::Tensor buf = empty_tpu({0}, self.scalar_type(), self.device());
+  log_sigmoid_forward_out(self, out, buf);
+  return {out, buf};
+}
+
+at::Tensor& log_sigmoid_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& buffer,
+                                     at::Tensor& grad_input) {
+  check_float(self, "log_sigmoid_backward_cpu");
+  prepare_out(grad_input, broadcast_shape({grad, self}), self.scalar_type(), "log_sigmoid_backward");
+  auto ct = opmath(self.scalar_type());
+  // d/dx log(sigmoid(x)) = sigmoid(-x) = 1 / (1 + exp(x)).
+  pointwise("log_sigmoid_backward", {grad, self}, grad_input, ct, [](Builder& b, const Values& x) {
+    Value s = b.unary("stablehlo.logistic", b.unary("stablehlo.negate", x[1]));
+    return mul(b, x[0], s);
+  });
+  return grad_input;
+}
+at::Tensor log_sigmoid_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& buffer) {
+  at::Tensor gi = empty_tpu(broadcast_shape({grad, self}), self.scalar_type(), self.device());
+  return log_sigmoid_backward_out(grad, self, buffer, gi);
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("gelu", gelu);
+  m.impl("gelu.out", gelu_out);
+  m.impl("gelu_", gelu_);
+  m.impl("gelu_backward", gelu_backward);
+  m.impl("gelu_backward.grad_input", gelu_backward_out);
+  m.impl("silu", silu);
+  m.impl("silu.out", silu_out);
+  m.impl("silu_", silu_);
+  m.impl("silu_backward", silu_backward);
+  m.impl("silu_backward.grad_input", silu_backward_out);
+  m.impl("elu", elu);
+  m.impl("elu.out", elu_out);
+  m.impl("elu_", elu_);
+  m.impl("elu_backward", elu_backward);
+  m.impl("elu_backward.grad_input", elu_backward_out);
+  m.impl("hardtanh", hardtanh);
+  m.impl("hardtanh.out", hardtanh_out);
+  m.impl("hardtanh_", hardtanh_);
+  m.impl("hardtanh_backward", hardtanh_backward);
+  m.impl("hardtanh_backward.grad_input", hardtanh_backward_out);
+  m.impl("leaky_relu", leaky_relu);
+  m.impl("leaky_relu.out", leaky_relu_out);
+  m.impl("leaky_relu_", leaky_relu_);
+  m.impl("leaky_relu_backward", leaky_relu_backward);
+  m.impl("leaky_relu_backward.grad_input", leaky_relu_backward_out);
+  m.impl("softplus", softplus);
+  m.impl("softplus.out", softplus_out);
+  m.impl("softplus_backward", softplus_backward);
+  m.impl("softplus_backward.grad_input", softplus_backward_out);
+  m.impl("hardsigmoid", hardsigmoid);
+  m.impl("hardsigmoid.out", hardsigmoid_out);
+  m.impl("hardsigmoid_", hardsigmoid_);
+  m.impl("hardsigmoid_backward", hardsigmoid_backward);
+  m.impl("hardsigmoid_backward.grad_input", hardsigmoid_backward_out);
+  m.impl("hardswish", hardswish);
+  m.impl("hardswish.out", hardswish_out);
+  m.impl("hardswish_", hardswish_);
+  m.impl("hardswish_backward", hardswish_backward);
+  m.impl("mish", mish);
+  m.impl("mish.out", mish_out);
+  m.impl("mish_", mish_);
+  m.impl("glu", glu);
+  m.impl("glu.out", glu_out);
+  m.impl("glu_backward", glu_backward);
+  m.impl("glu_backward.grad_input", glu_backward_out);
+  m.impl("threshold", threshold);
+  m.impl("threshold.out", threshold_out);
+  m.impl("threshold_", threshold_);
+  m.impl("softshrink", softshrink);
+  m.impl("softshrink.out", softshrink_out);
+  m.impl("softshrink_backward", softshrink_backward);
+  m.impl("softshrink_backward.grad_input", softshrink_backward_out);
+  m.impl("hardshrink", hardshrink);
+  m.impl("hardshrink.out", hardshrink_out);
+  m.impl("hardshrink_backward", softshrink_backward);
+  m.impl("hardshrink_backward.grad_input", softshrink_backward_out);
+  m.impl("_prelu_kernel", prelu_kernel);
+  m.impl("_prelu_kernel_backward", prelu_kernel_backward);
+  m.impl("rrelu_with_noise", rrelu_with_noise);
+  m.impl("rrelu_with_noise.out", rrelu_with_noise_out);
+  m.impl("rrelu_with_noise_", rrelu_with_noise_);
+  m.impl("rrelu_with_noise_backward", rrelu_with_noise_backward);
+  m.impl("logit_backward", logit_backward);
+  m.impl("logit_backward.grad_input", logit_backward_out);
+  m.impl("logit", logit);
+  m.impl("logit.out", logit_out);
+  m.impl("log_sigmoid_forward", log_sigmoid_forward);
+  m.impl("log_sigmoid_forward.output", log_sigmoid_forward_out);
+  m.impl("log_sigmoid_backward", log_sigmoid_backward);
+  m.impl("log_sigmoid_backward.grad_input", log_sigmoid_backward_out);
+}
+
+}  // namespace
+}  // namespace torch_tpu::ops

@@ -1,0 +1,135 @@
+// softmax / log_softmax (_softmax, _log_softmax) and their backward kernels
+// (_softmax_backward_data, _log_softmax_backward_data), functional and out=.
+// bf16/f16 compute in f32 (PyTorch's opmath type) and round once on the way
+// out. Softmax subtracts the row max first so large logits do not overflow
+// exp.
+#include <torch/library.h>
+
+#include "ops/common.h"
+
+namespace torch_tpu::ops {
+namespace {
+
+using ir::Dims;
+
+void check_float(const at::Tensor& t, const char* kernel) {
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t.scalar_type()), "\"", kernel, "\" not implemented for '",
+                              c10::toString(t.scalar_type()), "'");
+}
+
+// --- softmax / log_softmax ------------------------------------------------------
+
+// Reduces `x` over `dim` and broadcasts the result back to x's shape.
+Value reduce_keep(Builder& b, Value x, int64_t dim, const char* kind) {
+  Value init = std::string_view(kind) == "stablehlo.maximum" ? lowest(b, b.elem(x)) : zero(b, b.elem(x));
+  Value r = b.reduce(x, init, {dim}, kind);
+  Dims mapping;
+  for (int64_t i = 0; i < (int64_t)b.dims(x).size(); ++i)
+    if (i != dim) mapping.push_back(i);
+  return b.broadcast_in_dim(r, b.dims(x), mapping);
+}
+
+// Rank-0 tensors are treated as [1] (dim 0), like PyTorch.
+Value as_rank1(Builder& b, Value x) { return b.dims(x).empty() ? b.reshape(x, {1}) : x; }
+
+Value softmax_fwd(Builder& b, Value x0, int64_t dim, bool log) {
+  Value x = as_rank1(b, x0);
+  Value shifted = sub(b, x, reduce_keep(b, x, dim, "stablehlo.maximum"));
+  Value e = b.unary("stablehlo.exponential", shifted);
+  Value s = reduce_keep(b, e, dim, "stablehlo.add");
+  Value r = log ? sub(b, shifted, b.unary("stablehlo.log", s)) : b.binary("stablehlo.divide", e, s);
+  return b.reshape(r, b.dims(x0));
+}
+
+// softmax: y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g).
+Value softmax_bwd(Builder& b, Value g0, Value y0, int64_t dim, bool log) {
+  Value g = as_rank1(b, g0), y = as_rank1(b, y0);
+  Value r;
+  if (log) {
+    r = sub(b, g, mul(b, b.unary("stablehlo.exponential", y), reduce_keep(b, g, dim, "stablehlo.add")));
+  } else {
+    r = mul(b, y, sub(b, g, reduce_keep(b, mul(b, g, y), dim, "stablehlo.add")));
+  }
+  return b.reshape(r, b.dims(g0));
+}
+
+c10::ScalarType softmax_out_dtype(const at::Tensor& self, bool half_to_float) {
+  if (half_to_float) {
+    TORCH_CHECK(self.scalar_type() == c10::kHalf, "conversion is supported for Half type only");
+    return c10::kFloat;
+  }
+  return self.scalar_type();
+}
+
+template <bool kLog>
+void softmax_into(const at::Tensor& self, int64_t dim, const at::Tensor& out) {
+  check_float(self, kLog ? "log_softmax_lastdim_kernel_impl" : "softmax_lastdim_kernel_impl");
+  int64_t d = wrap_dim(dim, self.dim());
+  auto ct = opmath(self.scalar_type());
+  eager::OpCall call(kLog ? "_log_softmax" : "_softmax");
+  call.attr(d).attr(static_cast<int64_t>(ct));
+  call.input(self);
+  call.output(out);
+  call.run(
+      [&](Builder& b, const Values& in) { return Values{softmax_fwd(b, b.convert(in[0], to_elem(ct)), d, kLog)}; });
+}
+
+template <bool kLog>
+at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  at::Tensor out = empty_like_tpu(self, softmax_out_dtype(self, half_to_float));
+  softmax_into<kLog>(self, dim, out);
+  return out;
+}
+template <bool kLog>
+at::Tensor& softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float, at::Tensor& out) {
+  prepare_out(out, self.sizes(), softmax_out_dtype(self, half_to_float), "softmax");
+  softmax_into<kLog>(self, dim, out);
+  return out;
+}
+
+template <bool kLog>
+void softmax_backward_into(const at::Tensor& grad, const at::Tensor& output, int64_t dim, const at::Tensor& out) {
+  TORCH_CHECK(grad.sizes().equals(output.sizes()), "grad_output and output must have the same shape, got ",
+              grad.sizes(), " and ", output.sizes());
+  int64_t d = wrap_dim(dim, grad.dim());
+  auto ct =
+      opmath(out.scalar_type() == c10::kDouble || grad.scalar_type() == c10::kDouble ? c10::kDouble : c10::kFloat);
+  eager::OpCall call(kLog ? "_log_softmax_backward_data" : "_softmax_backward_data");
+  call.attr(d).attr(static_cast<int64_t>(ct));
+  call.input(grad);
+  call.input(output);
+  call.output(out);
+  call.run([&](Builder& b, const Values& in) {
+    ElemType e = to_elem(ct);
+    return Values{softmax_bwd(b, b.convert(in[0], e), b.convert(in[1], e), d, kLog)};
+  });
+}
+
+template <bool kLog>
+at::Tensor softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                            c10::ScalarType input_dtype) {
+  at::Tensor out = empty_like_tpu(grad, input_dtype);
+  softmax_backward_into<kLog>(grad, output, dim, out);
+  return out;
+}
+template <bool kLog>
+at::Tensor& softmax_backward_out(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                                 c10::ScalarType input_dtype, at::Tensor& out) {
+  prepare_out(out, grad.sizes(), input_dtype, "softmax_backward");
+  softmax_backward_into<kLog>(grad, output, dim, out);
+  return out;
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_softmax", softmax<false>);
+  m.impl("_softmax.out", softmax_out<false>);
+  m.impl("_log_softmax", softmax<true>);
+  m.impl("_log_softmax.out", softmax_out<true>);
+  m.impl("_softmax_backward_data", softmax_backward<false>);
+  m.impl("_softmax_backward_data.out", softmax_backward_out<false>);
+  m.impl("_log_softmax_backward_data", softmax_backward<true>);
+  m.impl("_log_softmax_backward_data.out", softmax_backward_out<true>);
+}
+
+}  // namespace
+}  // namespace torch_tpu::ops

@@ -1,0 +1,496 @@
+// Binary elementwise math (pow, atan2, maximum/minimum, fmax/fmin, fmod,
+// remainder, floor_divide, bitwise and/or/xor, logical and/or/xor, hypot,
+// copysign, xlogy, lerp, addcmul, addcdiv, logaddexp/logaddexp2, heaviside):
+// functional, in-place and out=.
+// Scalar overloads that ATen defines compositely (wrapping the number) are
+// left to ATen. Type promotion is at::result_type's; half types compute in
+// f32 and round once, like PyTorch's CPU kernels.
+#include <ATen/native/Resize.h>
+#include <ATen/native/TypeProperties.h>
+#include <ATen/ops/result_type.h>
+#include <torch/library.h>
+
+#include <cmath>
+
+#include "ops/common.h"
+
+namespace torch_tpu::ops {
+namespace {
+
+using c10::ScalarType;
+
+ScalarType upcast(ScalarType t) { return (t == c10::kBFloat16 || t == c10::kHalf) ? c10::kFloat : t; }
+Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
+Value isnan(Builder& b, Value x) { return b.compare(x, x, "NE"); }
+Value nan_like(Builder& b, Value x) { return cst(b, NAN, x); }
+Value por(Builder& b, Value x, Value y) { return b.binary("stablehlo.or", x, y); }
+Value pand(Builder& b, Value x, Value y) { return b.binary("stablehlo.and", x, y); }
+bool flt(Builder& b, Value x) { return ir::is_float(b.elem(x)); }
+
+// --- lowerings (x = {a, c}, already in the compute type) ----------------------
+
+Value f_pow(Builder& b, const Values& x) { return b.binary("stablehlo.power", x[0], x[1]); }
+Value f_atan2(Builder& b, const Values& x) { return b.binary("stablehlo.atan2", x[0], x[1]); }
+
+template <bool kMax>
+Value f_maxmin(Builder& b, const Values& x) {
+  if (b.elem(x[0]) == ElemType::kPred) return kMax ? por(b, x[0], x[1]) : pand(b, x[0], x[1]);
+  Value r = b.binary(kMax ? "stablehlo.maximum" : "stablehlo.minimum", x[0], x[1]);
+  if (!flt(b, x[0])) return r;
+  // NaN in either operand propagates.
+  Value n = por(b, isnan(b, x[0]), isnan(b, x[1]));
+  return b.select(n, add(b, x[0], x[1]), r);
+}
+template <bool kMax>
+Value f_fmaxmin(Builder& b, const Values& x) {
+  if (b.elem(x[0]) == ElemType::kPred) return kMax ? por(b, x[0], x[1]) : pand(b, x[0], x[1]);
+  Value r = b.binary(kMax ? "stablehlo.maximum" : "stablehlo.minimum", x[0], x[1]);
+  if (!flt(b, x[0])) return r;
+  // NaN is ignored unless both are NaN.
+  r = b.select(isnan(b, x[0]), x[1], r);
+  return b.select(isnan(b, x[1]), x[0], r);
+}
+Value f_fmod(Builder& b, const Values& x) { return b.binary("stablehlo.remainder", x[0], x[1]); }
+Value f_remainder(Builder& b, const Values& x) {
+  // Result takes the divisor's sign (Python's %).
+  Value r = b.binary("stablehlo.remainder", x[0], x[1]);
+  Value z = zero(b, b.elem(r), b.dims(r));
+  Value fix = pand(b, b.compare(r, z, "NE"), b.compare(b.compare(r, z, "LT"), b.compare(x[1], z, "LT"), "NE"));
+  return b.select(fix, add(b, r, x[1]), r);
+}
+Value f_floor_divide(Builder& b, const Values& x) {
+  Value a = x[0], c = x[1];
+  Value z = zero(b, b.elem(a), b.dims(a));
+  if (!flt(b, a)) {
+    Value q = div(b, a, c);
+    Value r = b.binary("stablehlo.remainder", a, c);
+    Value adj = pand(b, b.compare(r, z, "NE"), b.compare(b.compare(r, z, "LT"), b.compare(c, z, "LT"), "NE"));
+    return b.select(adj, sub(b, q, one(b, b.elem(a), b.dims(a))), q);
+  }
+  // ATen's div_floor for floats: derive the quotient from fmod so that it is
+  // consistent with remainder, then round to the nearest integer.
+  Value mod = b.binary("stablehlo.remainder", a, c);
+  Value d = div(b, sub(b, a, mod), c);
+  Value adj = pand(b, b.compare(mod, z, "NE"), b.compare(b.compare(c, z, "LT"), b.compare(mod, z, "LT"), "NE"));
+  d = b.select(adj, sub(b, d, cst(b, 1.0, d)), d);
+  Value fd = b.unary("stablehlo.floor", d);
+  fd = b.select(b.compare(sub(b, d, fd), cst(b, 0.5, d), "GT"), add(b, fd, cst(b, 1.0, d)), fd);
+  Value d0 = b.select(b.compare(d, z, "EQ"), mul(b, z, div(b, a, c)), fd);  // keeps the sign of zero
+  // Division by zero: a / 0 (inf or nan), as ATen.
+  return b.select(b.compare(c, z, "EQ"), div(b, a, c), d0);
+}
+Value f_and(Builder& b, const Values& x) { return pand(b, x[0], x[1]); }
+Value f_or(Builder& b, const Values& x) { return por(b, x[0], x[1]); }
+Value f_xor(Builder& b, const Values& x) { return b.binary("stablehlo.xor", x[0], x[1]); }
+Value f_hypot(Builder& b, const Values& x) {
+  return b.unary("stablehlo.sqrt", add(b, mul(b, x[0], x[0]), mul(b, x[1], x[1])));
+}
+Value signbit(Builder& b, Value v) {
+  // Sign bit, so that -0.0 and -nan count as negative (like std::signbit).
+  ElemType it = b.elem(v) == ElemType::kF64 ? ElemType::kS64 : ElemType::kS32;
+  Value bits = b.bitcast_convert(v, it);
+  return b.compare(bits, zero(b, it, b.dims(v)), "LT");
+}
+Value f_copysign(Builder& b, const Values& x) {
+  Value a = b.unary("stablehlo.abs", x[0]);
+  return b.select(signbit(b, x[1]), b.unary("stablehlo.negate", a), a);
+}
+Value f_xlogy(Builder& b, const Values& x) {
+  Value z = zero(b, b.elem(x[0]), b.dims(x[0]));
+  Value r = mul(b, x[0], b.unary("stablehlo.log", x[1]));
+  r = b.select(b.compare(x[0], z, "EQ"), z, r);
+  return b.select(isnan(b, x[1]), x[1], r);
+}
+Value truthy(Builder& b, Value v) { return b.compare(v, zero(b, b.elem(v), b.dims(v)), "NE"); }
+Value f_logical_and(Builder& b, const Values& x) { return pand(b, truthy(b, x[0]), truthy(b, x[1])); }
+Value f_logical_or(Builder& b, const Values& x) { return por(b, truthy(b, x[0]), truthy(b, x[1])); }
+Value f_logical_xor(Builder& b, const Values& x) { return b.compare(truthy(b, x[0]), truthy(b, x[1]), "NE"); }
+
+// --- generic Tensor-Tensor driver --------------------------------------------------
+
+enum Allow : int { kFloatOnly = 0, kInts = 1, kBoolIn = 2, kAll = 3 };
+struct BinDef {
+  const char* name;
+  bool float_result;  // ints/bool promote to the default float
+  int allow;
+  Value (*fn)(Builder&, const Values&);
+};
+
+void check_dtype(const BinDef& d, ScalarType t) {
+  bool ok = c10::isFloatingType(t) || (t == c10::kBool ? (d.allow & kBoolIn) : (d.allow & kInts) != 0);
+  if (d.float_result) ok = !c10::isComplexType(t);
+  TORCH_CHECK(
+      !c10::isComplexType(t) || (std::string_view(d.name) != "maximum" && std::string_view(d.name) != "minimum"),
+      d.name, " not implemented for complex tensors.");
+  TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", d.name, "_cpu\" not implemented for '", c10::toString(t), "'");
+}
+ScalarType result_of(const BinDef& d, ScalarType t) { return d.float_result ? float_result(t) : t; }
+
+c10::Device device_of(const at::Tensor& a, const at::Tensor& c) { return a.is_cpu() ? c.device() : a.device(); }
+
+void run_binary(const BinDef& d, const Operand& a, const Operand& c, ScalarType common, const at::Tensor& out) {
+  pointwise(d.name, {a, c}, out, upcast(result_of(d, common)), d.fn);
+}
+
+template <const BinDef& D>
+at::Tensor b_fn(const at::Tensor& self, const at::Tensor& other) {
+  auto t = at::result_type(self, other);
+  check_dtype(D, t);
+  at::Tensor out = empty_tpu(broadcast_shape({self, other}), result_of(D, t), device_of(self, other));
+  run_binary(D, self, other, t, out);
+  return out;
+}
+template <const BinDef& D>
+at::Tensor& b_inplace(at::Tensor& self, const at::Tensor& other) {
+  auto t = at::result_type(self, other);
+  check_dtype(D, t);
+  check_inplace(self, broadcast_shape({self, other}), result_of(D, t));
+  run_binary(D, self, other, t, self);
+  return self;
+}
+template <const BinDef& D>
+at::Tensor& b_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+  auto t = at::result_type(self, other);
+  check_dtype(D, t);
+  prepare_out(out, broadcast_shape({self, other}), result_of(D, t), D.name);
+  run_binary(D, self, other, t, out);
+  return out;
+}
+
+constexpr BinDef d_pow{"pow", false, kInts, f_pow};
+constexpr BinDef d_atan2{"atan2", true, kAll, f_atan2};
+constexpr BinDef d_maximum{"maximum", false, kAll, f_maxmin<true>};
+constexpr BinDef d_minimum{"minimum", false, kAll, f_maxmin<false>};
+constexpr BinDef d_fmax{"fmax", false, kAll, f_fmaxmin<true>};
+constexpr BinDef d_fmin{"fmin", false, kAll, f_fmaxmin<false>};
+constexpr BinDef d_fmod{"fmod", false, kInts, f_fmod};
+constexpr BinDef d_remainder{"remainder", false, kInts, f_remainder};
+constexpr BinDef d_floor_divide{"div_floor", false, kInts, f_floor_divide};
+constexpr BinDef d_bitwise_and{"bitwise_and", false, kAll, f_and};
+constexpr BinDef d_bitwise_or{"bitwise_or", false, kAll, f_or};
+constexpr BinDef d_bitwise_xor{"bitwise_xor", false, kAll, f_xor};
+constexpr BinDef d_hypot{"hypot", false, kFloatOnly, f_hypot};
+constexpr BinDef d_copysign{"copysign", true, kAll, f_copysign};
+constexpr BinDef d_xlogy{"xlogy", true, kAll, f_xlogy};
+
+void check_bitwise(ScalarType t, const char* name) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!c10::isFloatingType(t), "\"", name, "_cpu\" not implemented for '", c10::toString(t),
+                              "'");
+}
+template <const BinDef& D>
+at::Tensor bw_fn(const at::Tensor& s, const at::Tensor& o) {
+  check_bitwise(at::result_type(s, o), D.name);
+  return b_fn<D>(s, o);
+}
+template <const BinDef& D>
+at::Tensor& bw_inplace(at::Tensor& s, const at::Tensor& o) {
+  check_bitwise(at::result_type(s, o), D.name);
+  return b_inplace<D>(s, o);
+}
+template <const BinDef& D>
+at::Tensor& bw_out(const at::Tensor& s, const at::Tensor& o, at::Tensor& out) {
+  check_bitwise(at::result_type(s, o), D.name);
+  return b_out<D>(s, o, out);
+}
+
+// --- pow scalar overloads ------------------------------------------------------------
+
+void check_int_pow(ScalarType t, const c10::Scalar& e) {
+  TORCH_CHECK(!(c10::isIntegralType(t, true) && e.isIntegral(true) && e.toLong() < 0),
+              "Integers to negative integer powers are not allowed.");
+}
+at::Tensor pow_ts(const at::Tensor& self, const c10::Scalar& e) {
+  auto t = at::result_type(self, e);
+  check_dtype(d_pow, t);
+  check_int_pow(t, e);
+  at::Tensor out = empty_tpu(self.sizes(), t, self.device());
+  run_binary(d_pow, self, e, t, out);
+  return out;
+}
+at::Tensor& pow_ts_(at::Tensor& self, const c10::Scalar& e) {
+  auto t = at::result_type(self, e);
+  check_dtype(d_pow, t);
+  check_int_pow(t, e);
+  check_inplace(self, self.sizes(), t);
+  run_binary(d_pow, self, e, t, self);
+  return self;
+}
+at::Tensor& pow_ts_out(const at::Tensor& self, const c10::Scalar& e, at::Tensor& out) {
+  auto t = at::result_type(self, e);
+  check_dtype(d_pow, t);
+  check_int_pow(t, e);
+  prepare_out(out, self.sizes(), t, "pow");
+  run_binary(d_pow, self, e, t, out);
+  return out;
+}
+at::Tensor pow_st(const c10::Scalar& s, const at::Tensor& e) {
+  auto t = at::result_type(s, e);
+  check_dtype(d_pow, t);
+  at::Tensor out = empty_tpu(e.sizes(), t, e.device());
+  run_binary(d_pow, s, e, t, out);
+  return out;
+}
+at::Tensor& pow_st_out(const c10::Scalar& s, const at::Tensor& e, at::Tensor& out) {
+  auto t = at::result_type(s, e);
+  check_dtype(d_pow, t);
+  prepare_out(out, e.sizes(), t, "pow");
+  run_binary(d_pow, s, e, t, out);
+  return out;
+}
+
+// --- logical and/or/xor (bool result; composite functional forms call .out) -----
+
+template <int kOp>  // 0 and, 1 or, 2 xor
+at::Tensor& logical_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+  at::native::resize_output(out, broadcast_shape({self, other}));
+  auto t = at::result_type(self, other);
+  static constexpr const char* kNames[] = {"logical_and", "logical_or", "logical_xor"};
+  pointwise(kNames[kOp], {self, other}, out, t, kOp == 0 ? f_logical_and : kOp == 1 ? f_logical_or : f_logical_xor);
+  return out;
+}
+
+// --- lerp ------------------------------------------------------------------------------
+
+Value f_lerp(Builder& b, const Values& x) {
+  // Two forms, as ATen, so that weight 1 gives exactly `end`.
+  Value diff = sub(b, x[1], x[0]);
+  Value small = b.compare(b.unary("stablehlo.abs", x[2]), cst(b, 0.5, x[2]), "LT");
+  Value lo = add(b, x[0], mul(b, x[2], diff));
+  Value hi = sub(b, x[1], mul(b, diff, sub(b, cst(b, 1.0, x[2]), x[2])));
+  return b.select(small, lo, hi);
+}
+void check_lerp(const at::Tensor& self, const at::Tensor& end, const at::Tensor* w) {
+  TORCH_CHECK(self.scalar_type() == end.scalar_type(), "expected dtype ", self.scalar_type(),
+              " for `end` but got dtype ", end.scalar_type());
+  if (w)
+    TORCH_CHECK(self.scalar_type() == w->scalar_type(), "expected dtype ", self.scalar_type(),
+                " for `weight` but got dtype ", w->scalar_type());
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(self.scalar_type()), "\"lerp_kernel_scalar\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
+}
+std::vector<int64_t> lerp_shape(const at::Tensor& s, const at::Tensor& e, const at::Tensor* w) {
+  return w ? broadcast_shape({s, e, *w}) : broadcast_shape({s, e});
+}
+void lerp_run(const at::Tensor& s, const at::Tensor& e, const Operand& w, const at::Tensor& out) {
+  pointwise("lerp", {s, e, w}, out, upcast(s.scalar_type()), f_lerp);
+}
+at::Tensor lerp_s(const at::Tensor& s, const at::Tensor& e, const c10::Scalar& w) {
+  check_lerp(s, e, nullptr);
+  at::Tensor out = empty_tpu(lerp_shape(s, e, nullptr), s.scalar_type(), s.device());
+  lerp_run(s, e, w, out);
+  return out;
+}
+at::Tensor& lerp_s_(at::Tensor& s, const at::Tensor& e, const c10::Scalar& w) {
+  check_lerp(s, e, nullptr);
+  check_inplace(s, lerp_shape(s, e, nullptr), s.scalar_type());
+  lerp_run(s, e, w, s);
+  return s;
+}
+at::Tensor& lerp_s_out(const at::Tensor& s, const at::Tensor& e, const c10::Scalar& w, at::Tensor& out) {
+  check_lerp(s, e, nullptr);
+  prepare_out(out, lerp_shape(s, e, nullptr), s.scalar_type(), "lerp");
+  lerp_run(s, e, w, out);
+  return out;
+}
+at::Tensor lerp_t(const at::Tensor& s, const at::Tensor& e, const at::Tensor& w) {
+  check_lerp(s, e, &w);
+  at::Tensor out = empty_tpu(lerp_shape(s, e, &w), s.scalar_type(), s.device());
+  lerp_run(s, e, w, out);
+  return out;
+}
+at::Tensor& lerp_t_(at::Tensor& s, const at::Tensor& e, const at::Tensor& w) {
+  check_lerp(s, e, &w);
+  check_inplace(s, lerp_shape(s, e, &w), s.scalar_type());
+  lerp_run(s, e, w, s);
+  return s;
+}
+at::Tensor& lerp_t_out(const at::Tensor& s, const at::Tensor& e, const at::Tensor& w, at::Tensor& out) {
+  check_lerp(s, e, &w);
+  prepare_out(out, lerp_shape(s, e, &w), s.scalar_type(), "lerp");
+  lerp_run(s, e, w, out);
+  return out;
+}
+
+// --- addcmul / addcdiv -------------------------------------------------------------------
+
+template <bool kDiv>
+ScalarType addc_dtype(const at::Tensor& s, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& v) {
+  if (kDiv)
+    TORCH_CHECK(!(c10::isIntegralType(t1.scalar_type(), true) && c10::isIntegralType(t2.scalar_type(), true)),
+                "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will "
+                "perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented "
+                "as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
+                "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the "
+                "latter implementation: (input + value * tensor1 / tensor2), for all dtypes.");
+  ScalarType t = at::native::result_type({s, t1, t2});
+  TORCH_CHECK(c10::isFloatingType(t) || !v.isFloatingPoint(),
+              "For integral input tensors, argument value must not be a floating point number.");
+  return t;
+}
+template <bool kDiv>
+void addc_run(const at::Tensor& s, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& v, ScalarType t,
+              const at::Tensor& out) {
+  pointwise(kDiv ? "addcdiv" : "addcmul", {s, t1, t2, v}, out, upcast(t), [](Builder& b, const Values& x) {
+    Value p = kDiv ? div(b, x[1], x[2]) : mul(b, x[1], x[2]);
+    return add(b, x[0], mul(b, x[3], p));
+  });
+}
+template <bool kDiv>
+at::Tensor addc(const at::Tensor& s, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& v) {
+  auto t = addc_dtype<kDiv>(s, t1, t2, v);
+  at::Tensor out = empty_tpu(broadcast_shape({s, t1, t2}), t, s.device());
+  addc_run<kDiv>(s, t1, t2, v, t, out);
+  return out;
+}
+template <bool kDiv>
+at::Tensor& addc_(at::Tensor& s, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& v) {
+  auto t = addc_dtype<kDiv>(s, t1, t2, v);
+  check_inplace(s, broadcast_shape({s, t1, t2}), t);
+  addc_run<kDiv>(s, t1, t2, v, t, s);
+  return s;
+}
+template <bool kDiv>
+at::Tensor& addc_out(const at::Tensor& s, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& v,
+                     at::Tensor& out) {
+  auto t = addc_dtype<kDiv>(s, t1, t2, v);
+  prepare_out(out, broadcast_shape({s, t1, t2}), t, kDiv ? "addcdiv" : "addcmul");
+  addc_run<kDiv>(s, t1, t2, v, t, out);
+  return out;
+}
+
+// --- logaddexp / logaddexp2 / heaviside ----------------------------------------------
+
+void check_float_kernel(ScalarType t, const char* kernel) {
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t), "\"", kernel, "\" not implemented for '", c10::toString(t), "'");
+}
+
+// mode 0: logaddexp, 1: logaddexp2. Equal infinities return themselves
+// (inf - inf would be NaN).
+Value logaddexp_fn(Builder& b, Value x, Value y, bool base2) {
+  Value m = b.binary("stablehlo.maximum", x, y);
+  Value d = b.unary("stablehlo.negate", b.unary("stablehlo.abs", sub(b, x, y)));
+  Value r;
+  if (base2) {
+    Value p = b.binary("stablehlo.power", cst(b, 2.0, d), d);
+    r = add(b, m, div(b, b.unary("stablehlo.log_plus_one", p), cst(b, M_LN2, p)));
+  } else {
+    r = add(b, m, b.unary("stablehlo.log_plus_one", b.unary("stablehlo.exponential", d)));
+  }
+  Value inf_eq = b.binary("stablehlo.and", b.compare(x, y, "EQ"),
+                          b.compare(b.unary("stablehlo.abs", x), cst(b, INFINITY, x), "EQ"));
+  return b.select(inf_eq, x, r);
+}
+
+template <bool kBase2>
+void logaddexp_run(const at::Tensor& a, const at::Tensor& o, const at::Tensor& out) {
+  ScalarType t = at::result_type(a, o);
+  check_float_kernel(t, kBase2 ? "logaddexp2_cpu" : "logaddexp_cpu");
+  pointwise(kBase2 ? "logaddexp2" : "logaddexp", {a, o}, out, opmath(t),
+            [](Builder& b, const Values& x) { return logaddexp_fn(b, x[0], x[1], kBase2); });
+}
+template <bool kBase2>
+at::Tensor logaddexp(const at::Tensor& a, const at::Tensor& o) {
+  at::Tensor out = empty_tpu(broadcast_shape({a, o}), at::result_type(a, o), a.device());
+  logaddexp_run<kBase2>(a, o, out);
+  return out;
+}
+template <bool kBase2>
+at::Tensor& logaddexp_out(const at::Tensor& a, const at::Tensor& o, at::Tensor& out) {
+  prepare_out(out, broadcast_shape({a, o}), at::result_type(a, o), kBase2 ? "logaddexp2" : "logaddexp");
+  logaddexp_run<kBase2>(a, o, out);
+  return out;
+}
+
+void heaviside_run(const at::Tensor& a, const at::Tensor& v, const at::Tensor& out) {
+  TORCH_CHECK(a.scalar_type() == v.scalar_type(), "heaviside is not yet implemented for tensors with different dtypes");
+  TORCH_CHECK(!c10::isComplexType(a.scalar_type()), "heaviside is not yet implemented for complex tensors.");
+  pointwise("heaviside", {a, v}, out, a.scalar_type(), [](Builder& b, const Values& x) {
+    Value z = zero(b, b.elem(x[0]), b.dims(x[0]));
+    Value pos = b.convert(b.compare(x[0], z, "GT"), b.elem(x[0]));
+    return b.select(b.compare(x[0], z, "EQ"), x[1], pos);
+  });
+}
+at::Tensor heaviside(const at::Tensor& a, const at::Tensor& v) {
+  TORCH_CHECK(a.scalar_type() == v.scalar_type(), "heaviside is not yet implemented for tensors with different dtypes");
+  at::Tensor out = empty_tpu(broadcast_shape({a, v}), a.scalar_type(), a.device());
+  heaviside_run(a, v, out);
+  return out;
+}
+at::Tensor& heaviside_out(const at::Tensor& a, const at::Tensor& v, at::Tensor& out) {
+  TORCH_CHECK(a.scalar_type() == v.scalar_type(), "heaviside is not yet implemented for tensors with different dtypes");
+  prepare_out(out, broadcast_shape({a, v}), a.scalar_type(), "heaviside");
+  heaviside_run(a, v, out);
+  return out;
+}
+at::Tensor& heaviside_(at::Tensor& a, const at::Tensor& v) {
+  check_inplace(a, broadcast_shape({a, v}), a.scalar_type());
+  heaviside_run(a, v, a);
+  return a;
+}
+
+#define REGB(op, d, suffix, outname)   \
+  m.impl(op suffix, b_fn<d>);          \
+  m.impl(op "_" suffix, b_inplace<d>); \
+  m.impl(op "." outname, b_out<d>);
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("pow.Tensor_Tensor", b_fn<d_pow>);
+  m.impl("pow_.Tensor", b_inplace<d_pow>);
+  m.impl("pow.Tensor_Tensor_out", b_out<d_pow>);
+  m.impl("pow.Tensor_Scalar", pow_ts);
+  m.impl("pow_.Scalar", pow_ts_);
+  m.impl("pow.Tensor_Scalar_out", pow_ts_out);
+  m.impl("pow.Scalar", pow_st);
+  m.impl("pow.Scalar_out", pow_st_out);
+  REGB("atan2", d_atan2, "", "out")
+  m.impl("maximum", b_fn<d_maximum>);
+  m.impl("maximum.out", b_out<d_maximum>);
+  m.impl("minimum", b_fn<d_minimum>);
+  m.impl("minimum.out", b_out<d_minimum>);
+  m.impl("fmax", b_fn<d_fmax>);
+  m.impl("fmax.out", b_out<d_fmax>);
+  m.impl("fmin", b_fn<d_fmin>);
+  m.impl("fmin.out", b_out<d_fmin>);
+  REGB("fmod", d_fmod, ".Tensor", "Tensor_out")
+  REGB("remainder", d_remainder, ".Tensor", "Tensor_out")
+  m.impl("floor_divide", b_fn<d_floor_divide>);
+  m.impl("floor_divide_.Tensor", b_inplace<d_floor_divide>);
+  m.impl("floor_divide.out", b_out<d_floor_divide>);
+  m.impl("bitwise_and.Tensor", bw_fn<d_bitwise_and>);
+  m.impl("bitwise_and_.Tensor", bw_inplace<d_bitwise_and>);
+  m.impl("bitwise_and.Tensor_out", bw_out<d_bitwise_and>);
+  m.impl("bitwise_or.Tensor", bw_fn<d_bitwise_or>);
+  m.impl("bitwise_or_.Tensor", bw_inplace<d_bitwise_or>);
+  m.impl("bitwise_or.Tensor_out", bw_out<d_bitwise_or>);
+  m.impl("bitwise_xor.Tensor", bw_fn<d_bitwise_xor>);
+  m.impl("bitwise_xor_.Tensor", bw_inplace<d_bitwise_xor>);
+  m.impl("bitwise_xor.Tensor_out", bw_out<d_bitwise_xor>);
+  m.impl("logical_and.out", logical_out<0>);
+  m.impl("logical_or.out", logical_out<1>);
+  m.impl("logical_xor.out", logical_out<2>);
+  REGB("hypot", d_hypot, "", "out")
+  REGB("copysign", d_copysign, ".Tensor", "out")
+  REGB("xlogy", d_xlogy, ".Tensor", "OutTensor")
+  m.impl("lerp.Scalar", lerp_s);
+  m.impl("lerp_.Scalar", lerp_s_);
+  m.impl("lerp.Scalar_out", lerp_s_out);
+  m.impl("lerp.Tensor", lerp_t);
+  m.impl("lerp_.Tensor", lerp_t_);
+  m.impl("lerp.Tensor_out", lerp_t_out);
+  m.impl("addcmul", addc<false>);
+  m.impl("addcmul_", addc_<false>);
+  m.impl("addcmul.out", addc_out<false>);
+  m.impl("addcdiv", addc<true>);
+  m.impl("addcdiv_", addc_<true>);
+  m.impl("addcdiv.out", addc_out<true>);
+  m.impl("logaddexp", logaddexp<false>);
+  m.impl("logaddexp.out", logaddexp_out<false>);
+  m.impl("logaddexp2", logaddexp<true>);
+  m.impl("logaddexp2.out", logaddexp_out<true>);
+  m.impl("heaviside", heaviside);
+  m.impl("heaviside.out", heaviside_out);
+  m.impl("heaviside_", heaviside_);
+}
+
+}  // namespace
+}  // namespace torch_tpu::ops

@@ -1,0 +1,349 @@
+// Comparisons (eq/ne/lt/le/gt/ge, Tensor and Scalar overloads), where and
+// clamp/clamp_min/clamp_max. Comparisons compute in the promoted type and
+// give bool (in-place forms keep self's dtype); NaN compares like IEEE.
+// Also equal (a host-synced Python bool) and isneginf/isposinf, which
+// scaled_dot_product_attention's composite math path reaches through
+// _safe_softmax (for fully masked rows).
+#include <ATen/native/Resize.h>
+#include <ATen/native/TypeProperties.h>
+#include <ATen/ops/all.h>
+#include <ATen/ops/eq.h>
+#include <ATen/ops/result_type.h>
+#include <torch/library.h>
+
+#include "ops/common.h"
+
+namespace torch_tpu::ops {
+namespace {
+
+using c10::ScalarType;
+
+ScalarType upcast(ScalarType t) { return (t == c10::kBFloat16 || t == c10::kHalf) ? c10::kFloat : t; }
+
+// --- comparisons -------------------------------------------------------------------
+
+enum Cmp { kEq, kNe, kLt, kLe, kGt, kGe };
+constexpr const char* kDir[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+constexpr const char* kCmpName[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+
+template <int C>
+Value cmp_fn(Builder& b, const Values& x) {
+  return b.compare(x[0], x[1], kDir[C]);
+}
+
+template <int C>
+void cmp_run(const Operand& a, const Operand& c, ScalarType t, const at::Tensor& out) {
+  // Complex numbers are unordered; eq/ne compare them like CPU does.
+  TORCH_CHECK_NOT_IMPLEMENTED(C <= kNe || !c10::isComplexType(t), "\"", kCmpName[C], "_cpu\" not implemented for '",
+                              c10::toString(t), "'");
+  pointwise(kCmpName[C], {a, c}, out, t, cmp_fn<C>);
+}
+c10::Device dev(const at::Tensor& a, const at::Tensor& c) { return a.is_cpu() ? c.device() : a.device(); }
+
+template <int C>
+at::Tensor cmp_t(const at::Tensor& s, const at::Tensor& o) {
+  at::Tensor out = empty_tpu(broadcast_shape({s, o}), c10::kBool, dev(s, o));
+  cmp_run<C>(s, o, at::result_type(s, o), out);
+  return out;
+}
+template <int C>
+at::Tensor& cmp_t_(at::Tensor& s, const at::Tensor& o) {
+  check_inplace(s, broadcast_shape({s, o}), c10::kBool);
+  cmp_run<C>(s, o, at::result_type(s, o), s);
+  return s;
+}
+template <int C>
+at::Tensor& cmp_t_out(const at::Tensor& s, const at::Tensor& o, at::Tensor& out) {
+  at::native::resize_output(out, broadcast_shape({s, o}));
+  cmp_run<C>(s, o, at::result_type(s, o), out);
+  return out;
+}
+template <int C>
+at::Tensor cmp_s(const at::Tensor& s, const c10::Scalar& o) {
+  at::Tensor out = empty_tpu(s.sizes(), c10::kBool, s.device());
+  cmp_run<C>(s, o, at::result_type(s, o), out);
+  return out;
+}
+template <int C>
+at::Tensor& cmp_s_(at::Tensor& s, const c10::Scalar& o) {
+  cmp_run<C>(s, o, at::result_type(s, o), s);
+  return s;
+}
+template <int C>
+at::Tensor& cmp_s_out(const at::Tensor& s, const c10::Scalar& o, at::Tensor& out) {
+  at::native::resize_output(out, s.sizes());
+  cmp_run<C>(s, o, at::result_type(s, o), out);
+  return out;
+}
+
+// --- where -----------------------------------------------------------------------------
+
+void where_run(const at::Tensor& cond, const at::Tensor& a, const at::Tensor& c, const at::Tensor& out) {
+  TORCH_CHECK(cond.scalar_type() == c10::kBool,
+              "where expected condition to be a boolean tensor, but got a tensor with dtype ", cond.scalar_type());
+  ScalarType t = out.scalar_type();
+  std::vector<int64_t> shape(out.sizes().begin(), out.sizes().end());
+  eager::OpCall call("where");
+  call.attr(static_cast<int64_t>(t));
+  call.input(cond);
+  call.input(a);
+  call.input(c);
+  call.output(out);
+  ElemType e = to_elem(t);
+  call.run([&](Builder& b, const Values& in) {
+    Value p = b.broadcast_to(in[0], shape);
+    Value x = b.broadcast_to(b.convert(in[1], e), shape);
+    Value y = b.broadcast_to(b.convert(in[2], e), shape);
+    return Values{b.select(p, x, y)};
+  });
+}
+at::Tensor where_self(const at::Tensor& cond, const at::Tensor& a, const at::Tensor& c) {
+  ScalarType t = at::result_type(a, c);
+  c10::Device d = !a.is_cpu() ? a.device() : !c.is_cpu() ? c.device() : cond.device();
+  at::Tensor out = empty_tpu(broadcast_shape({cond, a, c}), t, d);
+  where_run(cond, a, c, out);
+  return out;
+}
+at::Tensor& where_self_out(const at::Tensor& cond, const at::Tensor& a, const at::Tensor& c, at::Tensor& out) {
+  ScalarType t = at::result_type(a, c);
+  TORCH_CHECK(out.scalar_type() == t, "Expected out type to be ", t, " but got ", out.scalar_type());
+  at::native::resize_output(out, broadcast_shape({cond, a, c}));
+  where_run(cond, a, c, out);
+  return out;
+}
+
+// --- clamp ----------------------------------------------------------------------------
+
+// x = {self, lo?, hi?}; NaN in self propagates (std::min/max order as ATen).
+Value clamp_fn(Builder& b, const Values& x, bool has_lo, bool has_hi) {
+  Value v = x[0];
+  bool flt = ir::is_float(b.elem(v));
+  size_t i = 1;
+  auto nan_or = [&](Value bound, Value r) {
+    if (!flt) return r;
+    // ATen: max(min) with NaN in either operand gives NaN.
+    Value n = b.binary("stablehlo.or", b.compare(v, v, "NE"), b.compare(bound, bound, "NE"));
+    return b.select(n, b.binary("stablehlo.add", v, bound), r);
+  };
+  Value r = v;
+  if (has_lo) {
+    Value lo = x[i++];
+    Value m = b.elem(v) == ElemType::kPred ? b.binary("stablehlo.or", r, lo) : b.binary("stablehlo.maximum", r, lo);
+    r = nan_or(lo, m);
+  }
+  if (has_hi) {
+    Value hi = x[i++];
+    Value m = b.elem(v) == ElemType::kPred ? b.binary("stablehlo.and", r, hi) : b.binary("stablehlo.minimum", r, hi);
+    // NaN already in r propagates through nan check on r.
+    if (flt) {
+      Value n = b.binary("stablehlo.or", b.compare(r, r, "NE"), b.compare(hi, hi, "NE"));
+      m = b.select(n, b.binary("stablehlo.add", r, hi), m);
+    }
+    r = m;
+  }
+  return r;
+}
+
+struct ClampArgs {
+  std::vector<Operand> ops;
+  bool lo = false, hi = false;
+  bool scalar = false;  // Scalar-bound overload (CPU's *_scalar_cpu kernels)
+  ScalarType dtype;
+  std::vector<int64_t> shape;
+};
+
+ClampArgs clamp_args_s(const at::Tensor& self, const std::optional<c10::Scalar>& lo,
+                       const std::optional<c10::Scalar>& hi) {
+  TORCH_CHECK(lo.has_value() || hi.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
+  ClampArgs a;
+  a.scalar = true;
+  a.ops.push_back(self);
+  ScalarType t = self.scalar_type();
+  // Like ATen's clamp: promote with each bound as a wrapped number.
+  at::native::ResultTypeState st;
+  st = at::native::update_result_type_state(self, st);
+  if (lo) {
+    a.lo = true;
+    a.ops.push_back(*lo);
+    st = at::native::update_result_type_state(*lo, st);
+  }
+  if (hi) {
+    a.hi = true;
+    a.ops.push_back(*hi);
+    st = at::native::update_result_type_state(*hi, st);
+  }
+  t = at::native::result_type(st);
+  a.dtype = t;
+  a.shape = std::vector<int64_t>(self.sizes().begin(), self.sizes().end());
+  return a;
+}
+ClampArgs clamp_args_t(const at::Tensor& self, const std::optional<at::Tensor>& lo,
+                       const std::optional<at::Tensor>& hi) {
+  bool has_lo = lo.has_value() && lo->defined(), has_hi = hi.has_value() && hi->defined();
+  TORCH_CHECK(has_lo || has_hi, "torch.clamp: At least one of 'min' or 'max' must not be None");
+  ClampArgs a;
+  a.ops.push_back(self);
+  std::vector<at::Tensor> ts{self};
+  if (has_lo) {
+    a.lo = true;
+    a.ops.push_back(*lo);
+    ts.push_back(*lo);
+  }
+  if (has_hi) {
+    a.hi = true;
+    a.ops.push_back(*hi);
+    ts.push_back(*hi);
+  }
+  a.dtype = at::native::result_type(ts);
+  a.shape = broadcast_shape(a.ops);
+  return a;
+}
+
+void clamp_run(const char* name, const ClampArgs& a, const at::Tensor& out) {
+  // CPU: bool works with a single Tensor bound only (or/and below).
+  const char* kern = a.scalar ? (a.lo && a.hi ? "clamp_scalar_cpu"
+                                 : a.lo       ? "clamp_min_scalar_cpu"
+                                              : "clamp_max_scalar_cpu")
+                              : "clamp_cpu";
+  TORCH_CHECK_NOT_IMPLEMENTED(a.dtype != c10::kBool || (!a.scalar && a.lo != a.hi), "\"", kern,
+                              "\" not implemented for 'Bool'");
+  TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(a.dtype), "clamp is not supported for complex types");
+  bool lo = a.lo, hi = a.hi;
+  pointwise(
+      name, a.ops, out, upcast(a.dtype), [lo, hi](Builder& b, const Values& x) { return clamp_fn(b, x, lo, hi); },
+      (lo ? 1 : 0) + (hi ? 2 : 0));
+}
+
+at::Tensor finish(const char* name, const ClampArgs& a, const at::Tensor& self) {
+  at::Tensor out = empty_tpu(a.shape, a.dtype, self.device());
+  clamp_run(name, a, out);
+  return out;
+}
+at::Tensor& finish_(const char* name, const ClampArgs& a, at::Tensor& self) {
+  check_inplace(self, a.shape, a.dtype);
+  clamp_run(name, a, self);
+  return self;
+}
+at::Tensor& finish_out(const char* name, const ClampArgs& a, at::Tensor& out) {
+  prepare_out(out, a.shape, a.dtype, name);
+  clamp_run(name, a, out);
+  return out;
+}
+
+using OS = std::optional<c10::Scalar>;
+using OT = std::optional<at::Tensor>;
+at::Tensor clamp(const at::Tensor& s, const OS& lo, const OS& hi) {
+  return finish("clamp", clamp_args_s(s, lo, hi), s);
+}
+at::Tensor& clamp_(at::Tensor& s, const OS& lo, const OS& hi) { return finish_("clamp", clamp_args_s(s, lo, hi), s); }
+at::Tensor& clamp_out(const at::Tensor& s, const OS& lo, const OS& hi, at::Tensor& out) {
+  return finish_out("clamp", clamp_args_s(s, lo, hi), out);
+}
+at::Tensor clamp_t(const at::Tensor& s, const OT& lo, const OT& hi) {
+  return finish("clamp", clamp_args_t(s, lo, hi), s);
+}
+at::Tensor& clamp_t_(at::Tensor& s, const OT& lo, const OT& hi) { return finish_("clamp", clamp_args_t(s, lo, hi), s); }
+at::Tensor& clamp_t_out(const at::Tensor& s, const OT& lo, const OT& hi, at::Tensor& out) {
+  return finish_out("clamp", clamp_args_t(s, lo, hi), out);
+}
+// clamp_min / clamp_max: one bound.
+template <bool kMin>
+at::Tensor cm(const at::Tensor& s, const c10::Scalar& v) {
+  return finish("clamp", kMin ? clamp_args_s(s, v, std::nullopt) : clamp_args_s(s, std::nullopt, v), s);
+}
+template <bool kMin>
+at::Tensor& cm_(at::Tensor& s, const c10::Scalar& v) {
+  return finish_("clamp", kMin ? clamp_args_s(s, v, std::nullopt) : clamp_args_s(s, std::nullopt, v), s);
+}
+template <bool kMin>
+at::Tensor& cm_out(const at::Tensor& s, const c10::Scalar& v, at::Tensor& out) {
+  return finish_out("clamp", kMin ? clamp_args_s(s, v, std::nullopt) : clamp_args_s(s, std::nullopt, v), out);
+}
+template <bool kMin>
+at::Tensor cmt(const at::Tensor& s, const at::Tensor& v) {
+  return finish("clamp", kMin ? clamp_args_t(s, v, std::nullopt) : clamp_args_t(s, std::nullopt, v), s);
+}
+template <bool kMin>
+at::Tensor& cmt_(at::Tensor& s, const at::Tensor& v) {
+  return finish_("clamp", kMin ? clamp_args_t(s, v, std::nullopt) : clamp_args_t(s, std::nullopt, v), s);
+}
+template <bool kMin>
+at::Tensor& cmt_out(const at::Tensor& s, const at::Tensor& v, at::Tensor& out) {
+  return finish_out("clamp", kMin ? clamp_args_t(s, v, std::nullopt) : clamp_args_t(s, std::nullopt, v), out);
+}
+
+// --- equal -----------------------------------------------------------------------
+
+// Host sync: equal returns a Python bool. NaN != NaN, as on CPU.
+bool equal(const at::Tensor& self, const at::Tensor& other) {
+  if (!self.sizes().equals(other.sizes())) return false;
+  if (self.numel() == 0) return true;
+  return at::eq(self, other).all().item<bool>();
+}
+
+// --- isneginf / isposinf ------------------------------------------------------------
+
+template <bool kNeg>
+at::Tensor& isinf_sign_out(const at::Tensor& self, at::Tensor& out) {
+  TORCH_CHECK(!self.is_complex(), kNeg ? "isneginf" : "isposinf", " does not support complex inputs.");
+  TORCH_CHECK(out.scalar_type() == c10::kBool, kNeg ? "isneginf" : "isposinf",
+              " does not support non-boolean outputs.");
+  at::native::resize_output(out, self.sizes());
+  if (!c10::isFloatingType(self.scalar_type())) {
+    // Integers and bools are never infinite.
+    pointwise(
+        kNeg ? "isneginf" : "isposinf", {self}, out, c10::kBool,
+        [](Builder& b, const Values& x) { return zero(b, ElemType::kPred, b.dims(x[0])); }, 1);
+    return out;
+  }
+  pointwise(kNeg ? "isneginf" : "isposinf", {self}, out, self.scalar_type(), [](Builder& b, const Values& x) {
+    Value inf = b.broadcast_to(kNeg ? lowest(b, b.elem(x[0])) : highest(b, b.elem(x[0])), b.dims(x[0]));
+    return b.compare(x[0], inf, "EQ");
+  });
+  return out;
+}
+template <bool kNeg>
+at::Tensor isinf_sign(const at::Tensor& self) {
+  at::Tensor out = empty_tpu(self.sizes(), c10::kBool, self.device());
+  return isinf_sign_out<kNeg>(self, out);
+}
+
+#define REGC(i, n)                       \
+  m.impl(n ".Tensor", cmp_t<i>);         \
+  m.impl(n "_.Tensor", cmp_t_<i>);       \
+  m.impl(n ".Tensor_out", cmp_t_out<i>); \
+  m.impl(n ".Scalar", cmp_s<i>);         \
+  m.impl(n "_.Scalar", cmp_s_<i>);       \
+  m.impl(n ".Scalar_out", cmp_s_out<i>);
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  REGC(kEq, "eq")
+  REGC(kNe, "ne") REGC(kLt, "lt") REGC(kLe, "le") REGC(kGt, "gt") REGC(kGe, "ge") m.impl("where.self", where_self);
+  m.impl("where.self_out", where_self_out);
+  m.impl("clamp", clamp);
+  m.impl("clamp_", clamp_);
+  m.impl("clamp.out", clamp_out);
+  m.impl("clamp.Tensor", clamp_t);
+  m.impl("clamp_.Tensor", clamp_t_);
+  m.impl("clamp.Tensor_out", clamp_t_out);
+  m.impl("clamp_min", cm<true>);
+  m.impl("clamp_min_", cm_<true>);
+  m.impl("clamp_min.out", cm_out<true>);
+  m.impl("clamp_max", cm<false>);
+  m.impl("clamp_max_", cm_<false>);
+  m.impl("clamp_max.out", cm_out<false>);
+  m.impl("clamp_min.Tensor", cmt<true>);
+  m.impl("clamp_min_.Tensor", cmt_<true>);
+  m.impl("clamp_min.Tensor_out", cmt_out<true>);
+  m.impl("clamp_max.Tensor", cmt<false>);
+  m.impl("clamp_max_.Tensor", cmt_<false>);
+  m.impl("clamp_max.Tensor_out", cmt_out<false>);
+  m.impl("equal", equal);
+  m.impl("isneginf", isinf_sign<true>);
+  m.impl("isneginf.out", isinf_sign_out<true>);
+  m.impl("isposinf", isinf_sign<false>);
+  m.impl("isposinf.out", isinf_sign_out<false>);
+}
+
+}  // namespace
+}  // namespace torch_tpu::ops

@@ -1,0 +1,190 @@
+// Integer-only ops: bitwise shifts (bitwise_*_shift and the __lshift__
+// family) and gcd/lcm (Euclid in a device-side while loop).
+#include <ATen/native/Resize.h>
+#include <ATen/ops/result_type.h>
+#include <torch/library.h>
+
+#include "ops/common.h"
+
+namespace torch_tpu::ops {
+namespace {
+
+using c10::ScalarType;
+
+Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
+
+// A wrapped CPU scalar (e.g. from the Scalar_Tensor overloads) may come first.
+c10::Device dev(const at::Tensor& a, const Operand& c) {
+  return a.is_cpu() && c.t.defined() ? c.t.device() : a.device();
+}
+
+// --- shifts ------------------------------------------------------------------------
+
+// CPU rejects bool and non-integers (with its kernel's name in the message).
+void check_shift(ScalarType t, bool left) {
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isIntegralType(t, /*includeBool=*/false), "\"", left ? "lshift" : "rshift",
+                              "_cpu\" not implemented for '", c10::toString(t), "'");
+}
+
+// Counts outside [0, width) follow CPU: a left shift gives 0, a right shift
+// fills with the sign bit (0 for unsigned types). StableHLO already does
+// this for counts >= width, but negative counts must be caught explicitly.
+template <bool kLeft>
+void shift_run(const Operand& a, const Operand& c, ScalarType t, const at::Tensor& out) {
+  int64_t width = static_cast<int64_t>(c10::elementSize(t)) * 8;
+  bool sgn = c10::isSignedType(t);
+  pointwise(
+      kLeft ? "lshift" : "rshift", {a, c}, out, t,
+      [width, sgn](Builder& b, const Values& x) {
+        Value v = x[0], s = x[1];
+        Value oob = b.binary("stablehlo.or", b.compare(s, cst(b, 0, s), "LT"),
+                             b.compare(s, cst(b, static_cast<double>(width), s), "GE"));
+        if (kLeft) return b.select(oob, cst(b, 0, v), b.binary("stablehlo.shift_left", v, s));
+        if (!sgn) return b.select(oob, cst(b, 0, v), b.binary("stablehlo.shift_right_logical", v, s));
+        Value fill = b.binary("stablehlo.shift_right_arithmetic", v, cst(b, static_cast<double>(width - 1), v));
+        return b.select(oob, fill, b.binary("stablehlo.shift_right_arithmetic", v, s));
+      },
+      sgn ? 1 : 0);
+}
+
+template <bool kLeft>
+at::Tensor shift_impl(const at::Tensor& s, const Operand& o) {
+  ScalarType t = o.t.defined() ? at::result_type(s, o.t) : at::result_type(s, *o.s);
+  check_shift(t, kLeft);
+  at::Tensor out = empty_tpu(o.t.defined() ? broadcast_shape({s, o.t}) : s.sizes().vec(), t, dev(s, o));
+  shift_run<kLeft>(s, o, t, out);
+  return out;
+}
+template <bool kLeft>
+at::Tensor& shift_impl_(at::Tensor& s, const Operand& o) {
+  ScalarType t = o.t.defined() ? at::result_type(s, o.t) : at::result_type(s, *o.s);
+  check_shift(t, kLeft);
+  check_inplace(s, o.t.defined() ? broadcast_shape({s, o.t}) : s.sizes().vec(), t);
+  shift_run<kLeft>(s, o, t, s);
+  return s;
+}
+
+template <bool kLeft>
+at::Tensor shift_t(const at::Tensor& s, const at::Tensor& o) {
+  return shift_impl<kLeft>(s, o);
+}
+template <bool kLeft>
+at::Tensor shift_s(const at::Tensor& s, const c10::Scalar& o) {
+  return shift_impl<kLeft>(s, o);
+}
+template <bool kLeft>
+at::Tensor& shift_t_(at::Tensor& s, const at::Tensor& o) {
+  return shift_impl_<kLeft>(s, o);
+}
+template <bool kLeft>
+at::Tensor& shift_s_(at::Tensor& s, const c10::Scalar& o) {
+  return shift_impl_<kLeft>(s, o);
+}
+template <bool kLeft>
+at::Tensor& shift_out(const at::Tensor& s, const at::Tensor& o, at::Tensor& out) {
+  ScalarType t = at::result_type(s, o);
+  check_shift(t, kLeft);
+  prepare_out(out, broadcast_shape({s, o}), t, kLeft ? "bitwise_left_shift" : "bitwise_right_shift");
+  shift_run<kLeft>(s, o, t, out);
+  return out;
+}
+
+// --- gcd / lcm ---------------------------------------------------------------------
+
+Value any_true(Builder& c, Value p) {
+  if (c.dims(p).empty()) return p;
+  std::vector<int64_t> all(c.dims(p).size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  return c.reduce(p, c.constant(0, ElemType::kPred), all, "stablehlo.or");
+}
+
+// CPU's Euclid on |a|, |b| with C remainder: abs wraps at the minimum
+// integer, so e.g. gcd(INT64_MIN, 0) is INT64_MIN, as on CPU. The loop runs
+// until every element's divisor is 0 (tested on device).
+Value gcd_value(Builder& b, Value x, Value y) {
+  Values init{b.unary("stablehlo.abs", x), b.unary("stablehlo.abs", y)};
+  auto cond = b.loop_region(init);
+  {
+    Builder c(*cond);
+    Value a{cond->params()[0], 0};
+    cond->set_outputs({any_true(c, c.compare(a, cst(c, 0, a), "NE"))});
+  }
+  auto body = b.loop_region(init);
+  {
+    Builder c(*body);
+    Value a{body->params()[0], 0}, bb{body->params()[1], 0};
+    Value live = c.compare(a, cst(c, 0, a), "NE");
+    // Finished elements divide by 1 so no remainder by zero is computed.
+    Value r = c.binary("stablehlo.remainder", bb, c.select(live, a, cst(c, 1, a)));
+    body->set_outputs({c.select(live, r, a), c.select(live, a, bb)});
+  }
+  return b.while_loop(init, cond, body)[1];
+}
+
+// CPU: g == 0 ? 0 : |a / g * b| (wrapping).
+Value lcm_value(Builder& b, Value x, Value y) {
+  Value g = gcd_value(b, x, y);
+  Value gz = b.compare(g, cst(b, 0, g), "EQ");
+  Value q = div(b, x, b.select(gz, cst(b, 1, g), g));
+  return b.select(gz, cst(b, 0, g), b.unary("stablehlo.abs", mul(b, q, y)));
+}
+
+template <bool kLcm>
+ScalarType gcd_dtype(const at::Tensor& s, const at::Tensor& o) {
+  ScalarType t = at::result_type(s, o);
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isIntegralType(t, /*includeBool=*/false), "\"", kLcm ? "lcm" : "gcd",
+                              "_cpu\" not implemented for '", c10::toString(t), "'");
+  return t;
+}
+template <bool kLcm>
+void gcd_run(const at::Tensor& s, const at::Tensor& o, ScalarType t, const at::Tensor& out) {
+  pointwise(kLcm ? "lcm" : "gcd", {s, o}, out, t,
+            [](Builder& b, const Values& x) { return kLcm ? lcm_value(b, x[0], x[1]) : gcd_value(b, x[0], x[1]); });
+}
+template <bool kLcm>
+at::Tensor gcd_fn(const at::Tensor& s, const at::Tensor& o) {
+  ScalarType t = gcd_dtype<kLcm>(s, o);
+  at::Tensor out = empty_tpu(broadcast_shape({s, o}), t, dev(s, o));
+  gcd_run<kLcm>(s, o, t, out);
+  return out;
+}
+template <bool kLcm>
+at::Tensor& gcd_inplace(at::Tensor& s, const at::Tensor& o) {
+  ScalarType t = gcd_dtype<kLcm>(s, o);
+  check_inplace(s, broadcast_shape({s, o}), t);
+  gcd_run<kLcm>(s, o, t, s);
+  return s;
+}
+template <bool kLcm>
+at::Tensor& gcd_out(const at::Tensor& s, const at::Tensor& o, at::Tensor& out) {
+  ScalarType t = gcd_dtype<kLcm>(s, o);
+  prepare_out(out, broadcast_shape({s, o}), t, kLcm ? "lcm" : "gcd");
+  gcd_run<kLcm>(s, o, t, out);
+  return out;
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("bitwise_left_shift.Tensor", shift_t<true>);
+  m.impl("bitwise_left_shift_.Tensor", shift_t_<true>);
+  m.impl("bitwise_left_shift.Tensor_out", shift_out<true>);
+  m.impl("bitwise_right_shift.Tensor", shift_t<false>);
+  m.impl("bitwise_right_shift_.Tensor", shift_t_<false>);
+  m.impl("bitwise_right_shift.Tensor_out", shift_out<false>);
+  m.impl("__lshift__.Tensor", shift_t<true>);
+  m.impl("__lshift__.Scalar", shift_s<true>);
+  m.impl("__ilshift__.Tensor", shift_t_<true>);
+  m.impl("__ilshift__.Scalar", shift_s_<true>);
+  m.impl("__rshift__.Tensor", shift_t<false>);
+  m.impl("__rshift__.Scalar", shift_s<false>);
+  m.impl("__irshift__.Tensor", shift_t_<false>);
+  m.impl("__irshift__.Scalar", shift_s_<false>);
+  m.impl("gcd", gcd_fn<false>);
+  m.impl("gcd_", gcd_inplace<false>);
+  m.impl("gcd.out", gcd_out<false>);
+  m.impl("lcm", gcd_fn<true>);
+  m.impl("lcm_", gcd_inplace<true>);
+  m.impl("lcm.out", gcd_out<true>);
+}
+
+}  // namespace
+}  // namespace torch_tpu::ops

@@ -1,0 +1,427 @@
+// Unary elementwise math: functional, in-place and out= forms, plus the
+// backward kernels autograd needs for them (sigmoid/tanh/threshold), and
+// sinc and signbit (on the float-unary kernel of pointwise/common.h).
+// Float-valued ops on integer/bool inputs compute in the default float
+// dtype (PyTorch's int-to-float promotion); half types compute in f32 and
+// round once, as PyTorch's CPU kernels do.
+#include <ATen/native/Resize.h>
+#include <ATen/ops/result_type.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <set>
+#include <string_view>
+
+#include "ops/common.h"
+#include "ops/pointwise/common.h"
+
+namespace torch_tpu::ops {
+namespace {
+
+using c10::ScalarType;
+
+// How the result dtype follows from the input dtype.
+enum class Kind {
+  kFloat,  // ints/bool -> default float
+  kSame,   // same dtype as input
+  kBool,   // bool result
+};
+// Which input dtypes the op accepts (float is always accepted).
+enum Allow : int { kInts = 1, kBoolIn = 2, kAll = 3, kFloatOnly = 0 };
+
+struct UnaryDef {
+  const char* name;
+  Kind kind;
+  int allow;
+  Value (*fn)(Builder&, Value);
+};
+
+ScalarType upcast(ScalarType t) { return (t == c10::kBFloat16 || t == c10::kHalf) ? c10::kFloat : t; }
+
+Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
+Value un(Builder& b, const char* op, Value x) { return b.unary(op, x); }
+Value bin(Builder& b, const char* op, Value x, Value y) { return b.binary(op, x, y); }
+
+Value f_neg(Builder& b, Value x) { return un(b, "stablehlo.negate", x); }
+Value f_abs(Builder& b, Value x) { return un(b, "stablehlo.abs", x); }
+Value f_sign(Builder& b, Value x) {
+  if (b.elem(x) == ElemType::kPred) return x;
+  if (ir::is_complex(b.elem(x))) return un(b, "stablehlo.sign", x);  // x/|x|, 0 at 0
+  // (0 < x) - (x < 0), as ATen: NaN and -0.0 give +0.
+  Value z = zero(b, b.elem(x), b.dims(x));
+  Value r = b.select(b.compare(x, z, "GT"), one(b, b.elem(x), b.dims(x)), z);
+  return b.select(b.compare(x, z, "LT"), cst(b, -1.0, x), r);
+}
+Value f_exp(Builder& b, Value x) { return un(b, "stablehlo.exponential", x); }
+Value f_exp2(Builder& b, Value x) { return bin(b, "stablehlo.power", cst(b, 2.0, x), x); }
+Value f_expm1(Builder& b, Value x) { return un(b, "stablehlo.exponential_minus_one", x); }
+Value f_log(Builder& b, Value x) { return un(b, "stablehlo.log", x); }
+Value f_log2(Builder& b, Value x) { return div(b, f_log(b, x), cst(b, M_LN2, x)); }
+Value f_log10(Builder& b, Value x) { return div(b, f_log(b, x), cst(b, M_LN10, x)); }
+Value f_log1p(Builder& b, Value x) { return un(b, "stablehlo.log_plus_one", x); }
+Value f_sqrt(Builder& b, Value x) { return un(b, "stablehlo.sqrt", x); }
+Value f_rsqrt(Builder& b, Value x) { return un(b, "stablehlo.rsqrt", x); }
+Value f_reciprocal(Builder& b, Value x) { return div(b, cst(b, 1.0, x), x); }
+Value f_sin(Builder& b, Value x) { return un(b, "stablehlo.sine", x); }
+Value f_cos(Builder& b, Value x) { return un(b, "stablehlo.cosine", x); }
+Value f_tan(Builder& b, Value x) { return un(b, "chlo.tan", x); }
+Value f_asin(Builder& b, Value x) { return un(b, "chlo.asin", x); }
+Value f_acos(Builder& b, Value x) { return un(b, "chlo.acos", x); }
+Value f_atan(Builder& b, Value x) { return un(b, "chlo.atan", x); }
+Value f_sinh(Builder& b, Value x) { return un(b, "chlo.sinh", x); }
+Value f_cosh(Builder& b, Value x) { return un(b, "chlo.cosh", x); }
+Value f_tanh(Builder& b, Value x) { return un(b, "stablehlo.tanh", x); }
+Value f_asinh(Builder& b, Value x) { return un(b, "chlo.asinh", x); }
+Value f_acosh(Builder& b, Value x) { return un(b, "chlo.acosh", x); }
+Value f_atanh(Builder& b, Value x) { return un(b, "chlo.atanh", x); }
+Value f_sigmoid(Builder& b, Value x) { return un(b, "stablehlo.logistic", x); }
+Value f_erf(Builder& b, Value x) { return un(b, "chlo.erf", x); }
+Value f_erfc(Builder& b, Value x) { return un(b, "chlo.erfc", x); }
+Value f_erfinv(Builder& b, Value x) { return un(b, "chlo.erf_inv", x); }
+Value f_floor(Builder& b, Value x) { return ir::is_float(b.elem(x)) ? un(b, "stablehlo.floor", x) : x; }
+Value f_ceil(Builder& b, Value x) { return ir::is_float(b.elem(x)) ? un(b, "stablehlo.ceil", x) : x; }
+Value f_round(Builder& b, Value x) { return ir::is_float(b.elem(x)) ? un(b, "stablehlo.round_nearest_even", x) : x; }
+Value f_trunc(Builder& b, Value x) {
+  if (!ir::is_float(b.elem(x))) return x;
+  Value neg = b.compare(x, cst(b, 0.0, x), "LT");
+  return b.select(neg, un(b, "stablehlo.ceil", x), un(b, "stablehlo.floor", x));
+}
+Value f_frac(Builder& b, Value x) { return sub(b, x, f_trunc(b, x)); }
+Value f_isnan(Builder& b, Value x) {
+  if (!ir::is_float(b.elem(x))) return b.constant(0, ElemType::kPred, b.dims(x));
+  return b.compare(x, x, "NE");
+}
+Value f_bitwise_not(Builder& b, Value x) { return un(b, "stablehlo.not", x); }
+Value f_relu(Builder& b, Value x) {
+  // CPU relu propagates NaN.
+  Value z = zero(b, b.elem(x), b.dims(x));
+  Value keep = b.binary("stablehlo.or", b.compare(x, z, "GT"), b.compare(x, x, "NE"));
+  return b.select(keep, x, z);
+}
+
+#define DEF(n, kind, allow) constexpr UnaryDef d_##n{#n, Kind::kind, allow, f_##n};
+DEF(neg, kSame, kInts)
+DEF(abs, kSame, kInts)
+DEF(sign, kSame, kAll)
+DEF(exp, kFloat, kAll)
+DEF(exp2, kFloat, kAll)
+DEF(expm1, kFloat, kAll)
+DEF(log, kFloat, kAll)
+DEF(log2, kFloat, kAll)
+DEF(log10, kFloat, kAll)
+DEF(log1p, kFloat, kAll)
+DEF(sqrt, kFloat, kAll)
+DEF(rsqrt, kFloat, kAll)
+DEF(reciprocal, kFloat, kAll)
+DEF(sin, kFloat, kAll)
+DEF(cos, kFloat, kAll)
+DEF(tan, kFloat, kAll)
+DEF(asin, kFloat, kAll)
+DEF(acos, kFloat, kAll)
+DEF(atan, kFloat, kAll)
+DEF(sinh, kFloat, kAll)
+DEF(cosh, kFloat, kAll)
+DEF(tanh, kFloat, kAll)
+DEF(asinh, kFloat, kAll)
+DEF(acosh, kFloat, kAll)
+DEF(atanh, kFloat, kAll)
+DEF(sigmoid, kFloat, kAll)
+DEF(erf, kFloat, kAll)
+DEF(erfc, kFloat, kAll)
+DEF(erfinv, kFloat, kAll)
+DEF(floor, kSame, kInts)
+DEF(ceil, kSame, kInts)
+DEF(round, kSame, kInts)
+DEF(trunc, kSame, kInts)
+DEF(frac, kSame, kFloatOnly)
+DEF(isnan, kBool, kAll)
+DEF(relu, kSame, kInts)
+#undef DEF
+// sgn equals sign for real dtypes; bitwise_not rejects floats (below).
+constexpr UnaryDef d_sgn{"sgn", Kind::kSame, kAll, f_sign};
+constexpr UnaryDef d_bitwise_not{"bitwise_not", Kind::kSame, kAll, f_bitwise_not};
+
+void check_dtype(const UnaryDef& d, ScalarType t) {
+  std::string_view n = d.name;
+  if (t == c10::kBool) {
+    // NotImplementedError, as CPU raises since torch 2.14.
+    TORCH_CHECK_NOT_IMPLEMENTED(n != "neg",
+                                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                                "invert a mask, use the `~` or `logical_not()` operator instead.");
+    TORCH_CHECK_NOT_IMPLEMENTED(n != "relu", "Boolean inputs not supported for relu");
+  }
+  if (n == "bitwise_not") {
+    TORCH_CHECK_NOT_IMPLEMENTED(!c10::isFloatingType(t), "\"bitwise_not_cpu\" not implemented for '", c10::toString(t),
+                                "'");
+    return;
+  }
+  // StableHLO's complex-capable ops (what FFT gradients and basic complex
+  // math need); the rest stay unsupported rather than wrong.
+  static const std::set<std::string_view> complex_ok{"neg",   "abs",        "sgn", "exp", "log", "sqrt",
+                                                     "rsqrt", "reciprocal", "sin", "cos", "tanh"};
+  if (c10::isComplexType(t) && complex_ok.count(n)) return;
+  TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(t), "\"", d.name, "\" not implemented for complex tensors");
+  bool ok = c10::isFloatingType(t) || (t == c10::kBool ? (d.allow & kBoolIn) : (d.allow & kInts));
+  TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", d.name, "_cpu\" not implemented for '", c10::toString(t), "'");
+}
+
+ScalarType result_of(const UnaryDef& d, ScalarType t) {
+  if (c10::isComplexType(t) && std::string_view(d.name) == "abs") return c10::toRealValueType(t);
+  switch (d.kind) {
+    case Kind::kFloat:
+      return float_result(t);
+    case Kind::kBool:
+      return c10::kBool;
+    default:
+      return t;
+  }
+}
+
+void run_unary(const UnaryDef& d, const at::Tensor& self, const at::Tensor& out) {
+  ScalarType t = self.scalar_type();
+  ScalarType compute = d.kind == Kind::kFloat ? upcast(float_result(t)) : t;
+  auto fn = d.fn;
+  pointwise(d.name, {self}, out, compute, [fn](Builder& b, const Values& x) { return fn(b, x[0]); });
+}
+
+template <const UnaryDef& D>
+at::Tensor u_fn(const at::Tensor& self) {
+  check_dtype(D, self.scalar_type());
+  at::Tensor out = empty_tpu(self.sizes(), result_of(D, self.scalar_type()), self.device());
+  run_unary(D, self, out);
+  return out;
+}
+template <const UnaryDef& D>
+at::Tensor& u_inplace(at::Tensor& self) {
+  check_dtype(D, self.scalar_type());
+  check_inplace(self, self.sizes(), result_of(D, self.scalar_type()));
+  run_unary(D, self, self);
+  return self;
+}
+template <const UnaryDef& D>
+at::Tensor& u_out(const at::Tensor& self, at::Tensor& out) {
+  check_dtype(D, self.scalar_type());
+  prepare_out(out, self.sizes(), result_of(D, self.scalar_type()), D.name);
+  run_unary(D, self, out);
+  return out;
+}
+
+// --- round(decimals) ----------------------------------------------------------
+
+void round_dec_run(const at::Tensor& self, int64_t decimals, const at::Tensor& out) {
+  ScalarType t = self.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t), "\"round_vml_cpu\" not implemented for '", c10::toString(t), "'");
+  if (decimals == 0) {
+    run_unary(d_round, self, out);
+    return;
+  }
+  // Like ATen: scale by 10^|d|, round half-to-even, scale back.
+  bool neg = decimals < 0;
+  double ten_pow = std::pow(10.0, static_cast<double>(neg ? -decimals : decimals));
+  pointwise(
+      "round_decimals", {self, c10::Scalar(ten_pow)}, out, upcast(t),
+      [neg](Builder& b, const Values& x) {
+        Value s = neg ? div(b, x[0], x[1]) : mul(b, x[0], x[1]);
+        Value r = un(b, "stablehlo.round_nearest_even", s);
+        return neg ? mul(b, r, x[1]) : div(b, r, x[1]);
+      },
+      neg ? 1 : 2);
+}
+at::Tensor round_dec(const at::Tensor& self, int64_t decimals) {
+  at::Tensor out = empty_like_tpu(self);
+  round_dec_run(self, decimals, out);
+  return out;
+}
+at::Tensor& round_dec_(at::Tensor& self, int64_t decimals) {
+  round_dec_run(self, decimals, self);
+  return self;
+}
+at::Tensor& round_dec_out(const at::Tensor& self, int64_t decimals, at::Tensor& out) {
+  prepare_out(out, self.sizes(), self.scalar_type(), "round");
+  round_dec_run(self, decimals, out);
+  return out;
+}
+
+// --- logical_not, isnan.out is composite; nan_to_num ---------------------------
+
+at::Tensor& logical_not_out(const at::Tensor& self, at::Tensor& out) {
+  at::native::resize_output(out, self.sizes());
+  pointwise("logical_not", {self}, out, self.scalar_type(),
+            [](Builder& b, const Values& x) { return b.compare(x[0], zero(b, b.elem(x[0]), b.dims(x[0])), "EQ"); });
+  return out;
+}
+
+void nan_to_num_run(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+                    std::optional<double> neginf, const at::Tensor& out) {
+  ScalarType t = self.scalar_type();
+  if (!c10::isFloatingType(t)) {  // nothing to replace
+    pointwise("copy", {self}, out, t, [](Builder&, const Values& x) { return x[0]; });
+    return;
+  }
+  // Defaults are the dtype's finite extremes, which depend on the output type.
+  double hi, lo;
+  switch (t) {
+    case c10::kBFloat16:
+      hi = static_cast<double>(std::numeric_limits<c10::BFloat16>::max());
+      break;
+    case c10::kHalf:
+      hi = static_cast<double>(std::numeric_limits<c10::Half>::max());
+      break;
+    case c10::kDouble:
+      hi = std::numeric_limits<double>::max();
+      break;
+    default:
+      hi = std::numeric_limits<float>::max();
+  }
+  lo = -hi;
+  pointwise("nan_to_num",
+            {self, c10::Scalar(nan.value_or(0.0)), c10::Scalar(posinf.value_or(hi)), c10::Scalar(neginf.value_or(lo))},
+            out, t, [](Builder& b, const Values& x) {
+              Value v = x[0];
+              Value inf = b.constant(INFINITY, b.elem(v), b.dims(v));
+              Value r = b.select(b.compare(v, v, "NE"), x[1], v);
+              r = b.select(b.compare(v, inf, "EQ"), x[2], r);
+              return b.select(b.compare(v, un(b, "stablehlo.negate", inf), "EQ"), x[3], r);
+            });
+}
+at::Tensor nan_to_num(const at::Tensor& self, std::optional<double> nan, std::optional<double> p,
+                      std::optional<double> n) {
+  at::Tensor out = empty_like_tpu(self);
+  nan_to_num_run(self, nan, p, n, out);
+  return out;
+}
+at::Tensor& nan_to_num_(at::Tensor& self, std::optional<double> nan, std::optional<double> p, std::optional<double> n) {
+  nan_to_num_run(self, nan, p, n, self);
+  return self;
+}
+at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, std::optional<double> p,
+                           std::optional<double> n, at::Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "nan_to_num: dtype of out: ", out.scalar_type(),
+              " should be same as input: ", self.scalar_type());
+  at::native::resize_output(out, self.sizes());
+  nan_to_num_run(self, nan, p, n, out);
+  return out;
+}
+
+// --- backward kernels ------------------------------------------------------------
+
+template <int kWhich>  // 0 sigmoid, 1 tanh
+void act_backward_run(const at::Tensor& grad, const at::Tensor& y, const at::Tensor& out) {
+  ScalarType t = at::result_type(grad, y);
+  pointwise(kWhich == 0 ? "sigmoid_backward" : "tanh_backward", {grad, y}, out, upcast(t),
+            [](Builder& b, const Values& x) {
+              Value o = one(b, b.elem(x[1]), b.dims(x[1]));
+              if (kWhich == 0) return mul(b, x[0], mul(b, sub(b, o, x[1]), x[1]));
+              return mul(b, x[0], sub(b, o, mul(b, x[1], x[1])));
+            });
+}
+template <int kWhich>
+at::Tensor act_backward(const at::Tensor& grad, const at::Tensor& y) {
+  at::Tensor out = empty_tpu(broadcast_shape({grad, y}), at::result_type(grad, y), grad.device());
+  act_backward_run<kWhich>(grad, y, out);
+  return out;
+}
+template <int kWhich>
+at::Tensor& act_backward_out(const at::Tensor& grad, const at::Tensor& y, at::Tensor& out) {
+  prepare_out(out, broadcast_shape({grad, y}), at::result_type(grad, y), "backward");
+  act_backward_run<kWhich>(grad, y, out);
+  return out;
+}
+
+void threshold_backward_run(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar& th,
+                            const at::Tensor& out) {
+  ScalarType t = at::result_type(grad, self);
+  pointwise("threshold_backward", {grad, self, th}, out, t, [](Builder& b, const Values& x) {
+    return b.select(b.compare(x[1], x[2], "LE"), zero(b, b.elem(x[0]), b.dims(x[0])), x[0]);
+  });
+}
+at::Tensor threshold_backward(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar& th) {
+  at::Tensor out = empty_tpu(broadcast_shape({grad, self}), at::result_type(grad, self), grad.device());
+  threshold_backward_run(grad, self, th, out);
+  return out;
+}
+at::Tensor& threshold_backward_out(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar& th,
+                                   at::Tensor& out) {
+  prepare_out(out, broadcast_shape({grad, self}), at::result_type(grad, self), "threshold_backward");
+  threshold_backward_run(grad, self, th, out);
+  return out;
+}
+
+// --- sinc / signbit --------------------------------------------------------------
+
+Value f_sinc(Builder& b, Value x) {
+  Value px = mul(b, x, cst(b, M_PI, x));
+  Value r = div(b, b.unary("stablehlo.sine", px), px);
+  return b.select(b.compare(x, cst(b, 0.0, x), "EQ"), cst(b, 1.0, x), r);
+}
+
+constexpr udef::UDef d_sinc{"sinc", true, true, f_sinc};
+constexpr udef::UDef d_signbit{"signbit", false, true, udef::f_signbit};
+
+#define REG3(n)                     \
+  m.impl(#n, u_fn<d_##n>);          \
+  m.impl(#n "_", u_inplace<d_##n>); \
+  m.impl(#n ".out", u_out<d_##n>)
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  REG3(neg);
+  REG3(abs);
+  REG3(sign);
+  REG3(sgn);
+  REG3(exp);
+  REG3(exp2);
+  REG3(expm1);
+  REG3(log);
+  REG3(log2);
+  REG3(log10);
+  REG3(log1p);
+  REG3(sqrt);
+  REG3(rsqrt);
+  REG3(reciprocal);
+  REG3(sin);
+  REG3(cos);
+  REG3(tan);
+  REG3(asin);
+  REG3(acos);
+  REG3(atan);
+  REG3(sinh);
+  REG3(cosh);
+  REG3(tanh);
+  REG3(asinh);
+  REG3(acosh);
+  REG3(atanh);
+  REG3(sigmoid);
+  REG3(erf);
+  REG3(erfc);
+  REG3(erfinv);
+  REG3(floor);
+  REG3(ceil);
+  REG3(round);
+  REG3(trunc);
+  REG3(frac);
+  REG3(bitwise_not);
+  m.impl("relu", u_fn<d_relu>);
+  m.impl("relu_", u_inplace<d_relu>);
+  m.impl("isnan", u_fn<d_isnan>);
+  m.impl("round.decimals", round_dec);
+  m.impl("round_.decimals", round_dec_);
+  m.impl("round.decimals_out", round_dec_out);
+  m.impl("logical_not.out", logical_not_out);
+  m.impl("nan_to_num", nan_to_num);
+  m.impl("nan_to_num_", nan_to_num_);
+  m.impl("nan_to_num.out", nan_to_num_out);
+  m.impl("sigmoid_backward", act_backward<0>);
+  m.impl("sigmoid_backward.grad_input", act_backward_out<0>);
+  m.impl("tanh_backward", act_backward<1>);
+  m.impl("tanh_backward.grad_input", act_backward_out<1>);
+  m.impl("threshold_backward", threshold_backward);
+  m.impl("threshold_backward.grad_input", threshold_backward_out);
+  m.impl("sinc", udef::u_fn<d_sinc>);
+  m.impl("sinc_", udef::u_inplace<d_sinc>);
+  m.impl("sinc.out", udef::u_out<d_sinc>);
+  m.impl("signbit", udef::u_fn<d_signbit>);
+  m.impl("signbit.out", udef::u_out<d_signbit>);
+}
+
+}  // namespace
+}  // namespace torch_tpu::ops

@@ -1,0 +1,593 @@
+// Random ops driven by the tpu generator (aten/generator.h), multinomial
+// included. Each call reserves a counter range from the generator on the
+// host and passes (seed, offset) as runtime scalars: the program builds the
+// THREE_FRY state [seed, offset] itself, so one executable serves every
+// call and seed. Results are reproducible under torch.manual_seed but are
+// not CPU's stream.
+//
+// multinomial: inverse-CDF sampling with replacement, Gumbel top-k without.
+// Its CPU data checks (negative, non-finite or all-zero rows) would need a
+// sync per call and are not done.
+#include <ATen/ExpandUtils.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/result_type.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <limits>
+#include <mutex>
+
+#include "aten/generator.h"
+#include "ops/common.h"
+#include "ops/misc_helpers.h"
+
+namespace torch_tpu::ops {
+namespace {
+
+using ir::Dims;
+
+constexpr double kPi = 3.14159265358979323846;
+
+// Reserves counters for `words` 32-bit random words and adds (seed, offset)
+// as the call's first two runtime scalars. XLA's THREE_FRY uses state[1]
+// as the starting counter and consumes at most one counter per output
+// element, so advancing by the element count keeps calls disjoint.
+void add_rng_state(eager::OpCall& call, const std::optional<at::Generator>& gen, const at::Tensor& self,
+                   uint64_t words) {
+  TpuGeneratorImpl* g = get_generator(gen, self.device().index());
+  uint64_t seed, offset;
+  {
+    std::lock_guard<std::mutex> lock(g->mutex_);
+    seed = g->current_seed();
+    offset = g->advance((words + 3) / 4 * 4);
+  }
+  call.scalar(c10::Scalar(static_cast<int64_t>(seed)), c10::kLong);
+  call.scalar(c10::Scalar(static_cast<int64_t>(offset)), c10::kLong);
+}
+
+// Random bits of `bits_type` (u32 or u64) shaped `dims`.
+Value random_bits(Builder& b, Value seed, Value offset, const Dims& dims, ElemType bits_type) {
+  Value s = b.reshape(b.bitcast_convert(seed, ElemType::kU64), {1});
+  Value o = b.reshape(b.bitcast_convert(offset, ElemType::kU64), {1});
+  Value state = b.concatenate({s, o}, 0);
+  return b.rng_bit_generator(state, dims, bits_type)[1];
+}
+
+// Uniform floats in [0, 1) of element type `ft` (f32 or f64): the top
+// mantissa-many bits scaled by 2^-mantissa, so every value is exact.
+Value uniform01(Builder& b, Value seed, Value offset, const Dims& dims, ElemType ft) {
+  if (ft == ElemType::kF64) {
+    Value bits = random_bits(b, seed, offset, dims, ElemType::kU64);
+    Value top = b.binary("stablehlo.shift_right_logical", bits, b.constant(11, ElemType::kU64, dims));
+    return b.binary("stablehlo.multiply", b.convert(top, ft), b.constant(std::ldexp(1.0, -53), ft, dims));
+  }
+  Value bits = random_bits(b, seed, offset, dims, ElemType::kU32);
+  Value top = b.binary("stablehlo.shift_right_logical", bits, b.constant(9, ElemType::kU32, dims));
+  return b.binary("stablehlo.multiply", b.convert(top, ft), b.constant(std::ldexp(1.0, -23), ft, dims));
+}
+
+// Float outputs are computed in f64 for double tensors, else in f32 (and
+// converted to bf16/f16 on store).
+c10::ScalarType compute_type(c10::ScalarType t) { return t == c10::kDouble ? c10::kDouble : c10::kFloat; }
+uint64_t words_per(c10::ScalarType compute) { return compute == c10::kDouble ? 2 : 1; }
+
+Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
+
+// Standard normals by Box-Muller; two uniforms per output.
+Value std_normal(Builder& b, Value seed, Value offset, const Dims& dims, ElemType ft) {
+  Dims d2 = dims;
+  d2.insert(d2.begin(), 2);
+  Value u = uniform01(b, seed, offset, d2, ft);
+  Dims start(d2.size(), 0), limit = d2, strides(d2.size(), 1);
+  limit[0] = 1;
+  Value u1 = b.reshape(b.slice(u, start, limit, strides), dims);
+  start[0] = 1;
+  limit[0] = 2;
+  Value u2 = b.reshape(b.slice(u, start, limit, strides), dims);
+  // 1 - u1 lies in (0, 1], so the log is finite.
+  Value r = b.unary("stablehlo.sqrt",
+                    b.binary("stablehlo.multiply", b.constant(-2.0, ft, dims),
+                             b.unary("stablehlo.log", b.binary("stablehlo.subtract", b.constant(1.0, ft, dims), u1))));
+  Value theta = b.binary("stablehlo.multiply", b.constant(2 * kPi, ft, dims), u2);
+  return b.binary("stablehlo.multiply", r, b.unary("stablehlo.cosine", theta));
+}
+
+void check_float(const at::Tensor& self, const char* kernel) {
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(self.scalar_type()), "\"", kernel, "\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
+}
+
+// --- uniform_ ------------------------------------------------------------------
+
+at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
+  check_float(self, "check_uniform_bounds");
+  TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
+  if (self.numel() == 0) return self;
+  auto ct = compute_type(self.scalar_type());
+  eager::OpCall call("uniform_");
+  call.attr(static_cast<int64_t>(ct));
+  add_rng_state(call, gen, self, self.numel() * words_per(ct));
+  call.scalar(from, ct);
+  call.scalar(to, ct);
+  call.output(self);
+  ElemType ft = to_elem(ct);
+  Dims d = dims_of(self);
+  call.run([&](Builder& b, const Values& in) {
+    Value u = uniform01(b, in[0], in[1], d, ft);
+    Value lo = b.broadcast_to(in[2], d);
+    Value r = b.binary("stablehlo.add", lo,
+                       b.binary("stablehlo.multiply", u, b.binary("stablehlo.subtract", b.broadcast_to(in[3], d), lo)));
+    return Values{r};
+  });
+  return self;
+}
+
+// --- normal ------------------------------------------------------------------------
+
+void check_std(double std) { TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std); }
+
+// out = mean + std * N(0, 1); mean/std are tensors or numbers, broadcast to out.
+void normal_into(const at::Tensor& out, const Operand& mean, const Operand& std, std::optional<at::Generator> gen,
+                 int64_t variant) {
+  if (out.numel() == 0) return;
+  auto ct = compute_type(out.scalar_type());
+  eager::OpCall call("normal");
+  call.attr(static_cast<int64_t>(ct)).attr(variant);
+  add_rng_state(call, gen, out, 2 * out.numel() * words_per(ct));
+  for (const Operand* o : {&mean, &std}) {
+    if (o->t.defined())
+      call.input(o->t);
+    else
+      call.scalar(*o->s, ct);
+  }
+  call.output(out);
+  ElemType ft = to_elem(ct);
+  Dims d = dims_of(out);
+  call.run([&](Builder& b, const Values& in) {
+    Value z = std_normal(b, in[0], in[1], d, ft);
+    Value m = b.broadcast_to(b.convert(in[2], ft), d);
+    Value s = b.broadcast_to(b.convert(in[3], ft), d);
+    return Values{b.binary("stablehlo.add", m, b.binary("stablehlo.multiply", s, z))};
+  });
+}
+
+at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  check_float(self, "normal_kernel_cpu");
+  check_std(std);
+  normal_into(self, c10::Scalar(mean), c10::Scalar(std), gen, 0);
+  return self;
+}
+
+void check_normal_tensor(const at::Tensor& t, const char* what) {
+  TORCH_CHECK(at::isFloatingType(t.scalar_type()), "normal expects floating-point ", what, " but got dtype ",
+              t.scalar_type());
+}
+
+at::Tensor& normal_tf_out(const at::Tensor& mean, double std, std::optional<at::Generator> gen, at::Tensor& out) {
+  check_normal_tensor(mean, "mean");
+  check_std(std);
+  prepare_out(out, mean.sizes(), mean.scalar_type(), "normal");
+  normal_into(out, mean, c10::Scalar(std), gen, 1);
+  return out;
+}
+at::Tensor normal_tf(const at::Tensor& mean, double std, std::optional<at::Generator> gen) {
+  at::Tensor out = empty_like_tpu(mean);
+  return normal_tf_out(mean, std, gen, out);
+}
+
+at::Tensor& normal_ft_out(double mean, const at::Tensor& std, std::optional<at::Generator> gen, at::Tensor& out) {
+  check_normal_tensor(std, "std");
+  prepare_out(out, std.sizes(), std.scalar_type(), "normal");
+  normal_into(out, c10::Scalar(mean), std, gen, 2);
+  return out;
+}
+at::Tensor normal_ft(double mean, const at::Tensor& std, std::optional<at::Generator> gen) {
+  at::Tensor out = empty_like_tpu(std);
+  return normal_ft_out(mean, std, gen, out);
+}
+
+at::Tensor& normal_tt_out(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen,
+                          at::Tensor& out) {
+  check_normal_tensor(mean, "mean");
+  check_normal_tensor(std, "std");
+  auto shape = broadcast_shape({mean, std});
+  prepare_out(out, shape, at::result_type(mean, std), "normal");
+  normal_into(out, mean, std, gen, 3);
+  return out;
+}
+at::Tensor normal_tt(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen) {
+  at::Tensor out =
+      empty_tpu(broadcast_shape({mean, std}), at::result_type(mean, std), mean.is_cpu() ? std.device() : mean.device());
+  return normal_tt_out(mean, std, gen, out);
+}
+
+at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  check_float(self, "log_normal_cpu");
+  TORCH_CHECK(std > 0.0, "log_normal_ expects std > 0.0, but found std=", std);
+  if (self.numel() == 0) return self;
+  auto ct = compute_type(self.scalar_type());
+  eager::OpCall call("log_normal_");
+  call.attr(static_cast<int64_t>(ct));
+  add_rng_state(call, gen, self, 2 * self.numel() * words_per(ct));
+  call.scalar(mean, ct);
+  call.scalar(std, ct);
+  call.output(self);
+  ElemType ft = to_elem(ct);
+  Dims d = dims_of(self);
+  call.run([&](Builder& b, const Values& in) {
+    Value z = std_normal(b, in[0], in[1], d, ft);
+    Value n = b.binary("stablehlo.add", b.broadcast_to(in[2], d),
+                       b.binary("stablehlo.multiply", b.broadcast_to(in[3], d), z));
+    return Values{b.unary("stablehlo.exponential", n)};
+  });
+  return self;
+}
+
+// --- samplers built on one uniform draw -----------------------------------------------
+
+// self <- fn(u, params) with u uniform in [0, 1) from the generator; the
+// distribution parameters are runtime scalars (broadcast to self's shape).
+template <typename Fn>
+at::Tensor& sample_from_uniform_(const char* name, at::Tensor& self, std::optional<at::Generator> gen,
+                                 std::initializer_list<double> params, Fn fn) {
+  if (self.numel() == 0) return self;
+  auto ct = compute_type(self.scalar_type());
+  eager::OpCall call(name);
+  call.attr(static_cast<int64_t>(ct));
+  add_rng_state(call, gen, self, self.numel() * words_per(ct));
+  for (double p : params) call.scalar(p, ct);
+  call.output(self);
+  ElemType ft = to_elem(ct);
+  Dims d = dims_of(self);
+  call.run([&](Builder& b, const Values& in) {
+    Value u = uniform01(b, in[0], in[1], d, ft);
+    std::vector<Value> ps;
+    for (size_t k = 2; k < in.size(); ++k) ps.push_back(b.broadcast_to(in[k], d));
+    return Values{fn(b, u, ps, b.constant(1.0, ft, d))};
+  });
+  return self;
+}
+
+at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Generator> gen) {
+  TORCH_CHECK(lambd > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", lambd);
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "Exponential distribution is a continuous probability distribution. dtype must be a floating point "
+              "but you specified ",
+              self.scalar_type());
+  return sample_from_uniform_("exponential_", self, gen, {lambd},
+                              [](Builder& b, Value u, const std::vector<Value>& p, Value one) {
+                                // -log(1 - u) / lambda with 1 - u in (0, 1]: finite and >= 0.
+                                Value l = b.unary("stablehlo.log", b.binary("stablehlo.subtract", one, u));
+                                return b.binary("stablehlo.divide", b.unary("stablehlo.negate", l), p[0]);
+                              });
+}
+
+at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, std::optional<at::Generator> gen) {
+  TORCH_CHECK(sigma > 0.0, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "Cauchy distribution is a continuous probability distribution. dtype must be a floating point "
+              "but you specified ",
+              self.scalar_type());
+  return sample_from_uniform_(
+      "cauchy_", self, gen, {median, sigma}, [](Builder& b, Value u, const std::vector<Value>& p, Value one) {
+        // median + sigma * tan(pi * (u - 1/2))
+        Value half = b.constant(0.5, b.elem(u), b.dims(u));
+        Value pi = b.constant(kPi, b.elem(u), b.dims(u));
+        Value t = b.unary("chlo.tan", b.binary("stablehlo.multiply", pi, b.binary("stablehlo.subtract", u, half)));
+        return b.binary("stablehlo.add", p[0], b.binary("stablehlo.multiply", p[1], t));
+      });
+}
+
+at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  TORCH_CHECK(0 < p && p < 1, "geometric_ expects p to be in (0, 1), got p=", p);
+  return sample_from_uniform_("geometric_", self, gen, {p},
+                              [](Builder& b, Value u, const std::vector<Value>& ps, Value one) {
+                                // ceil(log(1 - u) / log1p(-p)), at least 1 (1 - u lies in (0, 1]).
+                                Value l = b.unary("stablehlo.log", b.binary("stablehlo.subtract", one, u));
+                                Value q = b.unary("stablehlo.log_plus_one", b.unary("stablehlo.negate", ps[0]));
+                                Value r = b.unary("stablehlo.ceil", b.binary("stablehlo.divide", l, q));
+                                return b.binary("stablehlo.maximum", r, one);
+                              });
+}
+
+// --- random_ -----------------------------------------------------------------------
+
+// Fills self with from + (bits mod range), range as an unsigned 64-bit
+// count where 0 stands for 2^64 (the full int64 range).
+void random_range(at::Tensor& self, int64_t from, uint64_t range, std::optional<at::Generator> gen) {
+  if (self.numel() == 0) return;
+  eager::OpCall call("random_");
+  add_rng_state(call, gen, self, 2 * self.numel());
+  call.scalar(c10::Scalar(from), c10::kLong);
+  call.scalar(c10::Scalar(static_cast<int64_t>(range)), c10::kLong);
+  call.output(self);
+  Dims d = dims_of(self);
+  call.run([&](Builder& b, const Values& in) {
+    Value bits = random_bits(b, in[0], in[1], d, ElemType::kU64);
+    Value r = b.broadcast_to(b.bitcast_convert(in[3], ElemType::kU64), d);
+    Value zero_u = b.constant(0, ElemType::kU64, d);
+    Value full = b.compare(r, zero_u, "EQ");
+    Value safe = b.select(full, b.constant(1, ElemType::kU64, d), r);
+    Value k = b.select(full, bits, b.binary("stablehlo.remainder", bits, safe));
+    Value from_u = b.broadcast_to(b.bitcast_convert(in[2], ElemType::kU64), d);
+    Value v = b.bitcast_convert(b.binary("stablehlo.add", from_u, k), ElemType::kS64);
+    return Values{v};
+  });
+}
+
+// The largest value random_ may produce for self's dtype (ATen's rule:
+// integers up to their max, floats up to 2^digits so every value is exact).
+int64_t random_max(c10::ScalarType t) {
+  switch (t) {
+    case c10::kBool:
+      return 1;
+    case c10::kByte:
+      return std::numeric_limits<uint8_t>::max();
+    case c10::kChar:
+      return std::numeric_limits<int8_t>::max();
+    case c10::kShort:
+      return std::numeric_limits<int16_t>::max();
+    case c10::kInt:
+      return std::numeric_limits<int32_t>::max();
+    case c10::kLong:
+      return std::numeric_limits<int64_t>::max();
+    case c10::kHalf:
+      return int64_t{1} << std::numeric_limits<c10::Half>::digits;
+    case c10::kBFloat16:
+      return int64_t{1} << std::numeric_limits<c10::BFloat16>::digits;
+    case c10::kFloat:
+      return int64_t{1} << std::numeric_limits<float>::digits;
+    case c10::kDouble:
+      return int64_t{1} << std::numeric_limits<double>::digits;
+    default:
+      break;
+  }
+  TORCH_CHECK(false, "random_ is not supported for dtype ", t);
+  return 0;
+}
+
+int64_t random_min(c10::ScalarType t) {
+  switch (t) {
+    case c10::kBool:
+    case c10::kByte:
+      return 0;
+    case c10::kChar:
+      return std::numeric_limits<int8_t>::min();
+    case c10::kShort:
+      return std::numeric_limits<int16_t>::min();
+    case c10::kInt:
+      return std::numeric_limits<int32_t>::min();
+    case c10::kLong:
+      return std::numeric_limits<int64_t>::min();
+    default:
+      return -random_max(t);
+  }
+}
+
+const char* dtype_cname(c10::ScalarType t) {
+  switch (t) {
+    case c10::kBool:
+      return "bool";
+    case c10::kByte:
+      return "unsigned char";
+    case c10::kChar:
+      return "signed char";
+    case c10::kShort:
+      return "short";
+    case c10::kInt:
+      return "int";
+    case c10::kLong:
+      return "long";
+    case c10::kHalf:
+      return "c10::Half";
+    case c10::kBFloat16:
+      return "c10::BFloat16";
+    case c10::kFloat:
+      return "float";
+    default:
+      return "double";
+  }
+}
+
+at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen) {
+  random_range(self, 0, static_cast<uint64_t>(random_max(self.scalar_type())) + 1, gen);
+  return self;
+}
+
+at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> to, std::optional<at::Generator> gen) {
+  auto t = self.scalar_type();
+  uint64_t range;
+  if (to.has_value()) {
+    TORCH_CHECK(from < *to, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", *to);
+    TORCH_CHECK(from >= random_min(t) && from <= random_max(t), "from is out of bounds for ", dtype_cname(t));
+    TORCH_CHECK(*to - 1 >= random_min(t) && *to - 1 <= random_max(t), "to - 1 is out of bounds for ", dtype_cname(t));
+    range = static_cast<uint64_t>(*to) - static_cast<uint64_t>(from);
+  } else {
+    int64_t hi = random_max(t);
+    TORCH_CHECK(from <= hi,
+                "random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' casted to "
+                "dtype, but got from=",
+                from, " > to_inc=", hi);
+    TORCH_CHECK(from >= random_min(t), "from is out of bounds for ", dtype_cname(t));
+    range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(from) + 1;  // wraps to 0 for the full int64 range
+  }
+  random_range(self, from, range, gen);
+  return self;
+}
+
+at::Tensor& random_to(at::Tensor& self, int64_t to, std::optional<at::Generator> gen) {
+  return random_from(self, 0, to, gen);
+}
+
+// --- bernoulli ---------------------------------------------------------------------
+
+// self = (u < p) with p a number or a tensor broadcastable to self.
+void bernoulli_into(at::Tensor& self, const Operand& p, std::optional<at::Generator> gen) {
+  if (self.numel() == 0) return;
+  // Compare in f32 (f64 only for double tensors): a float p is off by at
+  // most 2^-24, and f64 is slow on real TPUs.
+  auto ct = compute_type(p.t.defined() ? p.t.scalar_type() : self.scalar_type());
+  eager::OpCall call("bernoulli_");
+  call.attr(static_cast<int64_t>(ct)).attr(static_cast<int64_t>(p.t.defined()));
+  add_rng_state(call, gen, self, self.numel() * words_per(ct));
+  if (p.t.defined())
+    call.input(p.t);
+  else
+    call.scalar(*p.s, ct);
+  call.output(self);
+  ElemType ft = to_elem(ct);
+  Dims d = dims_of(self);
+  call.run([&](Builder& b, const Values& in) {
+    Value u = uniform01(b, in[0], in[1], d, ft);
+    return Values{b.compare(u, b.broadcast_to(b.convert(in[2], ft), d), "LT")};
+  });
+}
+
+at::Tensor& bernoulli_float(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  TORCH_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
+  bernoulli_into(self, c10::Scalar(p), gen);
+  return self;
+}
+
+at::Tensor& bernoulli_tensor(at::Tensor& self, const at::Tensor& p, std::optional<at::Generator> gen) {
+  TORCH_CHECK(at::isFloatingType(p.scalar_type()), "expected probabilities tensor to have floating type, got ",
+              p.scalar_type());
+  // expand gives ATen's shape check and message; a CPU p (not a 0-dim
+  // scalar) is moved over, as CUDA does.
+  at::Tensor pe = p.dim() > 0 && p.is_cpu() ? p.to(self.device()) : p;
+  if (p.dim() > 0) pe = pe.expand(self.sizes());
+  bernoulli_into(self, pe, gen);
+  return self;
+}
+
+at::Tensor& bernoulli_out(const at::Tensor& self, std::optional<at::Generator> gen, at::Tensor& out) {
+  at::native::resize_output(out, self.sizes());
+  return bernoulli_tensor(out, self, gen);
+}
+
+// --- randperm ----------------------------------------------------------------------
+
+at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor& out) {
+  TORCH_CHECK(n >= 0, "n must be non-negative, got", n);
+  auto t = out.scalar_type();
+  TORCH_CHECK(n == 0 || n - 1 <= random_max(t), "n is too large for result tensor type: '", out.toString(), "'");
+  at::native::resize_output(out, {n});
+  if (n == 0) return out;
+  // Sort the indices by random 64-bit keys (ties, ~n^2/2^65, keep order).
+  eager::OpCall call("randperm");
+  add_rng_state(call, gen, out, 2 * n);
+  call.output(out);
+  call.run([&](Builder& b, const Values& in) {
+    Dims d{n};
+    Value keys = random_bits(b, in[0], in[1], d, ElemType::kU64);
+    return Values{b.sort({keys, b.iota(d, 0, ElemType::kS64)}, 0, false)[1]};
+  });
+  return out;
+}
+
+// --- multinomial -------------------------------------------------------------------------
+
+using misc::cumsum;
+constexpr ElemType kS64 = ElemType::kS64;
+
+at::Tensor& multinomial_out(const at::Tensor& self, int64_t num_samples, bool replacement,
+                            std::optional<at::Generator> gen, at::Tensor& out) {
+  TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "multinomial only supports floating-point dtypes for input, got: ", self.scalar_type());
+  TORCH_CHECK(num_samples > 0, "cannot sample n_sample <= 0 samples");
+  int64_t cats = self.size(-1);
+  TORCH_CHECK(replacement || num_samples <= cats,
+              "cannot sample n_sample > prob_dist.size(-1) samples without "
+              "replacement");
+  TORCH_CHECK(cats <= (int64_t(1) << 24), "number of categories cannot exceed 2^24");
+  TORCH_CHECK(out.scalar_type() == c10::kLong, "multinomial expects Long tensor out, got: ", out.scalar_type());
+  std::vector<int64_t> oshape =
+      self.dim() == 1 ? std::vector<int64_t>{num_samples} : std::vector<int64_t>{self.size(0), num_samples};
+  at::native::resize_output(out, oshape);
+  int64_t rows = self.dim() == 1 ? 1 : self.size(0);
+  if (out.numel() == 0) return out;
+  int64_t words = replacement ? rows * num_samples : rows * cats;
+  TpuGeneratorImpl* g = get_generator(gen, self.device().index());
+  uint64_t seed, offset;
+  {
+    std::lock_guard<std::mutex> lock(g->mutex_);
+    seed = g->current_seed();
+    offset = g->advance((words + 3) / 4 * 4);
+  }
+  eager::OpCall call("multinomial");
+  call.attr(num_samples).attr(replacement);
+  call.scalar(c10::Scalar(static_cast<int64_t>(seed)), c10::kLong);
+  call.scalar(c10::Scalar(static_cast<int64_t>(offset)), c10::kLong);
+  call.input(self);
+  call.output(out);
+  call.run([&](Builder& b, const Values& in) {
+    ElemType e = self.scalar_type() == c10::kDouble ? ElemType::kF64 : ElemType::kF32;
+    Value p = b.reshape(b.convert(in[2], e), {rows, cats});
+    Dims ud = replacement ? Dims{rows, num_samples} : Dims{rows, cats};
+    Value st = b.concatenate({b.reshape(b.bitcast_convert(in[0], ElemType::kU64), {1}),
+                              b.reshape(b.bitcast_convert(in[1], ElemType::kU64), {1})},
+                             0);
+    Value bits = b.rng_bit_generator(st, ud, ElemType::kU32)[1];
+    Value top = b.binary("stablehlo.shift_right_logical", bits, b.constant(9, ElemType::kU32, ud));
+    // Uniform in (0, 1): (k + 0.5) / 2^23, exact in f32.
+    Value u = mul(b, add(b, b.convert(top, e), b.constant(0.5, e, ud)), b.constant(std::ldexp(1.0, -23), e, ud));
+    Value res;
+    if (replacement) {
+      // Category = number of CDF entries <= u * total; zero-probability
+      // categories have an empty interval and are never picked.
+      Value cdf = cumsum(b, p, 1);
+      Value total = b.slice(cdf, {0, cats - 1}, {rows, cats}, {1, 1});
+      Value ut = mul(b, u, b.broadcast_in_dim(b.reshape(total, {rows}), ud, {0}));
+      Dims d3{rows, num_samples, cats};
+      Value le = b.compare(b.broadcast_in_dim(cdf, d3, {0, 2}), b.broadcast_in_dim(ut, d3, {0, 1}), "LE");
+      Value cnt = b.reduce(b.convert(le, kS64), zero(b, kS64), {2}, "stablehlo.add");
+      // Rounding can put u * total at the very top: take the last positive category.
+      Value pos = b.compare(p, zero(b, e, {rows, cats}), "GT");
+      Value last = b.reduce(b.select(pos, b.iota({rows, cats}, 1, kS64), b.constant(-1, kS64, {rows, cats})),
+                            lowest(b, kS64), {1}, "stablehlo.maximum");
+      res = b.binary("stablehlo.minimum", cnt, b.broadcast_in_dim(last, ud, {0}));
+    } else {
+      // Gumbel top-k: log p - log(-log u); zero-probability keys are -inf.
+      Value gumbel = b.unary("stablehlo.negate",
+                             b.unary("stablehlo.log", b.unary("stablehlo.negate", b.unary("stablehlo.log", u))));
+      Value key = add(b, b.unary("stablehlo.log", p), gumbel);
+      Values s = b.sort({key, b.iota(ud, 1, kS64)}, 1, true);
+      res = b.slice(s[1], {0, 0}, {rows, num_samples}, {1, 1});
+    }
+    return Values{b.reshape(res, Dims(oshape.begin(), oshape.end()))};
+  });
+  return out;
+}
+at::Tensor multinomial(const at::Tensor& self, int64_t num_samples, bool replacement,
+                       std::optional<at::Generator> gen) {
+  at::Tensor out = empty_tpu({0}, c10::kLong, self.device());
+  return multinomial_out(self, num_samples, replacement, gen, out);
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("uniform_", uniform_);
+  m.impl("normal_", normal_);
+  m.impl("normal.Tensor_float", normal_tf);
+  m.impl("normal.Tensor_float_out", normal_tf_out);
+  m.impl("normal.float_Tensor", normal_ft);
+  m.impl("normal.float_Tensor_out", normal_ft_out);
+  m.impl("normal.Tensor_Tensor", normal_tt);
+  m.impl("normal.Tensor_Tensor_out", normal_tt_out);
+  m.impl("log_normal_", log_normal_);
+  m.impl("exponential_", exponential_);
+  m.impl("cauchy_", cauchy_);
+  m.impl("geometric_", geometric_);
+  m.impl("random_", random_);
+  m.impl("random_.from", random_from);
+  m.impl("random_.to", random_to);
+  m.impl("bernoulli_.float", bernoulli_float);
+  m.impl("bernoulli_.Tensor", bernoulli_tensor);
+  m.impl("bernoulli.out", bernoulli_out);
+  m.impl("randperm.generator_out", randperm_out);
+  m.impl("multinomial", multinomial);
+  m.impl("multinomial.out", multinomial_out);
+}
+
+}  // namespace
+}  // namespace torch_tpu::ops

@@ -1,0 +1,811 @@
+// Reductions: sum, mean, prod, amax/amin, max/min (full and with indices),
+// argmax/argmin, var/std (and *_mean), linalg_vector_norm / norm, any/all,
+// logsumexp, count_nonzero over dims, and nansum and aminmax (composed of
+// the tpu ops: NaNs zeroed then sum; amin and amax). Dims are wrapped and
+// checked, and reductions that ATen rejects (empty max, duplicated dims, bad
+// dtypes) are rejected here with ATen's exception type and message, before
+// anything reaches XLA.
+#include <ATen/native/Resize.h>
+#include <ATen/ops/amax.h>
+#include <ATen/ops/amin.h>
+#include <ATen/ops/isnan.h>
+#include <ATen/ops/sum.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros_like.h>
+#include <c10/core/ScalarType.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <tuple>
+
+#include "ops/common.h"
+
+namespace torch_tpu::ops {
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+// --- planning ----------------------------------------------------------------
+
+struct Plan {
+  Dims dims;          // reduced input dims, ascending (empty for a 0-d input)
+  Dims out_shape;     // result shape honouring keepdim
+  int64_t count = 1;  // input elements folded into each result element
+  bool all = false;   // no dims were named: everything is reduced
+};
+
+// `dim` nullopt (or empty, when `empty_is_all`) reduces every dim.
+Plan plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, bool empty_is_all = true) {
+  int64_t r = self.dim();
+  Plan p;
+  std::vector<bool> seen(std::max<int64_t>(r, 1), false);
+  p.all = !dim.has_value() || (dim->empty() && empty_is_all);
+  if (p.all) {
+    std::fill(seen.begin(), seen.end(), true);
+  } else {
+    for (int64_t d : *dim) {
+      int64_t w = wrap_dim(d, r);
+      TORCH_CHECK(!seen[w], "dim ", w, " appears multiple times in the list of dims");
+      seen[w] = true;
+    }
+  }
+  for (int64_t i = 0; i < r; ++i) {
+    if (seen[i]) {
+      p.dims.push_back(i);
+      p.count *= self.size(i);
+      if (keepdim) p.out_shape.push_back(1);
+    } else {
+      p.out_shape.push_back(self.size(i));
+    }
+  }
+  return p;
+}
+
+// ATen's checks for reductions without an identity (max, amax, argmax...).
+void check_nonempty(const at::Tensor& self, const Plan& p, const char* op, bool index_error_when_all = false) {
+  // Every caller orders values (max/min/amax/amin/argmax...): complex
+  // numbers are unordered, and CPU refuses them too.
+  TORCH_CHECK(!self.is_complex(), op, "(): does not support complex input");
+  if (self.numel() != 0) return;
+  if (p.all) {
+    if (index_error_when_all)
+      TORCH_CHECK_INDEX(false, op, "(): Expected reduction dim to be specified for input.numel() == 0.");
+    TORCH_CHECK(false, op,
+                "(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                "reduction dim with the 'dim' argument.");
+  }
+  for (int64_t d : p.dims)
+    TORCH_CHECK_INDEX(self.size(d) != 0, op, "(): Expected reduction dim ", d, " to have non-zero size.");
+}
+
+void check_out_dtype(const at::Tensor& out, c10::ScalarType expected) {
+  TORCH_CHECK(out.scalar_type() == expected, "Expected out tensor to have dtype ", c10::scalarTypeToTypeMeta(expected),
+              ", but got ", out.dtype(), " instead");
+}
+
+// Integers and bool reduce to int64 (sum, prod), as in ATen.
+c10::ScalarType widened(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  if (dtype) return *dtype;
+  return c10::isIntegralType(self.scalar_type(), /*includeBool=*/true) ? c10::kLong : self.scalar_type();
+}
+
+// Half-precision floats accumulate in f32, then convert back.
+ElemType acc_of(c10::ScalarType t) {
+  if (t == c10::kBFloat16 || t == c10::kHalf) return ElemType::kF32;
+  return to_elem(t);
+}
+c10::ScalarType acc_scalar(c10::ScalarType t) { return (t == c10::kBFloat16 || t == c10::kHalf) ? c10::kFloat : t; }
+
+// --- lowering helpers --------------------------------------------------------
+
+Value fold(Builder& b, Value x, const Dims& dims, const char* kind, Value init) {
+  if (dims.empty()) return x;
+  return b.reduce(x, init, dims, kind);
+}
+
+// Broadcasts a reduced value back over the input's shape.
+Value expand_back(Builder& b, Value r, const Dims& in_shape, const Dims& dims) {
+  Dims mapping;
+  for (int64_t i = 0; i < (int64_t)in_shape.size(); ++i)
+    if (std::find(dims.begin(), dims.end(), i) == dims.end()) mapping.push_back(i);
+  return b.broadcast_in_dim(r, in_shape, mapping);
+}
+
+Value scalar_like(Builder& b, double v, Value x) { return b.constant(v, b.elem(x), b.dims(x)); }
+
+// max/min over floats where NaN wins. stablehlo.maximum alone is not
+// enough: XLA:CPU may lower it with fast min/max, which drops NaNs.
+std::shared_ptr<ir::Graph> nan_extreme_region(ElemType t, bool is_max) {
+  auto g = std::make_shared<ir::Graph>();
+  Value a = g->param({t, {}});
+  Value c = g->param({t, {}});
+  Builder rb(*g);
+  Value r = rb.binary(is_max ? "stablehlo.maximum" : "stablehlo.minimum", a, c);
+  r = rb.select(rb.compare(c, c, "NE"), c, r);
+  r = rb.select(rb.compare(a, a, "NE"), a, r);
+  g->set_outputs({r});
+  return g;
+}
+
+Value extreme_of(Builder& b, Value x, const Dims& dims, bool is_max) {
+  ElemType e = b.elem(x);
+  if (dims.empty()) return x;
+  if (e == ElemType::kPred)
+    return b.reduce(x, b.constant(is_max ? 0 : 1, e), dims, is_max ? "stablehlo.or" : "stablehlo.and");
+  Value init = is_max ? lowest(b, e) : highest(b, e);
+  if (!ir::is_float(e)) return b.reduce(x, init, dims, is_max ? "stablehlo.maximum" : "stablehlo.minimum");
+  return b.reduce_multi({x}, {init}, dims, nan_extreme_region(e, is_max))[0];
+}
+
+Value sum_of(Builder& b, Value x, const Dims& dims) {
+  if (b.elem(x) == ElemType::kPred) return fold(b, x, dims, "stablehlo.or", b.constant(0, ElemType::kPred));
+  return fold(b, x, dims, "stablehlo.add", zero(b, b.elem(x)));
+}
+
+// --- sum / prod / mean -------------------------------------------------------
+
+// Reduces `self` (cast to `dtype`, accumulated in acc_of(dtype)) into `out`.
+void sum_prod(const at::Tensor& self, const Plan& p, c10::ScalarType dtype, const at::Tensor& out, bool prod) {
+  eager::OpCall call(prod ? "prod" : "sum");
+  call.input(self);
+  call.attr(p.dims).attr(static_cast<int64_t>(dtype));
+  call.output(out);
+  ElemType de = to_elem(dtype), acc = acc_of(dtype);
+  const Dims& dims = p.dims;
+  call.run([&](Builder& b, const Values& in) {
+    Value x = b.convert(b.convert(in[0], de), acc);
+    if (!prod) return Values{sum_of(b, x, dims)};
+    if (acc == ElemType::kPred) return Values{fold(b, x, dims, "stablehlo.and", b.constant(1, acc))};
+    return Values{fold(b, x, dims, "stablehlo.multiply", one(b, acc))};
+  });
+}
+
+at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                   std::optional<c10::ScalarType> dtype) {
+  Plan p = plan(self, dim, keepdim);
+  auto dt = widened(self, dtype);
+  at::Tensor out = empty_tpu(p.out_shape, dt, self.device());
+  sum_prod(self, p, dt, out, false);
+  return out;
+}
+at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                    std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  Plan p = plan(self, dim, keepdim);
+  if (dtype) check_out_dtype(out, *dtype);
+  at::native::resize_output(out, p.out_shape);
+  sum_prod(self, p, out.scalar_type(), out, false);
+  return out;
+}
+
+at::Tensor prod_dim(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<c10::ScalarType> dtype) {
+  Plan p = plan(self, c10::IntArrayRef{dim}, keepdim);
+  auto dt = widened(self, dtype);
+  at::Tensor out = empty_tpu(p.out_shape, dt, self.device());
+  sum_prod(self, p, dt, out, true);
+  return out;
+}
+at::Tensor prod_all(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  Plan p = plan(self, std::nullopt, false);
+  auto dt = widened(self, dtype);
+  at::Tensor out = empty_tpu({}, dt, self.device());
+  sum_prod(self, p, dt, out, true);
+  return out;
+}
+at::Tensor& prod_out(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<c10::ScalarType> dtype,
+                     at::Tensor& out) {
+  Plan p = plan(self, c10::IntArrayRef{dim}, keepdim);
+  if (dtype) check_out_dtype(out, *dtype);
+  at::native::resize_output(out, p.out_shape);
+  sum_prod(self, p, out.scalar_type(), out, true);
+  return out;
+}
+
+c10::ScalarType mean_dtype(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  auto t = dtype.value_or(self.scalar_type());
+  TORCH_CHECK(c10::isFloatingType(t), "mean(): could not infer output dtype. ", dtype ? "Optional" : "Input",
+              " dtype must be either a floating point or complex dtype. Got: ", t);
+  return t;
+}
+
+void mean_into(const at::Tensor& self, const Plan& p, c10::ScalarType dtype, const at::Tensor& out) {
+  eager::OpCall call("mean");
+  call.input(self);
+  call.attr(p.dims).attr(static_cast<int64_t>(dtype)).attr(p.count);
+  call.output(out);
+  ElemType de = to_elem(dtype), acc = acc_of(dtype);
+  int64_t n = p.count;
+  const Dims& dims = p.dims;
+  call.run([&](Builder& b, const Values& in) {
+    Value s = sum_of(b, b.convert(b.convert(in[0], de), acc), dims);
+    return Values{b.binary("stablehlo.divide", s, scalar_like(b, static_cast<double>(n), s))};
+  });
+}
+
+at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                    std::optional<c10::ScalarType> dtype) {
+  auto dt = mean_dtype(self, dtype);
+  Plan p = plan(self, dim, keepdim);
+  at::Tensor out = empty_tpu(p.out_shape, dt, self.device());
+  mean_into(self, p, dt, out);
+  return out;
+}
+at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                     std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  auto dt = mean_dtype(self, dtype);
+  Plan p = plan(self, dim, keepdim);
+  prepare_out(out, p.out_shape, dt, "mean");
+  mean_into(self, p, out.scalar_type(), out);
+  return out;
+}
+
+// --- amax / amin / max() / min() ---------------------------------------------
+
+void extreme_into(const char* name, const at::Tensor& self, const Plan& p, bool is_max, const at::Tensor& out) {
+  eager::OpCall call(name);
+  call.input(self);
+  call.attr(p.dims).attr(is_max);
+  call.output(out);
+  const Dims& dims = p.dims;
+  call.run([&](Builder& b, const Values& in) { return Values{extreme_of(b, in[0], dims, is_max)}; });
+}
+
+template <bool kMax>
+at::Tensor amax(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max_values_cpu" : "min_values_cpu",
+                              "\" not implemented for '", c10::toString(self.scalar_type()), "'");
+  const char* name = kMax ? "amax" : "amin";
+  Plan p = plan(self, dim, keepdim);
+  check_nonempty(self, p, name);
+  at::Tensor out = empty_tpu(p.out_shape, self.scalar_type(), self.device());
+  extreme_into(name, self, p, kMax, out);
+  return out;
+}
+template <bool kMax>
+at::Tensor& amax_out(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim, at::Tensor& out) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max_values_cpu" : "min_values_cpu",
+                              "\" not implemented for '", c10::toString(self.scalar_type()), "'");
+  const char* name = kMax ? "amax" : "amin";
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(), "Expected the dtype for input and out to match, but got ",
+              self.scalar_type(), " for input's dtype and ", out.scalar_type(), " for out's dtype.");
+  Plan p = plan(self, dim, keepdim);
+  check_nonempty(self, p, name);
+  at::native::resize_output(out, p.out_shape);
+  extreme_into(name, self, p, kMax, out);
+  return out;
+}
+
+template <bool kMax>
+at::Tensor max_all(const at::Tensor& self) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max_all" : "min_all", "\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
+  const char* name = kMax ? "max" : "min";
+  Plan p = plan(self, std::nullopt, false);
+  check_nonempty(self, p, name);
+  at::Tensor out = empty_tpu({}, self.scalar_type(), self.device());
+  extreme_into(name, self, p, kMax, out);
+  return out;
+}
+template <bool kMax>
+at::Tensor& max_all_out(const at::Tensor& self, at::Tensor& out) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max_all" : "min_all", "\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
+  const char* name = kMax ? "max" : "min";
+  TORCH_CHECK(c10::canCast(self.scalar_type(), out.scalar_type()),
+              "Expected canCast(self.dtype, out.dtype) to be "
+              "true, but got false.");
+  Plan p = plan(self, std::nullopt, false);
+  check_nonempty(self, p, name);
+  at::native::resize_output(out, {});
+  extreme_into(name, self, p, kMax, out);
+  return out;
+}
+
+// --- max.dim / min.dim / argmax / argmin --------------------------------------
+
+// Combiner over (value, index) pairs: the larger (smaller) value wins, NaN
+// beats everything, and ties go to the lower index. That is a total order,
+// so the result does not depend on XLA's reduction order.
+std::shared_ptr<ir::Graph> arg_region(ElemType v, bool is_max) {
+  auto g = std::make_shared<ir::Graph>();
+  Value av = g->param({v, {}});
+  Value ai = g->param({ElemType::kS64, {}});
+  Value bv = g->param({v, {}});
+  Value bi = g->param({ElemType::kS64, {}});
+  Builder rb(*g);
+  Value better = rb.compare(av, bv, is_max ? "GT" : "LT");
+  Value same = rb.compare(av, bv, "EQ");
+  if (ir::is_float(v)) {
+    Value a_nan = rb.compare(av, av, "NE");
+    Value b_nan = rb.compare(bv, bv, "NE");
+    better = rb.binary("stablehlo.or", better, rb.binary("stablehlo.and", a_nan, rb.unary("stablehlo.not", b_nan)));
+    same = rb.binary("stablehlo.or", same, rb.binary("stablehlo.and", a_nan, b_nan));
+  }
+  Value take_a = rb.binary("stablehlo.or", better, rb.binary("stablehlo.and", same, rb.compare(ai, bi, "LT")));
+  g->set_outputs({rb.select(take_a, av, bv), rb.select(take_a, ai, bi)});
+  return g;
+}
+
+// {values, indices} of the max (min) of `x` over `dim` (one dim).
+Values arg_reduce(Builder& b, Value x, int64_t dim, bool is_max) {
+  if (b.elem(x) == ElemType::kPred) x = b.convert(x, ElemType::kS8);
+  ElemType e = b.elem(x);
+  Value idx = b.iota(b.dims(x), dim, ElemType::kS64);
+  Value init_v = is_max ? lowest(b, e) : highest(b, e);
+  Value init_i = b.constant_bits(static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), ElemType::kS64);
+  return b.reduce_multi({x, idx}, {init_v, init_i}, {dim}, arg_region(e, is_max));
+}
+
+void max_dim_into(const char* name, const at::Tensor& self, int64_t dim, bool is_max, const at::Tensor& values,
+                  const at::Tensor& indices) {
+  eager::OpCall call(name);
+  call.input(self);
+  call.attr(dim).attr(is_max);
+  call.output(values);
+  call.output(indices);
+  call.run([&](Builder& b, const Values& in) {
+    if (b.type(in[0]).rank() == 0) return Values{in[0], zero(b, ElemType::kS64)};
+    return arg_reduce(b, in[0], dim, is_max);
+  });
+}
+
+template <bool kMax>
+std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  const char* name = kMax ? "max" : "min";
+  Plan p = plan(self, c10::IntArrayRef{dim}, keepdim);
+  check_nonempty(self, p, name);
+  at::Tensor values = empty_tpu(p.out_shape, self.scalar_type(), self.device());
+  at::Tensor indices = empty_tpu(p.out_shape, c10::kLong, self.device());
+  max_dim_into(name, self, wrap_dim(dim, self.dim()), kMax, values, indices);
+  return {values, indices};
+}
+template <bool kMax>
+std::tuple<at::Tensor&, at::Tensor&> max_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& values,
+                                                 at::Tensor& indices) {
+  const char* name = kMax ? "max" : "min";
+  check_out_dtype(values, self.scalar_type());
+  check_out_dtype(indices, c10::kLong);
+  Plan p = plan(self, c10::IntArrayRef{dim}, keepdim);
+  check_nonempty(self, p, name);
+  at::native::resize_output(values, p.out_shape);
+  at::native::resize_output(indices, p.out_shape);
+  max_dim_into(name, self, wrap_dim(dim, self.dim()), kMax, values, indices);
+  return {values, indices};
+}
+
+template <bool kMax>
+void argmax_into(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim, at::Tensor& out, bool resize) {
+  const char* name = kMax ? "argmax" : "argmin";
+  TORCH_CHECK(self.scalar_type() != c10::kBool, name, "(): does not support bool input");
+  Plan p = dim ? plan(self, c10::IntArrayRef{*dim}, keepdim) : plan(self, std::nullopt, keepdim);
+  check_nonempty(self, p, name, /*index_error_when_all=*/true);
+  if (resize) at::native::resize_output(out, p.out_shape);
+  int64_t d = dim ? wrap_dim(*dim, self.dim()) : -1;  // -1: over the flattened tensor
+  eager::OpCall call(name);
+  call.input(self);
+  call.attr(d);
+  call.output(out);
+  call.run([&](Builder& b, const Values& in) {
+    Value x = in[0];
+    if (b.type(x).rank() == 0) return Values{zero(b, ElemType::kS64)};
+    int64_t rd = d;
+    if (rd < 0) {
+      x = b.reshape(x, {b.type(x).numel()});
+      rd = 0;
+    }
+    return Values{arg_reduce(b, x, rd, kMax)[1]};
+  });
+}
+template <bool kMax>
+at::Tensor argmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  Plan p = dim ? plan(self, c10::IntArrayRef{*dim}, keepdim) : plan(self, std::nullopt, keepdim);
+  at::Tensor out = empty_tpu(p.out_shape, c10::kLong, self.device());
+  argmax_into<kMax>(self, dim, keepdim, out, false);
+  return out;
+}
+template <bool kMax>
+at::Tensor& argmax_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim, at::Tensor& out) {
+  check_out_dtype(out, c10::kLong);
+  argmax_into<kMax>(self, dim, keepdim, out, true);
+  return out;
+}
+
+// --- var / std ---------------------------------------------------------------
+
+// Writes var (or std) and, when `mean_out` is defined, the mean.
+void var_into(const char* name, const at::Tensor& self, const Plan& p, const std::optional<c10::Scalar>& correction,
+              bool take_sqrt, const at::Tensor& out, const at::Tensor& mean_out) {
+  TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "std and var only support floating point and complex dtypes");
+  double c = correction ? correction->toDouble() : 1.0;
+  double divisor = std::max(0.0, static_cast<double>(p.count) - c);
+  if (divisor <= 0)
+    TORCH_WARN(name,
+               "(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
+               "(input numel divided by output numel).");
+  c10::ScalarType compute = out.scalar_type();
+  TORCH_CHECK(c10::isFloatingType(compute), "result type ", self.scalar_type(),
+              " can't be cast to the desired output "
+              "type ",
+              compute);
+  ElemType acc = acc_of(compute);
+  eager::OpCall call(name);
+  call.input(self);
+  call.scalar(divisor, acc_scalar(compute));
+  call.attr(p.dims).attr(take_sqrt).attr(static_cast<int64_t>(compute));
+  call.output(out);
+  if (mean_out.defined()) call.output(mean_out);
+  const Dims& dims = p.dims;
+  bool with_mean = mean_out.defined();
+  int64_t n = p.count;
+  call.run([&](Builder& b, const Values& in) {
+    Value x = b.convert(in[0], acc);
+    Value mean = sum_of(b, x, dims);
+    mean = b.binary("stablehlo.divide", mean, scalar_like(b, static_cast<double>(n), mean));
+    Value centred = b.binary("stablehlo.subtract", x, expand_back(b, mean, b.dims(x), dims));
+    Value ss = sum_of(b, b.binary("stablehlo.multiply", centred, centred), dims);
+    Value div = b.broadcast_to(in[1], b.dims(ss));
+    Value v = b.binary("stablehlo.divide", ss, div);
+    if (take_sqrt) v = b.unary("stablehlo.sqrt", v);
+    Values r{v};
+    if (with_mean) r.push_back(mean);
+    return r;
+  });
+}
+
+template <bool kStd>
+at::Tensor var_correction(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                          const std::optional<c10::Scalar>& correction, bool keepdim) {
+  Plan p = plan(self, dim, keepdim);
+  at::Tensor out = empty_tpu(p.out_shape, self.scalar_type(), self.device());
+  var_into(kStd ? "std" : "var", self, p, correction, kStd, out, at::Tensor());
+  return out;
+}
+template <bool kStd>
+at::Tensor& var_correction_out(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                               const std::optional<c10::Scalar>& correction, bool keepdim, at::Tensor& out) {
+  Plan p = plan(self, dim, keepdim);
+  TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "std and var only support floating point and complex dtypes");
+  prepare_out(out, p.out_shape, self.scalar_type(), kStd ? "std" : "var");
+  var_into(kStd ? "std" : "var", self, p, correction, kStd, out, at::Tensor());
+  return out;
+}
+template <bool kStd>
+std::tuple<at::Tensor, at::Tensor> var_mean_correction(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                                                       const std::optional<c10::Scalar>& correction, bool keepdim) {
+  Plan p = plan(self, dim, keepdim);
+  at::Tensor out = empty_tpu(p.out_shape, self.scalar_type(), self.device());
+  at::Tensor mean = empty_tpu(p.out_shape, self.scalar_type(), self.device());
+  var_into(kStd ? "std_mean" : "var_mean", self, p, correction, kStd, out, mean);
+  return {out, mean};
+}
+
+// --- linalg_vector_norm / norm ------------------------------------------------
+
+std::string ord_text(double ord) {
+  if (std::isinf(ord)) return ord > 0 ? "inf" : "-inf";
+  std::ostringstream os;
+  os << ord;
+  return os.str();
+}
+
+// Checks and result dtype of linalg.vector_norm.
+c10::ScalarType norm_dtype(const at::Tensor& self, double ord, const Plan& p, std::optional<c10::ScalarType> dtype) {
+  TORCH_CHECK(c10::isFloatingType(self.scalar_type()),
+              "linalg.vector_norm: Expected a floating point or complex tensor as input. Got ", self.scalar_type());
+  if (dtype) {
+    TORCH_CHECK(c10::isFloatingType(*dtype), "linalg.vector_norm: dtype should be floating point or complex, but got ",
+                *dtype);
+    TORCH_CHECK(c10::promoteTypes(self.scalar_type(), *dtype) == *dtype, "linalg.vector_norm: the dtype of the input (",
+                self.scalar_type(), ") should be convertible without narrowing to the specified dtype (", *dtype, ")");
+  }
+  if (self.numel() == 0 && (ord < 0 || std::isinf(ord))) {
+    TORCH_CHECK(!p.all, "linalg.vector_norm cannot compute the ", ord_text(ord),
+                " norm on an empty tensor because the operation does not have an identity");
+    for (int64_t d : p.dims)
+      TORCH_CHECK(self.size(d) != 0, "linalg.vector_norm cannot compute the ", ord_text(ord), " norm on the dimension ",
+                  d, "because this dimension is empty and the operation does not have an identity");
+  }
+  return dtype.value_or(self.scalar_type());
+}
+
+void norm_into(const at::Tensor& self, const Plan& p, double ord, c10::ScalarType dtype, const at::Tensor& out) {
+  // Special orders change the program; any other p is a runtime scalar.
+  int64_t kind = ord == 0 ? 0 : ord == 1 ? 1 : ord == 2 ? 2 : std::isinf(ord) ? (ord > 0 ? 3 : 4) : 5;
+  ElemType de = to_elem(dtype), acc = acc_of(dtype);
+  eager::OpCall call("linalg_vector_norm");
+  call.input(self);
+  if (kind == 5) {
+    call.scalar(ord, acc_scalar(dtype));
+    call.scalar(1.0 / ord, acc_scalar(dtype));
+  }
+  call.attr(p.dims).attr(kind).attr(static_cast<int64_t>(dtype));
+  call.output(out);
+  const Dims& dims = p.dims;
+  call.run([&](Builder& b, const Values& in) {
+    Value x = b.convert(b.convert(in[0], de), acc);
+    Value a = b.unary("stablehlo.abs", x);
+    switch (kind) {
+      case 0:
+        return Values{sum_of(b, b.convert(b.compare(x, zero(b, acc, b.dims(x)), "NE"), acc), dims)};
+      case 1:
+        return Values{sum_of(b, a, dims)};
+      case 2:
+        return Values{b.unary("stablehlo.sqrt", sum_of(b, b.binary("stablehlo.multiply", x, x), dims))};
+      case 3:
+        return Values{extreme_of(b, a, dims, true)};
+      case 4:
+        return Values{extreme_of(b, a, dims, false)};
+      default: {
+        Value pw = b.binary("stablehlo.power", a, b.broadcast_to(in[1], b.dims(a)));
+        Value s = sum_of(b, pw, dims);
+        return Values{b.binary("stablehlo.power", s, b.broadcast_to(in[2], b.dims(s)))};
+      }
+    }
+  });
+}
+
+at::Tensor linalg_vector_norm(const at::Tensor& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
+                              std::optional<c10::ScalarType> dtype) {
+  Plan p = plan(self, dim, keepdim);
+  double o = ord.toDouble();
+  auto dt = norm_dtype(self, o, p, dtype);
+  at::Tensor out = empty_tpu(p.out_shape, dt, self.device());
+  norm_into(self, p, o, dt, out);
+  return out;
+}
+at::Tensor& linalg_vector_norm_out(const at::Tensor& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim,
+                                   bool keepdim, std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  Plan p = plan(self, dim, keepdim);
+  double o = ord.toDouble();
+  auto dt = norm_dtype(self, o, p, dtype);
+  check_out_dtype(out, dt);
+  at::native::resize_output(out, p.out_shape);
+  norm_into(self, p, o, dt, out);
+  return out;
+}
+at::Tensor& norm_dtype_out(const at::Tensor& self, const std::optional<c10::Scalar>& pv, c10::IntArrayRef dim,
+                           bool keepdim, c10::ScalarType dtype, at::Tensor& out) {
+  return linalg_vector_norm_out(self, pv.value_or(2.0), dim, keepdim, dtype, out);
+}
+at::Tensor& norm_out(const at::Tensor& self, const std::optional<c10::Scalar>& pv, c10::IntArrayRef dim, bool keepdim,
+                     at::Tensor& out) {
+  return linalg_vector_norm_out(self, pv.value_or(2.0), dim, keepdim, std::nullopt, out);
+}
+
+// --- any / all ---------------------------------------------------------------
+
+c10::ScalarType anyall_dtype(const at::Tensor& self) {
+  return self.scalar_type() == c10::kByte ? c10::kByte : c10::kBool;
+}
+
+void anyall_into(const at::Tensor& self, const Plan& p, bool is_any, const at::Tensor& out) {
+  eager::OpCall call(is_any ? "any" : "all");
+  call.input(self);
+  call.attr(p.dims).attr(is_any);
+  call.output(out);
+  const Dims& dims = p.dims;
+  call.run([&](Builder& b, const Values& in) {
+    Value x = in[0];
+    if (b.elem(x) != ElemType::kPred) x = b.compare(x, zero(b, b.elem(x), b.dims(x)), "NE");
+    return Values{
+        fold(b, x, dims, is_any ? "stablehlo.or" : "stablehlo.and", b.constant(is_any ? 0 : 1, ElemType::kPred))};
+  });
+}
+
+template <bool kAny>
+at::Tensor anyall_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
+  Plan p = plan(self, dim, keepdim, /*empty_is_all=*/false);
+  at::Tensor out = empty_tpu(p.out_shape, anyall_dtype(self), self.device());
+  anyall_into(self, p, kAny, out);
+  return out;
+}
+template <bool kAny>
+at::Tensor anyall_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  return anyall_dims<kAny>(self, c10::IntArrayRef{dim}, keepdim);
+}
+template <bool kAny>
+at::Tensor anyall(const at::Tensor& self) {
+  return anyall_dims<kAny>(self, std::nullopt, false);
+}
+template <bool kAny>
+at::Tensor& anyall_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == c10::kBool || out.scalar_type() == c10::kByte, kAny ? "any" : "all",
+              " only supports bool tensor for result, got: ", out.scalar_type());
+  Plan p = plan(self, dim, keepdim, /*empty_is_all=*/false);
+  at::native::resize_output(out, p.out_shape);
+  anyall_into(self, p, kAny, out);
+  return out;
+}
+template <bool kAny>
+at::Tensor& anyall_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) {
+  return anyall_dims_out<kAny>(self, c10::IntArrayRef{dim}, keepdim, out);
+}
+template <bool kAny>
+at::Tensor& anyall_all_out(const at::Tensor& self, at::Tensor& out) {
+  return anyall_dims_out<kAny>(self, std::nullopt, false, out);
+}
+
+// --- logsumexp ---------------------------------------------------------------
+
+void logsumexp_into(const at::Tensor& self, const Plan& p, const at::Tensor& out) {
+  c10::ScalarType dtype = out.scalar_type();
+  ElemType acc = acc_of(dtype);
+  eager::OpCall call("logsumexp");
+  call.input(self);
+  call.attr(p.dims).attr(static_cast<int64_t>(dtype));
+  call.output(out);
+  const Dims& dims = p.dims;
+  call.run([&](Builder& b, const Values& in) {
+    Value x = b.convert(in[0], acc);
+    // Shift by the max for stability; an infinite max is replaced by 0 so
+    // that all -inf gives -inf and +inf gives +inf rather than NaN.
+    Value m = extreme_of(b, x, dims, true);
+    Value inf = b.constant(std::numeric_limits<double>::infinity(), acc, b.dims(m));
+    Value finite = b.compare(b.unary("stablehlo.abs", m), inf, "LT");
+    Value shift = b.select(finite, m, zero(b, acc, b.dims(m)));
+    Value e =
+        b.unary("stablehlo.exponential", b.binary("stablehlo.subtract", x, expand_back(b, shift, b.dims(x), dims)));
+    Value r = b.unary("stablehlo.log", sum_of(b, e, dims));
+    return Values{b.binary("stablehlo.add", r, shift)};
+  });
+}
+
+at::Tensor logsumexp(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim) {
+  Plan p = plan(self, dim, keepdim);
+  at::Tensor out = empty_tpu(p.out_shape, float_result(self.scalar_type()), self.device());
+  logsumexp_into(self, p, out);
+  return out;
+}
+at::Tensor& logsumexp_out(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim, at::Tensor& out) {
+  TORCH_CHECK(c10::isFloatingType(out.scalar_type()),
+              "logsumexp(): Expected floating point type for result tensor, but got: ", out.scalar_type());
+  Plan p = plan(self, dim, keepdim);
+  at::native::resize_output(out, p.out_shape);
+  logsumexp_into(self, p, out);
+  return out;
+}
+
+// --- nansum / aminmax ------------------------------------------------------------
+
+using c10::ScalarType;
+
+at::Tensor nan_zeroed(const at::Tensor& self) {
+  if (!c10::isFloatingType(self.scalar_type())) return self;
+  return at::where(at::isnan(self), at::zeros_like(self), self);
+}
+void check_nansum(const at::Tensor& self) {
+  TORCH_CHECK(!c10::isComplexType(self.scalar_type()), "nansum does not support complex inputs");
+}
+at::Tensor nansum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<ScalarType> dtype) {
+  check_nansum(self);
+  return at::sum(nan_zeroed(self), dim, keepdim, dtype);
+}
+at::Tensor& nansum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                       std::optional<ScalarType> dtype, at::Tensor& out) {
+  check_nansum(self);
+  return at::sum_out(out, nan_zeroed(self), dim, keepdim, dtype);
+}
+
+std::vector<int64_t> aminmax_dims(const at::Tensor& self, std::optional<int64_t> dim) {
+  if (dim.has_value()) {
+    int64_t d = wrap_dim(*dim, std::max<int64_t>(self.dim(), 1));
+    TORCH_CHECK(self.dim() == 0 || self.size(d) != 0, "aminmax(): Expected reduction dim ", d,
+                " to have non-zero size.");
+    return self.dim() == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{d};
+  }
+  TORCH_CHECK(self.numel() > 0,
+              "aminmax(): cannot compute aminmax over an empty dimension as the operation has "
+              "no identity.");
+  std::vector<int64_t> all;
+  for (int64_t i = 0; i < self.dim(); ++i) all.push_back(i);
+  return all;
+}
+std::tuple<at::Tensor, at::Tensor> aminmax_fn(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  auto dims = aminmax_dims(self, dim);
+  if (self.dim() == 0) return {self.clone(), self.clone()};
+  return {at::amin(self, dims, keepdim), at::amax(self, dims, keepdim)};
+}
+std::tuple<at::Tensor&, at::Tensor&> aminmax_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim,
+                                                 at::Tensor& mn, at::Tensor& mx) {
+  auto [a, b] = aminmax_fn(self, dim, keepdim);
+  TORCH_CHECK(mn.scalar_type() == self.scalar_type() && mx.scalar_type() == self.scalar_type(),
+              "Expected out tensor to have dtype ", self.scalar_type(), ", but got ", mn.scalar_type(), " instead");
+  prepare_out(mn, a.sizes(), a.scalar_type(), "aminmax");
+  prepare_out(mx, b.sizes(), b.scalar_type(), "aminmax");
+  mn.copy_(a);
+  mx.copy_(b);
+  return {mn, mx};
+}
+
+// --- count_nonzero ----------------------------------------------------------
+
+constexpr ElemType kS64 = ElemType::kS64;
+
+at::Tensor count_nonzero_dims(const at::Tensor& self, c10::IntArrayRef dims) {
+  int64_t r = self.dim();
+  std::vector<bool> seen(std::max<int64_t>(r, 1), false);
+  Dims red;
+  for (int64_t x : dims) {
+    int64_t d = wrap_dim(x, r);
+    TORCH_CHECK(!seen[d], "dim ", d, " appears multiple times in the list of dims");
+    seen[d] = true;
+    if (r > 0) red.push_back(d);
+  }
+  if (dims.empty())
+    for (int64_t i = 0; i < r; ++i) red.push_back(i);
+  std::sort(red.begin(), red.end());
+  std::vector<int64_t> oshape;
+  for (int64_t i = 0; i < r; ++i)
+    if (std::find(red.begin(), red.end(), i) == red.end()) oshape.push_back(self.size(i));
+  at::Tensor out = empty_tpu(oshape, c10::kLong, self.device());
+  Dims shape(self.sizes().begin(), self.sizes().end());
+  eager::OpCall call("count_nonzero");
+  call.attr(c10::IntArrayRef(red));
+  call.input(self);
+  call.output(out);
+  call.run([&](Builder& b, const Values& in) {
+    Value nz = b.convert(b.compare(in[0], zero(b, b.elem(in[0]), shape), "NE"), kS64);
+    return Values{b.reduce(nz, zero(b, kS64), red, "stablehlo.add")};
+  });
+  return out;
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("sum.dim_IntList", sum_dim);
+  m.impl("sum.IntList_out", sum_out);
+  m.impl("mean.dim", mean_dim);
+  m.impl("mean.out", mean_out);
+  m.impl("prod", prod_all);
+  m.impl("prod.dim_int", prod_dim);
+  m.impl("prod.int_out", prod_out);
+  m.impl("amax", amax<true>);
+  m.impl("amax.out", amax_out<true>);
+  m.impl("amin", amax<false>);
+  m.impl("amin.out", amax_out<false>);
+  m.impl("max", max_all<true>);
+  m.impl("max.unary_out", max_all_out<true>);
+  m.impl("min", max_all<false>);
+  m.impl("min.unary_out", max_all_out<false>);
+  m.impl("max.dim", max_dim<true>);
+  m.impl("max.dim_max", max_dim_out<true>);
+  m.impl("min.dim", max_dim<false>);
+  m.impl("min.dim_min", max_dim_out<false>);
+  m.impl("argmax", argmax<true>);
+  m.impl("argmax.out", argmax_out<true>);
+  m.impl("argmin", argmax<false>);
+  m.impl("argmin.out", argmax_out<false>);
+  m.impl("var.correction", var_correction<false>);
+  m.impl("var.correction_out", var_correction_out<false>);
+  m.impl("std.correction", var_correction<true>);
+  m.impl("std.correction_out", var_correction_out<true>);
+  m.impl("var_mean.correction", var_mean_correction<false>);
+  m.impl("std_mean.correction", var_mean_correction<true>);
+  m.impl("linalg_vector_norm", linalg_vector_norm);
+  m.impl("linalg_vector_norm.out", linalg_vector_norm_out);
+  m.impl("norm.out", norm_out);
+  m.impl("norm.dtype_out", norm_dtype_out);
+  m.impl("any", anyall<true>);
+  m.impl("any.dim", anyall_dim<true>);
+  m.impl("any.dims", anyall_dims<true>);
+  m.impl("any.all_out", anyall_all_out<true>);
+  m.impl("any.out", anyall_dim_out<true>);
+  m.impl("any.dims_out", anyall_dims_out<true>);
+  m.impl("all", anyall<false>);
+  m.impl("all.dim", anyall_dim<false>);
+  m.impl("all.dims", anyall_dims<false>);
+  m.impl("all.all_out", anyall_all_out<false>);
+  m.impl("all.out", anyall_dim_out<false>);
+  m.impl("all.dims_out", anyall_dims_out<false>);
+  m.impl("logsumexp", logsumexp);
+  m.impl("logsumexp.out", logsumexp_out);
+  m.impl("nansum", nansum);
+  m.impl("nansum.out", nansum_out);
+  m.impl("aminmax", aminmax_fn);
+  m.impl("aminmax.out", aminmax_out);
+  m.impl("count_nonzero.dim_IntList", count_nonzero_dims);
+}
+
+}  // namespace
+}  // namespace torch_tpu::ops

@@ -1,0 +1,214 @@
+// Scans along a dim: cumsum / cumprod (functional, in-place and out=),
+// cummax / cummin (the _cummax_helper / _cummin_helper kernels) and
+// _logcumsumexp. cumsum/cumprod lower as an inclusive prefix scan with
+// reduce_window (a window spanning the whole dim, padded on the low side
+// with the identity), which is exact for integers and is the form XLA's TPU
+// backend recognises as a scan; cummax/cummin are such scans too (of the
+// values and of the positions that hit the running extreme), and
+// _logcumsumexp is a Hillis-Steele scan of log-add-exp steps.
+#include <ATen/native/Resize.h>
+#include <c10/core/ScalarType.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <limits>
+
+#include "ops/common.h"
+
+namespace torch_tpu::ops {
+namespace {
+
+using ir::Dims;
+
+Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
+Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
+
+void check_float(const at::Tensor& t, const char* kernel) {
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t.scalar_type()), "\"", kernel, "\" not implemented for '",
+                              c10::toString(t.scalar_type()), "'");
+}
+
+// ATen's result dtype: the dtype argument, else integers and bool widen to int64.
+c10::ScalarType scan_dtype(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  if (dtype) return *dtype;
+  return c10::isIntegralType(self.scalar_type(), /*includeBool=*/true) ? c10::kLong : self.scalar_type();
+}
+
+void scan_into(const at::Tensor& self, int64_t dim, bool prod, const at::Tensor& out) {
+  c10::ScalarType dtype = out.scalar_type();
+  ElemType de = to_elem(dtype);
+  // Half-precision floats accumulate in f32, like ATen's CPU kernels; bool in int64.
+  ElemType acc = (dtype == c10::kBFloat16 || dtype == c10::kHalf) ? ElemType::kF32
+                 : dtype == c10::kBool                            ? ElemType::kS64
+                                                                  : de;
+  eager::OpCall call(prod ? "cumprod" : "cumsum");
+  call.input(self);
+  call.attr(dim).attr(static_cast<int64_t>(dtype));
+  call.output(out);
+  call.run([&](Builder& b, const Values& in) {
+    Value x = b.convert(b.convert(in[0], de), acc);
+    int64_t r = b.type(x).rank();
+    if (r == 0) return Values{x};
+    int64_t n = b.dims(x)[dim];
+    std::vector<int64_t> window(r, 1), strides(r, 1), dil(r, 1);
+    std::vector<std::pair<int64_t, int64_t>> padding(r, {0, 0});
+    window[dim] = n;
+    padding[dim] = {n - 1, 0};
+    Value init = prod ? one(b, acc) : zero(b, acc);
+    return Values{
+        b.reduce_window(x, init, window, strides, dil, dil, padding, prod ? "stablehlo.multiply" : "stablehlo.add")};
+  });
+}
+
+template <bool kProd>
+at::Tensor scan(const at::Tensor& self, int64_t dim, std::optional<c10::ScalarType> dtype) {
+  int64_t d = wrap_dim(dim, self.dim());
+  at::Tensor out = empty_tpu(self.sizes(), scan_dtype(self, dtype), self.device());
+  scan_into(self, d, kProd, out);
+  return out;
+}
+
+template <bool kProd>
+at::Tensor& scan_out(const at::Tensor& self, int64_t dim, std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  int64_t d = wrap_dim(dim, self.dim());
+  if (dtype)
+    TORCH_CHECK(out.scalar_type() == *dtype, "Expected out tensor to have dtype ", c10::scalarTypeToTypeMeta(*dtype),
+                ", but got ", out.dtype(), " instead");
+  at::native::resize_output(out, self.sizes());
+  scan_into(self, d, kProd, out);
+  return out;
+}
+
+template <bool kProd>
+at::Tensor& scan_(at::Tensor& self, int64_t dim, std::optional<c10::ScalarType> dtype) {
+  int64_t d = wrap_dim(dim, self.dim());
+  if (dtype)
+    TORCH_CHECK(self.scalar_type() == *dtype, "Bad in-place call: input tensor dtype ", self.dtype(),
+                " and output tensor dtype ", c10::scalarTypeToTypeMeta(*dtype), " should match");
+  scan_into(self, d, kProd, self);
+  return self;
+}
+
+// --- cummax / cummin ----------------------------------------------------------------
+// CPU moves the index to j whenever x[j] is NaN or ties/beats the running
+// extreme, i.e. whenever x[j] equals the running extreme at j (NaN once a
+// NaN was seen). So indices are a running max of those j, and both outputs
+// are plain reduce_window scans.
+
+Value running(Builder& b, Value x, int64_t dim, Value init, const char* kind) {
+  int64_t r = b.type(x).rank();
+  int64_t n = b.dims(x)[dim];
+  std::vector<int64_t> window(r, 1), strides(r, 1), dil(r, 1);
+  std::vector<std::pair<int64_t, int64_t>> padding(r, {0, 0});
+  window[dim] = n;
+  padding[dim] = {n - 1, 0};
+  return b.reduce_window(x, init, window, strides, dil, dil, padding, kind);
+}
+
+template <bool kMax>
+void cummaxmin_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indices, int64_t dim) {
+  int64_t d = wrap_dim(dim, self.dim());
+  eager::OpCall call(kMax ? "cummax" : "cummin");
+  call.attr(d);
+  call.input(self);
+  call.output(values);
+  call.output(indices);
+  call.run([&](Builder& b, const Values& in) {
+    Value x = in[0];
+    if (b.type(x).rank() == 0) return Values{x, b.constant(0, ElemType::kS64)};
+    const char* ext = kMax ? "stablehlo.maximum" : "stablehlo.minimum";
+    ElemType et = b.elem(x);
+    Value v;
+    Value hit;
+    if (ir::is_float(et)) {
+      Value isnan = b.compare(x, x, "NE");
+      Value clean = b.select(isnan, b.constant(kMax ? -INFINITY : INFINITY, et, b.dims(x)), x);
+      Value ext_v = running(b, clean, d, kMax ? lowest(b, et) : highest(b, et), ext);
+      Value nan_seen =
+          running(b, b.convert(isnan, ElemType::kS32), d, b.constant(0, ElemType::kS32), "stablehlo.maximum");
+      nan_seen = b.compare(nan_seen, b.constant(0, ElemType::kS32, b.dims(x)), "NE");
+      v = b.select(nan_seen, b.constant(NAN, et, b.dims(x)), ext_v);
+      hit = b.binary("stablehlo.or", isnan, b.compare(x, v, "EQ"));
+    } else if (et == ElemType::kPred) {
+      Value xi = b.convert(x, ElemType::kS32);
+      Value vi = running(b, xi, d, b.constant(kMax ? 0 : 1, ElemType::kS32), ext);
+      v = b.convert(vi, et);
+      hit = b.compare(xi, vi, "EQ");
+    } else {
+      v = running(b, x, d, kMax ? lowest(b, et) : highest(b, et), ext);
+      hit = b.compare(x, v, "EQ");
+    }
+    Value j = b.iota(b.dims(x), d, ElemType::kS64);
+    Value cand = b.select(hit, j, b.constant(-1, ElemType::kS64, b.dims(x)));
+    Value idx = running(b, cand, d, b.constant(-1, ElemType::kS64), "stablehlo.maximum");
+    return Values{v, idx};
+  });
+}
+
+// --- _logcumsumexp -----------------------------------------------------------------------
+// log(exp(a) + exp(b)) as CPU computes it: infinities of equal sign stay put.
+Value log_add_exp(Builder& b, Value x, Value y) {
+  Value mn = b.binary("stablehlo.minimum", x, y);
+  Value mx = b.binary("stablehlo.maximum", x, y);
+  Value r = add(b, mx, b.unary("stablehlo.log_plus_one", b.unary("stablehlo.exponential", sub(b, mn, mx))));
+  Value inf = cst(b, std::numeric_limits<double>::infinity(), mn);
+  Value infinite = b.compare(b.unary("stablehlo.abs", mn), inf, "EQ");
+  Value keep = b.binary("stablehlo.and", b.compare(mn, mx, "EQ"), infinite);
+  // NaN propagates explicitly: XLA:CPU's minimum/maximum need not.
+  Value nan = b.binary("stablehlo.or", b.compare(x, x, "NE"), b.compare(y, y, "NE"));
+  return b.select(nan, add(b, x, y), b.select(keep, x, r));
+}
+at::Tensor& logcumsumexp_out(const at::Tensor& self, int64_t dim, at::Tensor& out) {
+  check_float(self, "logcumsumexp_out_cpu");
+  int64_t r = std::max<int64_t>(self.dim(), 1);
+  int64_t d0 = wrap_dim(dim, r);
+  prepare_out(out, self.sizes(), self.scalar_type(), "logcumsumexp");
+  if (self.numel() == 0) return out;
+  // CPU accumulates float in double; an f64 scan here corrupted the heap
+  // inside XLA:CPU for some shapes (e.g. [9, 4] along dim 0), so this stays
+  // in opmath and the f32 backward (which cancels large terms) is ~1e-3 off.
+  auto ct = opmath(self.scalar_type());
+  ElemType e = to_elem(ct);
+  Dims d = dims_of(self);
+  Dims d1 = d.empty() ? Dims{1} : d;
+  eager::OpCall call("_logcumsumexp");
+  call.attr(d0).attr(static_cast<int64_t>(ct));
+  call.input(self);
+  call.output(out);
+  call.run([&](Builder& b, const Values& in) {
+    // Hillis-Steele scan: log2(n) steps of y[i] = lae(y[i], y[i - k]).
+    Value y = b.reshape(b.convert(in[0], e), d1);
+    int64_t n = d1[d0];
+    for (int64_t k = 1; k < n; k *= 2) {
+      Dims start(d1.size(), 0), limit = d1, strides(d1.size(), 1);
+      limit[d0] = n - k;
+      Value head = b.slice(y, start, limit, strides);
+      Dims lo(d1.size(), 0), hi(d1.size(), 0), interior(d1.size(), 0);
+      lo[d0] = k;
+      Value shifted = b.pad(head, b.constant(-std::numeric_limits<double>::infinity(), e), lo, hi, interior);
+      y = log_add_exp(b, y, shifted);
+    }
+    return Values{b.reshape(y, d)};
+  });
+  return out;
+}
+at::Tensor logcumsumexp(const at::Tensor& self, int64_t dim) {
+  at::Tensor out = empty_like_tpu(self);
+  return logcumsumexp_out(self, dim, out);
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("cumsum", scan<false>);
+  m.impl("cumsum.out", scan_out<false>);
+  m.impl("cumsum_", scan_<false>);
+  m.impl("cumprod", scan<true>);
+  m.impl("cumprod.out", scan_out<true>);
+  m.impl("cumprod_", scan_<true>);
+  m.impl("_cummax_helper", cummaxmin_helper<true>);
+  m.impl("_cummin_helper", cummaxmin_helper<false>);
+  m.impl("_logcumsumexp", logcumsumexp);
+  m.impl("_logcumsumexp.out", logcumsumexp_out);
+}
+
+}  // namespace
+}  // namespace torch_tpu::ops

@@ -1,0 +1,278 @@
+"""Indexing ops against PyTorch CPU (csrc/ops/index/indexing.cc): index_select,
+gather/scatter, index_add/copy/fill, embedding, masked ops, nonzero and
+nonzero_static, advanced indexing, one_hot, and the TORCH_TPU_DEBUG_CHECKS
+bounds checks."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.helpers import TPU, both_raise, check
+
+DTYPES = [torch.float32, torch.bfloat16, torch.int32, torch.int64, torch.bool]
+
+
+def rand(*shape, dtype=torch.float32):
+    if dtype == torch.bool:
+        return torch.rand(*shape) > 0.5
+    if dtype.is_floating_point:
+        return torch.randn(*shape).to(dtype)
+    return torch.randint(-10, 10, shape, dtype=dtype)
+
+
+# --- index_select / gather / scatter ----------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_index_select(dtype):
+    x = rand(4, 5, dtype=dtype)
+    idx = torch.tensor([3, 0, 0, 2])
+    check(lambda a, i: a.index_select(0, i), x, idx)
+    check(lambda a, i: a.index_select(1, i), x, idx.int())
+    check(lambda a, i: a[1:, ::2].index_select(-1, i), x, torch.tensor([2, 1]))
+
+
+def test_index_select_grad_out_errors():
+    check(lambda a, i: a.index_select(0, i), torch.randn(4, 3), torch.tensor([1, 1, 3]), grad=True)
+    x, idx = torch.randn(4, 3), torch.tensor([2, 0])
+    big = torch.zeros(4, 3)
+    torch.index_select(x, 0, idx, out=big[1:3])
+    tbig = torch.zeros(4, 3, device=TPU)
+    torch.index_select(x.to(TPU), 0, idx.to(TPU), out=tbig[1:3])
+    torch.testing.assert_close(tbig.cpu(), big)
+    with pytest.raises(IndexError):
+        x.to(TPU).index_select(0, torch.tensor([[0]], device=TPU))
+    with pytest.raises(TypeError):
+        x.to(TPU).index_select(0, torch.tensor([0.0], device=TPU))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gather_scatter_dtypes(dtype):
+    x = rand(3, 4, dtype=dtype)
+    idx = torch.tensor([[0, 1, 2, 0], [2, 2, 1, 0]])
+    check(lambda a, i: a.gather(0, i), x, idx)
+    check(lambda a, i: a.gather(1, i[:, :3]), x, idx)
+    src = rand(2, 4, dtype=dtype)
+    uniq = torch.tensor([[0, 1, 2, 0], [2, 2, 1, 1]])
+    check(lambda a, i, s: a.scatter(0, i, s), x, uniq, src)
+    check(lambda a, i: a.scatter(1, i, 1), x, torch.tensor([[0, 3], [3, 0]]))
+
+
+def test_gather_scatter_grad():
+    idx = torch.tensor([[0, 1, 2, 0], [2, 2, 1, 0]])
+    check(lambda a, i: a.gather(0, i), torch.randn(3, 4), idx, grad=True)
+    check(lambda a, i: a.t().gather(1, i[:, :3]), torch.randn(4, 3), idx, grad=True)
+    check(lambda a, i, s: a.scatter_add(0, i, s), torch.randn(3, 4), idx, torch.randn(2, 4), grad=True)
+    check(lambda a, i, s: a.scatter(0, i, s), torch.randn(3, 4), torch.tensor([[0, 1, 2, 0]]), torch.randn(1, 4),
+          grad=True)
+
+
+def test_scatter_reduce_variants():
+    idx = torch.tensor([[0, 1, 2, 0], [2, 2, 1, 0], [0, 0, 0, 0]])
+    x, s = torch.randn(3, 4), torch.randn(3, 4)
+    check(lambda a, i, s: a.scatter(0, i, s, reduce="add"), x, idx, s)
+    check(lambda a, i, s: a.scatter(0, i, s, reduce="multiply"), x, idx, s)
+    check(lambda a, i: a.scatter(0, i, 2.0, reduce="multiply"), x, idx)
+    check(lambda a, i, s: a.clone().scatter_add_(0, i, s), x, idx, s)
+    for red in ("sum", "prod", "mean", "amax", "amin"):
+        for inc in (True, False):
+            check(lambda a, i, s: a.scatter_reduce(0, i, s, red, include_self=inc), x, idx, s)
+    xi, si = torch.randint(-9, 9, (3, 4)), torch.randint(-9, 9, (3, 4))
+    for red in ("sum", "mean", "amax"):
+        check(lambda a, i, s: a.scatter_reduce(0, i, s, red, include_self=False), xi, idx, si)
+    check(lambda a, i, s: a.scatter_add(0, i, s), xi, idx, si)
+    with pytest.raises(RuntimeError):
+        x.to(TPU).scatter(0, idx.to(TPU), s.to(TPU), reduce="max")
+
+
+def test_gather_errors_and_out_of_range():
+    x = torch.randn(3).to(TPU)
+    with pytest.raises(RuntimeError):
+        x.gather(0, torch.tensor([0.0], device=TPU))
+    with pytest.raises(RuntimeError):
+        x.gather(0, torch.tensor([[0]], device=TPU))
+    # Out of range without debug checks: clamped / dropped, never a crash.
+    x.gather(0, torch.tensor([7], device=TPU)).cpu()
+    x.clone().scatter_(0, torch.tensor([7], device=TPU), 1.0).cpu()
+    x.index_select(0, torch.tensor([7], device=TPU)).cpu()
+
+
+def test_debug_checks_subprocess():
+    import os
+    import subprocess
+    import sys
+    code = """
+import torch, pytest
+x = torch.randn(3).to("tpu")
+for f, exc, msg in [
+    (lambda: x.gather(0, torch.tensor([5], device='tpu')), RuntimeError, 'index 5 is out of bounds for dimension 0 with size 3'),
+    (lambda: x[torch.tensor([5], device='tpu')], IndexError, 'index 5 is out of bounds for dimension 0 with size 3'),
+    (lambda: x[torch.tensor([-4], device='tpu')], IndexError, 'index -4 is out of bounds'),
+    (lambda: x.index_select(0, torch.tensor([3], device='tpu')), IndexError, 'index out of range in self'),
+    (lambda: torch.nn.functional.embedding(torch.tensor([7], device='tpu'), torch.randn(3, 2).to("tpu")), IndexError, 'index out of range in self'),
+]:
+    with pytest.raises(exc, match=msg):
+        f()
+assert x[torch.tensor([-1], device='tpu')].item() == x[-1].item()
+print('OK')
+"""
+    env = dict(os.environ, TORCH_TPU_DEBUG_CHECKS="1")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stdout + r.stderr
+
+
+# --- index_add / index_copy / index_fill / embedding --------------------------------
+
+def test_index_add_copy_fill():
+    x, idx = torch.randn(5, 3), torch.tensor([4, 0, 4])
+    src = torch.randn(3, 3)
+    check(lambda a, i, s: a.index_add(0, i, s, alpha=2), x, idx, src, grad=True)
+    check(lambda a, i, s: a.clone().index_add_(1, i, s), x, torch.tensor([2, 0]), torch.randn(5, 2))
+    check(lambda a, i, s: a.index_copy(0, i, s), x, torch.tensor([4, 0, 2]), src, grad=True)
+    check(lambda a, i: a.clone().index_fill_(1, i, -1.5), x, torch.tensor([0, 2]))
+    check(lambda a, i: a.index_fill(0, i, torch.tensor(3.0)), x, torch.tensor([-1, 1]))
+    xi = torch.randint(0, 5, (5, 3))
+    check(lambda a, i, s: a.index_add(0, i, s), xi, idx, torch.randint(0, 5, (3, 3)))
+
+
+def test_embedding():
+    w = torch.randn(10, 4)
+    idx = torch.tensor([[1, 2, 1], [9, 0, 2]])
+    check(lambda w, i: torch.nn.functional.embedding(i, w), w, idx, grad=True)
+    check(lambda w, i: torch.nn.functional.embedding(i, w, padding_idx=2), w, idx, grad=True)
+    check(lambda w, i: torch.nn.functional.embedding(i, w, scale_grad_by_freq=True), w, idx, grad=True)
+
+
+# --- masked ops / nonzero ---------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_masked_fill(dtype):
+    x, m = rand(3, 4, dtype=dtype), torch.rand(3, 4) > 0.5
+    v = True if dtype == torch.bool else 3
+    check(lambda a, m: a.masked_fill(m, v), x, m)
+    check(lambda a, m: a.clone().masked_fill_(m[0], v), x, m)
+    check(lambda a, m: a.masked_fill(m, torch.tensor(v)), x, m)
+
+
+def test_masked_fill_grad_views_errors():
+    m = torch.rand(4, 3) > 0.5
+    check(lambda a, m: a.t().masked_fill(m, -1.0), torch.randn(3, 4), m, grad=True)
+    x = torch.zeros(4, 4)
+    x[1:3].masked_fill_(torch.tensor([True, False, True, False]), 2.0)
+    t = torch.zeros(4, 4, device=TPU)
+    t[1:3].masked_fill_(torch.tensor([True, False, True, False], device=TPU), 2.0)
+    torch.testing.assert_close(t.cpu(), x)
+    with pytest.raises(RuntimeError):
+        t.masked_fill_(torch.ones(4, 4, device=TPU), 1.0)
+    with pytest.raises(RuntimeError):
+        t.masked_fill_(torch.ones(4, 4, dtype=torch.bool, device=TPU), torch.ones(2, device=TPU))
+    with pytest.raises(RuntimeError):
+        t.masked_fill_(torch.ones(5, dtype=torch.bool, device=TPU), 1.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.bool])
+def test_nonzero_masked_select(dtype):
+    x = rand(3, 5, dtype=dtype)
+    check(lambda a: a.nonzero(), x)
+    check(lambda a: torch.nonzero(a, as_tuple=True), x)
+    check(lambda a: a[:, 1:].nonzero(), x)
+    check(lambda a: a.nonzero(), torch.zeros(2, 3, dtype=dtype))
+    m = torch.rand(3, 5) > 0.5
+    check(lambda a, m: a.masked_select(m), x, m)
+    check(lambda a, m: a.masked_select(m[0]), x, m)
+
+
+def test_masked_select_scatter_grad():
+    m = torch.rand(3, 5) > 0.5
+    check(lambda a, m: a.masked_select(m), torch.randn(3, 5), m, grad=True)
+    check(lambda a, m, s: a.masked_scatter(m, s), torch.randn(3, 5), m, torch.randn(20), grad=True)
+    check(lambda a, m, s: a.masked_scatter(m[1], s), torch.randn(3, 5), m, torch.randn(3, 6))
+    with pytest.raises(RuntimeError):
+        torch.randn(3).to(TPU).masked_select(torch.ones(3, device=TPU))
+
+
+# --- advanced indexing --------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_index_tensor(dtype):
+    x = rand(4, 5, 6, dtype=dtype)
+    i = torch.tensor([3, 0, -1])
+    j = torch.tensor([[1], [4]])
+    check(lambda a: a[i], x)
+    check(lambda a: a[:, i], x)
+    check(lambda a: a[:, i, 1:4], x)
+    check(lambda a: a[i, :, j], x)           # non-adjacent: broadcast dims first
+    check(lambda a: a[:, j, i], x)           # adjacent in the middle
+    check(lambda a: a[None, 1, j], x)
+    check(lambda a: a[..., i], x)
+    check(lambda a: a[x.flatten()[:4].view(4) != x.flatten()[:4].view(4)], x[:, 0, 0].clone())
+
+
+def test_index_bool_masks_and_grad():
+    x = torch.randn(4, 5)
+    m = torch.tensor([True, False, True, True])
+    check(lambda a: a[m], x, grad=True)
+    check(lambda a: a[:, m.repeat(2)[:5]], x)
+    check(lambda a, m: a[m], x, x > 0, grad=True)
+    check(lambda a: a[m, 2:], x)
+    check(lambda a: a[torch.tensor([0, 0, 3]), torch.tensor([1, 1, 2])], x, grad=True)
+    check(lambda a: a.t()[torch.tensor([1, 4])], x, grad=True)
+    check(lambda a: a[m.cpu()], x)  # CPU index into a tpu tensor
+    t = x.to(TPU)
+    with pytest.raises(IndexError):
+        t[torch.tensor([True, False], device=TPU)]
+    with pytest.raises(IndexError):
+        t[torch.tensor([0, 1], device=TPU), torch.tensor([0, 1, 2], device=TPU)]
+    with pytest.raises(IndexError):
+        t[0, 0, torch.tensor([0], device=TPU)]
+    with pytest.raises(IndexError):
+        t[torch.tensor([0.5], device=TPU)]
+
+
+def test_index_put():
+    x = torch.randn(4, 5)
+    check(lambda a: a.clone().index_put_((torch.tensor([1, 3]),), torch.tensor(2.0)), x)
+    check(lambda a, v: a.index_put((torch.tensor([0, 0, 2]), torch.tensor([1, 1, -1])), v, accumulate=True),
+          x, torch.randn(3), grad=True)
+    check(lambda a, v: a.index_put((torch.tensor([2, 0]),), v), x, torch.randn(2, 5), grad=True)
+
+    def setitem(a, v):
+        a = a.clone()
+        a[:, torch.tensor([4, 1])] = v
+        a[a.detach().cpu().gt(1).to(a.device)] = 0
+        a[torch.tensor([True, False, True, False]), 1:3] = -1
+        return a
+    check(setitem, x, torch.randn(4, 2), grad=True)
+    xi = torch.randint(0, 9, (6,))
+    check(lambda a, v: a.index_put((torch.tensor([1, 1, 5]),), v, accumulate=True), xi, torch.tensor([1, 2, 3]))
+    with pytest.raises(RuntimeError):
+        x.to(TPU).index_put_((torch.tensor([1, 2], device=TPU),), torch.randn(3, 5).to(TPU))
+    with pytest.raises(RuntimeError):
+        x.to(TPU).index_put_((torch.tensor([1], device=TPU),), torch.ones(1, dtype=torch.long, device=TPU))
+
+
+# --- one_hot (composite over scatter) -------------------
+
+
+def test_one_hot():
+    x = torch.tensor([[0, 3], [2, 1]])
+    check(F.one_hot, x)
+    check(lambda x: F.one_hot(x, 6), x.t())
+    with pytest.raises(RuntimeError):
+        F.one_hot(torch.tensor([0.0, 1.0], device=TPU))
+
+
+# --- nonzero_static -------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_nonzero_static(dtype):
+    x = torch.randint(0, 2, (4, 5)).to(dtype)
+    n = int(torch.count_nonzero(x))
+    for size in (0, 1, n, n + 3):
+        check(lambda x: torch.nonzero_static(x, size=size), x)
+        check(lambda x: torch.nonzero_static(x, size=size, fill_value=7), x)
+    check(lambda x: torch.nonzero_static(x, size=4), x.t())
+    check(lambda x: torch.nonzero_static(x, size=3), torch.zeros(2, 0, 3).to(dtype))
+    check(lambda x: torch.nonzero_static(x, size=2), torch.tensor(1).to(dtype))
+    out = torch.empty(0, dtype=torch.long, device=TPU)
+    torch.nonzero_static(x.to(TPU), size=5, out=out)
+    torch.testing.assert_close(out.cpu(), torch.nonzero_static(x, size=5))
+    both_raise(RuntimeError, lambda x: torch.nonzero_static(x, size=-1), x)

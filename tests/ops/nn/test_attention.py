@@ -1,0 +1,65 @@
+"""scaled_dot_product_attention (the composite math path: matmul, softmax,
+dropout, masks) vs CPU."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.helpers import TPU, check
+
+BF16 = dict(atol=2e-2, rtol=2e-2)  # bf16 matmul + softmax chains round a few ulps apart
+
+
+# --- scaled_dot_product_attention ------------------------------------------------
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_basic(causal):
+    q, k, v = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 6, 8), torch.randn(2, 3, 6, 8)
+    check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal), q, k, v, grad=True,
+          atol=1e-5, rtol=1e-4)
+
+
+def test_sdpa_masks_and_scale():
+    q, k, v = torch.randn(2, 2, 5, 4), torch.randn(2, 2, 5, 4), torch.randn(2, 2, 5, 4)
+    bmask = torch.rand(5, 5) > 0.3
+    bmask[:, 0] = True  # no fully masked rows
+    check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.3), q, k, v, bmask,
+          grad=True, atol=1e-5, rtol=1e-4)
+    amask = torch.randn(2, 1, 5, 5)
+    check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), q, k, v, amask, grad=True,
+          atol=1e-5, rtol=1e-4)
+
+
+def test_sdpa_gqa_noncontig_bf16():
+    q = torch.randn(1, 4, 3, 8)
+    k = torch.randn(1, 2, 8, 3).transpose(-1, -2)  # non-contiguous
+    v = torch.randn(1, 2, 3, 8)
+    check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True), q, k, v, grad=True,
+          atol=1e-5, rtol=1e-4)
+    check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+          q.bfloat16(), k[:, :1].expand(1, 4, 3, 8).bfloat16(), v[:, :1].expand(1, 4, 3, 8).bfloat16(), **BF16)
+
+
+def test_sdpa_dropout_statistics_and_seed():
+    q = torch.randn(1, 1, 64, 16, device=TPU)
+    k = torch.randn(1, 1, 64, 16, device=TPU)
+    v = torch.ones(1, 1, 64, 16, device=TPU)
+    torch.manual_seed(0)
+    a = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    torch.manual_seed(0)
+    b = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    torch.testing.assert_close(a.cpu(), b.cpu())
+    # With v = 1 each output is (kept attention mass) / (1 - p): mean 1.
+    assert abs(a.cpu().mean().item() - 1.0) < 0.1
+    c = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    assert not torch.equal(a.cpu(), c.cpu())
+    qg = q.clone().requires_grad_()
+    F.scaled_dot_product_attention(qg, k, v, dropout_p=0.3).sum().backward()
+    assert qg.grad is not None and torch.isfinite(qg.grad.cpu()).all()
+
+
+def test_sdpa_bad_shapes():
+    q, k = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 5, 7)
+    with pytest.raises(RuntimeError):
+        F.scaled_dot_product_attention(q, k, k)
+    with pytest.raises(RuntimeError):
+        F.scaled_dot_product_attention(q.to(TPU), k.to(TPU), k.to(TPU))

@@ -1,0 +1,31 @@
+"""softmax / log_softmax forward and backward vs CPU (csrc/ops/nn/softmax.cc)."""
+import pytest
+import torch
+
+from tests.helpers import TPU, both_raise, check
+
+FLOATS = [torch.float32, torch.bfloat16]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_softmax(dtype, dim):
+    x = torch.randn(4, 5, 3, dtype=dtype)
+    check(lambda x: torch.softmax(x, dim), x, grad=True)
+    check(lambda x: torch.log_softmax(x, dim), x, grad=True)
+
+
+def test_softmax_stable_and_views():
+    # Without subtracting the max, exp(1000) overflows to inf.
+    x = torch.tensor([[1000.0, 1001.0, 999.0], [-1000.0, -1001.0, -1002.0]])
+    check(lambda x: torch.softmax(x, 1), x, grad=True)
+    check(lambda x: torch.log_softmax(x, 1), x, grad=True)
+    check(lambda x: torch.softmax(x.t(), 0), torch.randn(5, 4), grad=True)
+    check(lambda x: torch.log_softmax(x[1:, ::2], -1), torch.randn(5, 8), grad=True)
+    check(lambda x: torch.softmax(x, 0), torch.tensor(2.5), grad=True)
+    # -inf logits (masked attention) give exact zeros
+    check(lambda x: torch.softmax(x, -1), torch.tensor([[0.0, float("-inf"), 1.0]]))
+    out = torch.empty(0, device=TPU)
+    torch._softmax(x.to(TPU), 1, False, out=out)
+    torch.testing.assert_close(out.cpu(), torch.softmax(x, 1))
+    both_raise(IndexError, lambda x: torch.softmax(x, 2), x)
