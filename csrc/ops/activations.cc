@@ -34,15 +34,15 @@ constexpr double kInvSqrt2Pi = 0.3989422804014327;   // 1/sqrt(2*pi)
 constexpr double kGeluC = 0.044715;
 
 Value gelu_fwd(Builder& b, Value x, int64_t mode) {
-  Value half_x = mul(b, scalar_like(b, 0.5, x), x);
+  Value half_x = b.mul(scalar_like(b, 0.5, x), x);
   Value one = scalar_like(b, 1.0, x);
   if (mode == 0) {
-    Value e = b.unary("chlo.erf", mul(b, x, scalar_like(b, 1.0 / kSqrt2, x)));
-    return mul(b, half_x, add(b, one, e));
+    Value e = b.erf(b.mul(x, scalar_like(b, 1.0 / kSqrt2, x)));
+    return b.mul(half_x, b.add(one, e));
   }
-  Value x3 = mul(b, mul(b, x, x), x);
-  Value inner = mul(b, scalar_like(b, kSqrt2OverPi, x), add(b, x, mul(b, scalar_like(b, kGeluC, x), x3)));
-  return mul(b, half_x, add(b, one, b.unary("stablehlo.tanh", inner)));
+  Value x3 = b.mul(b.mul(x, x), x);
+  Value inner = b.mul(scalar_like(b, kSqrt2OverPi, x), b.add(x, b.mul(scalar_like(b, kGeluC, x), x3)));
+  return b.mul(half_x, b.add(one, b.tanh(inner)));
 }
 
 // d gelu(x) / dx times grad.
@@ -50,18 +50,17 @@ Value gelu_bwd(Builder& b, Value g, Value x, int64_t mode) {
   Value one = scalar_like(b, 1.0, x);
   Value half = scalar_like(b, 0.5, x);
   if (mode == 0) {
-    Value cdf = mul(b, half, add(b, one, b.unary("chlo.erf", mul(b, x, scalar_like(b, 1.0 / kSqrt2, x)))));
-    Value pdf = mul(b, scalar_like(b, kInvSqrt2Pi, x),
-                    b.unary("stablehlo.exponential", mul(b, scalar_like(b, -0.5, x), mul(b, x, x))));
-    return mul(b, g, add(b, cdf, mul(b, x, pdf)));
+    Value cdf = b.mul(half, b.add(one, b.erf(b.mul(x, scalar_like(b, 1.0 / kSqrt2, x)))));
+    Value pdf = b.mul(scalar_like(b, kInvSqrt2Pi, x), b.exp(b.mul(scalar_like(b, -0.5, x), b.mul(x, x))));
+    return b.mul(g, b.add(cdf, b.mul(x, pdf)));
   }
-  Value x2 = mul(b, x, x);
-  Value inner = mul(b, scalar_like(b, kSqrt2OverPi, x), add(b, x, mul(b, scalar_like(b, kGeluC, x), mul(b, x2, x))));
-  Value t = b.unary("stablehlo.tanh", inner);
-  Value d_inner = mul(b, scalar_like(b, kSqrt2OverPi, x), add(b, one, mul(b, scalar_like(b, 3 * kGeluC, x), x2)));
-  Value left = mul(b, half, add(b, one, t));
-  Value right = mul(b, mul(b, mul(b, half, x), sub(b, one, mul(b, t, t))), d_inner);
-  return mul(b, g, add(b, left, right));
+  Value x2 = b.mul(x, x);
+  Value inner = b.mul(scalar_like(b, kSqrt2OverPi, x), b.add(x, b.mul(scalar_like(b, kGeluC, x), b.mul(x2, x))));
+  Value t = b.tanh(inner);
+  Value d_inner = b.mul(scalar_like(b, kSqrt2OverPi, x), b.add(one, b.mul(scalar_like(b, 3 * kGeluC, x), x2)));
+  Value left = b.mul(half, b.add(one, t));
+  Value right = b.mul(b.mul(b.mul(half, x), b.sub(one, b.mul(t, t))), d_inner);
+  return b.mul(g, b.add(left, right));
 }
 
 void gelu_into(const at::Tensor& self, int64_t mode, const at::Tensor& out) {
@@ -114,12 +113,12 @@ at::Tensor& gelu_backward_out(const at::Tensor& grad, const at::Tensor& self, st
 
 // --- silu --------------------------------------------------------------------
 
-Value silu_fn(Builder& b, const Values& x) { return mul(b, x[0], b.unary("stablehlo.logistic", x[0])); }
+Value silu_fn(Builder& b, const Values& x) { return b.mul(x[0], b.logistic(x[0])); }
 // grad * s * (1 + x * (1 - s)), s = sigmoid(x)
 Value silu_bwd_fn(Builder& b, const Values& x) {
-  Value s = b.unary("stablehlo.logistic", x[1]);
+  Value s = b.logistic(x[1]);
   Value one = scalar_like(b, 1.0, s);
-  return mul(b, mul(b, x[0], s), add(b, one, mul(b, x[1], sub(b, one, s))));
+  return b.mul(b.mul(x[0], s), b.add(one, b.mul(x[1], b.sub(one, s))));
 }
 
 at::Tensor silu(const at::Tensor& self) {
@@ -155,8 +154,8 @@ at::Tensor& silu_backward_out(const at::Tensor& grad, const at::Tensor& self, at
 // --- softmax / log_softmax ------------------------------------------------------
 
 // Reduces `x` over `dim` and broadcasts the result back to x's shape.
-Value reduce_keep(Builder& b, Value x, int64_t dim, const char* kind) {
-  Value init = std::string_view(kind) == "stablehlo.maximum" ? lowest(b, b.elem(x)) : zero(b, b.elem(x));
+Value reduce_keep(Builder& b, Value x, int64_t dim, BinaryOp kind) {
+  Value init = kind == BinaryOp::kMax ? lowest(b, b.elem(x)) : zero(b, b.elem(x));
   Value r = b.reduce(x, init, {dim}, kind);
   Dims mapping;
   for (int64_t i = 0; i < (int64_t)b.dims(x).size(); ++i)
@@ -169,10 +168,10 @@ Value as_rank1(Builder& b, Value x) { return b.dims(x).empty() ? b.reshape(x, {1
 
 Value softmax_fwd(Builder& b, Value x0, int64_t dim, bool log) {
   Value x = as_rank1(b, x0);
-  Value shifted = sub(b, x, reduce_keep(b, x, dim, "stablehlo.maximum"));
-  Value e = b.unary("stablehlo.exponential", shifted);
-  Value s = reduce_keep(b, e, dim, "stablehlo.add");
-  Value r = log ? sub(b, shifted, b.unary("stablehlo.log", s)) : b.binary("stablehlo.divide", e, s);
+  Value shifted = b.sub(x, reduce_keep(b, x, dim, BinaryOp::kMax));
+  Value e = b.exp(shifted);
+  Value s = reduce_keep(b, e, dim, BinaryOp::kAdd);
+  Value r = log ? b.sub(shifted, b.log(s)) : b.div(e, s);
   return b.reshape(r, b.dims(x0));
 }
 
@@ -181,9 +180,9 @@ Value softmax_bwd(Builder& b, Value g0, Value y0, int64_t dim, bool log) {
   Value g = as_rank1(b, g0), y = as_rank1(b, y0);
   Value r;
   if (log) {
-    r = sub(b, g, mul(b, b.unary("stablehlo.exponential", y), reduce_keep(b, g, dim, "stablehlo.add")));
+    r = b.sub(g, b.mul(b.exp(y), reduce_keep(b, g, dim, BinaryOp::kAdd)));
   } else {
-    r = mul(b, y, sub(b, g, reduce_keep(b, mul(b, g, y), dim, "stablehlo.add")));
+    r = b.mul(y, b.sub(g, reduce_keep(b, b.mul(g, y), dim, BinaryOp::kAdd)));
   }
   return b.reshape(r, b.dims(g0));
 }
@@ -201,7 +200,7 @@ void softmax_into(const at::Tensor& self, int64_t dim, const at::Tensor& out) {
   check_float(self, kLog ? "log_softmax_lastdim_kernel_impl" : "softmax_lastdim_kernel_impl");
   int64_t d = wrap_dim(dim, self.dim());
   auto ct = opmath(self.scalar_type());
-  eager::OpCall call(kLog ? "_log_softmax" : "_softmax");
+  record::OpCall call(kLog ? "_log_softmax" : "_softmax");
   call.attr(d).attr(static_cast<int64_t>(ct));
   call.input(self);
   call.output(out);
@@ -229,7 +228,7 @@ void softmax_backward_into(const at::Tensor& grad, const at::Tensor& output, int
   int64_t d = wrap_dim(dim, grad.dim());
   auto ct =
       opmath(out.scalar_type() == c10::kDouble || grad.scalar_type() == c10::kDouble ? c10::kDouble : c10::kFloat);
-  eager::OpCall call(kLog ? "_log_softmax_backward_data" : "_softmax_backward_data");
+  record::OpCall call(kLog ? "_log_softmax_backward_data" : "_softmax_backward_data");
   call.attr(d).attr(static_cast<int64_t>(ct));
   call.input(grad);
   call.input(output);

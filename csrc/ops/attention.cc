@@ -25,7 +25,7 @@ at::Tensor& isinf_sign_out(const at::Tensor& self, at::Tensor& out) {
   }
   pointwise(kNeg ? "isneginf" : "isposinf", {self}, out, self.scalar_type(), [](Builder& b, const Values& x) {
     Value inf = b.broadcast_to(kNeg ? lowest(b, b.elem(x[0])) : highest(b, b.elem(x[0])), b.dims(x[0]));
-    return b.compare(x[0], inf, "EQ");
+    return b.compare(x[0], inf, Direction::kEq);
   });
   return out;
 }

@@ -54,7 +54,7 @@ at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c
   int64_t size = static_cast<int64_t>(size_d);
   if (out.numel() != size) at::native::resize_output(out, {size});
 
-  eager::OpCall call("arange");
+  record::OpCall call("arange");
   call.attr(static_cast<int64_t>(acc));
   call.scalar(start, acc);
   call.scalar(step, acc);
@@ -63,8 +63,7 @@ at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c
   call.run([&](Builder& b, const Values& in) {
     Dims d{size};
     Value i = b.iota(d, 0, e);
-    Value r = b.binary("stablehlo.add", b.broadcast_to(in[0], d),
-                       b.binary("stablehlo.multiply", i, b.broadcast_to(in[1], d)));
+    Value r = b.add(b.broadcast_to(in[0], d), b.mul(i, b.broadcast_to(in[1], d)));
     return Values{r};
   });
   return out;
@@ -81,7 +80,7 @@ at::Tensor& linspace_out(const c10::Scalar& start, const c10::Scalar& end, int64
   // positions are computed in double and truncated (as ATen's CPU kernel).
   bool integral = c10::isIntegralType(dtype, /*includeBool=*/true);
   c10::ScalarType compute = integral || dtype == c10::kDouble ? c10::kDouble : c10::kFloat;
-  eager::OpCall call("linspace");
+  record::OpCall call("linspace");
   call.attr(static_cast<int64_t>(compute)).attr(steps);
   call.scalar(start, dtype);
   call.scalar(end, dtype);
@@ -91,19 +90,15 @@ at::Tensor& linspace_out(const c10::Scalar& start, const c10::Scalar& end, int64
     Dims d{steps};
     Value s = b.convert(in[0], ce), e = b.convert(in[1], ce);
     if (steps == 1) return Values{b.broadcast_to(s, d)};
-    Value step = b.binary("stablehlo.divide", b.binary("stablehlo.subtract", e, s),
-                          b.constant(static_cast<double>(steps - 1), ce));
+    Value step = b.div(b.sub(e, s), b.constant(static_cast<double>(steps - 1), ce));
     // The first half counts up from start, the second half down from end,
     // so both endpoints are exact.
     Value idx = b.iota(d, 0, ElemType::kS64);
     Value fi = b.convert(idx, ce);
-    Value back = b.convert(
-        b.binary("stablehlo.subtract", b.constant(static_cast<double>(steps - 1), ElemType::kS64, d), idx), ce);
-    Value lo =
-        b.binary("stablehlo.add", b.broadcast_to(s, d), b.binary("stablehlo.multiply", b.broadcast_to(step, d), fi));
-    Value hi = b.binary("stablehlo.subtract", b.broadcast_to(e, d),
-                        b.binary("stablehlo.multiply", b.broadcast_to(step, d), back));
-    Value first_half = b.compare(idx, b.constant(static_cast<double>(steps / 2), ElemType::kS64, d), "LT");
+    Value back = b.convert(b.sub(b.constant(static_cast<double>(steps - 1), ElemType::kS64, d), idx), ce);
+    Value lo = b.add(b.broadcast_to(s, d), b.mul(b.broadcast_to(step, d), fi));
+    Value hi = b.sub(b.broadcast_to(e, d), b.mul(b.broadcast_to(step, d), back));
+    Value first_half = b.compare(idx, b.constant(static_cast<double>(steps / 2), ElemType::kS64, d), Direction::kLt);
     return Values{b.select(first_half, lo, hi)};
   });
   return out;
@@ -115,11 +110,11 @@ at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
   TORCH_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
   TORCH_CHECK(m >= 0, "m must be greater or equal to 0, got ", m);
   at::native::resize_output(out, {n, m});
-  eager::OpCall call("eye");
+  record::OpCall call("eye");
   call.output(out);
   call.run([&](Builder& b, const Values&) {
     Dims d{n, m};
-    return Values{b.compare(b.iota(d, 0, ElemType::kS64), b.iota(d, 1, ElemType::kS64), "EQ")};
+    return Values{b.compare(b.iota(d, 0, ElemType::kS64), b.iota(d, 1, ElemType::kS64), Direction::kEq)};
   });
   return out;
 }

@@ -29,8 +29,6 @@ namespace {
 
 using c10::ScalarType;
 
-Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
-
 void check_float_kernel(ScalarType t, const char* kernel) {
   TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t), "\"", kernel, "\" not implemented for '", c10::toString(t), "'");
 }
@@ -160,7 +158,7 @@ at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& so
 // NaN was seen). So indices are a running max of those j, and both outputs
 // are plain reduce_window scans.
 
-Value running(Builder& b, Value x, int64_t dim, Value init, const char* kind) {
+Value running(Builder& b, Value x, int64_t dim, Value init, BinaryOp kind) {
   int64_t r = b.type(x).rank();
   int64_t n = b.dims(x)[dim];
   std::vector<int64_t> window(r, 1), strides(r, 1), dil(r, 1);
@@ -173,7 +171,7 @@ Value running(Builder& b, Value x, int64_t dim, Value init, const char* kind) {
 template <bool kMax>
 void cummaxmin_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indices, int64_t dim) {
   int64_t d = wrap_dim(dim, self.dim());
-  eager::OpCall call(kMax ? "cummax" : "cummin");
+  record::OpCall call(kMax ? "cummax" : "cummin");
   call.attr(d);
   call.input(self);
   call.output(values);
@@ -181,31 +179,30 @@ void cummaxmin_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& in
   call.run([&](Builder& b, const Values& in) {
     Value x = in[0];
     if (b.type(x).rank() == 0) return Values{x, b.constant(0, ElemType::kS64)};
-    const char* ext = kMax ? "stablehlo.maximum" : "stablehlo.minimum";
+    BinaryOp ext = kMax ? BinaryOp::kMax : BinaryOp::kMin;
     ElemType et = b.elem(x);
     Value v;
     Value hit;
     if (ir::is_float(et)) {
-      Value isnan = b.compare(x, x, "NE");
+      Value isnan = b.compare(x, x, Direction::kNe);
       Value clean = b.select(isnan, b.constant(kMax ? -INFINITY : INFINITY, et, b.dims(x)), x);
       Value ext_v = running(b, clean, d, kMax ? lowest(b, et) : highest(b, et), ext);
-      Value nan_seen =
-          running(b, b.convert(isnan, ElemType::kS32), d, b.constant(0, ElemType::kS32), "stablehlo.maximum");
-      nan_seen = b.compare(nan_seen, b.constant(0, ElemType::kS32, b.dims(x)), "NE");
+      Value nan_seen = running(b, b.convert(isnan, ElemType::kS32), d, b.constant(0, ElemType::kS32), BinaryOp::kMax);
+      nan_seen = b.compare(nan_seen, b.constant(0, ElemType::kS32, b.dims(x)), Direction::kNe);
       v = b.select(nan_seen, b.constant(NAN, et, b.dims(x)), ext_v);
-      hit = b.binary("stablehlo.or", isnan, b.compare(x, v, "EQ"));
+      hit = b.or_(isnan, b.compare(x, v, Direction::kEq));
     } else if (et == ElemType::kPred) {
       Value xi = b.convert(x, ElemType::kS32);
       Value vi = running(b, xi, d, b.constant(kMax ? 0 : 1, ElemType::kS32), ext);
       v = b.convert(vi, et);
-      hit = b.compare(xi, vi, "EQ");
+      hit = b.compare(xi, vi, Direction::kEq);
     } else {
       v = running(b, x, d, kMax ? lowest(b, et) : highest(b, et), ext);
-      hit = b.compare(x, v, "EQ");
+      hit = b.compare(x, v, Direction::kEq);
     }
     Value j = b.iota(b.dims(x), d, ElemType::kS64);
     Value cand = b.select(hit, j, b.constant(-1, ElemType::kS64, b.dims(x)));
-    Value idx = running(b, cand, d, b.constant(-1, ElemType::kS64), "stablehlo.maximum");
+    Value idx = running(b, cand, d, b.constant(-1, ElemType::kS64), BinaryOp::kMax);
     return Values{v, idx};
   });
 }
@@ -215,17 +212,17 @@ void cummaxmin_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& in
 // mode 0: logaddexp, 1: logaddexp2. Equal infinities return themselves
 // (inf - inf would be NaN).
 Value logaddexp_fn(Builder& b, Value x, Value y, bool base2) {
-  Value m = b.binary("stablehlo.maximum", x, y);
-  Value d = b.unary("stablehlo.negate", b.unary("stablehlo.abs", sub(b, x, y)));
+  Value m = b.max(x, y);
+  Value d = b.neg(b.abs(b.sub(x, y)));
   Value r;
   if (base2) {
-    Value p = b.binary("stablehlo.power", cst(b, 2.0, d), d);
-    r = add(b, m, div(b, b.unary("stablehlo.log_plus_one", p), cst(b, M_LN2, p)));
+    Value p = b.pow(full_like(b, 2.0, d), d);
+    r = b.add(m, b.div(b.log1p(p), full_like(b, M_LN2, p)));
   } else {
-    r = add(b, m, b.unary("stablehlo.log_plus_one", b.unary("stablehlo.exponential", d)));
+    r = b.add(m, b.log1p(b.exp(d)));
   }
-  Value inf_eq = b.binary("stablehlo.and", b.compare(x, y, "EQ"),
-                          b.compare(b.unary("stablehlo.abs", x), cst(b, INFINITY, x), "EQ"));
+  Value inf_eq =
+      b.and_(b.compare(x, y, Direction::kEq), b.compare(b.abs(x), full_like(b, INFINITY, x), Direction::kEq));
   return b.select(inf_eq, x, r);
 }
 
@@ -254,8 +251,8 @@ void heaviside_run(const at::Tensor& a, const at::Tensor& v, const at::Tensor& o
   TORCH_CHECK(!c10::isComplexType(a.scalar_type()), "heaviside is not yet implemented for complex tensors.");
   pointwise("heaviside", {a, v}, out, a.scalar_type(), [](Builder& b, const Values& x) {
     Value z = zero(b, b.elem(x[0]), b.dims(x[0]));
-    Value pos = b.convert(b.compare(x[0], z, "GT"), b.elem(x[0]));
-    return b.select(b.compare(x[0], z, "EQ"), x[1], pos);
+    Value pos = b.convert(b.compare(x[0], z, Direction::kGt), b.elem(x[0]));
+    return b.select(b.compare(x[0], z, Direction::kEq), x[1], pos);
   });
 }
 at::Tensor heaviside(const at::Tensor& a, const at::Tensor& v) {
@@ -286,25 +283,25 @@ struct UDef {
 };
 
 Value f_sinc(Builder& b, Value x) {
-  Value px = mul(b, x, cst(b, M_PI, x));
-  Value r = div(b, b.unary("stablehlo.sine", px), px);
-  return b.select(b.compare(x, cst(b, 0.0, x), "EQ"), cst(b, 1.0, x), r);
+  Value px = b.mul(x, full_like(b, M_PI, x));
+  Value r = b.div(b.sin(px), px);
+  return b.select(b.compare(x, full_like(b, 0.0, x), Direction::kEq), full_like(b, 1.0, x), r);
 }
 Value f_signbit(Builder& b, Value x) {
   if (b.elem(x) == ElemType::kPred) return b.constant(0, ElemType::kPred, b.dims(x));
   Value z = zero(b, b.elem(x), b.dims(x));
-  Value neg = b.compare(x, z, "LT");
+  Value neg = b.compare(x, z, Direction::kLt);
   if (!ir::is_float(b.elem(x))) return neg;
   // -0.0: 1/x is -inf.
-  Value negzero = b.binary("stablehlo.and", b.compare(x, z, "EQ"), b.compare(div(b, cst(b, 1.0, x), x), z, "LT"));
-  return b.binary("stablehlo.or", neg, negzero);
+  Value negzero = b.and_(b.compare(x, z, Direction::kEq), b.compare(b.div(full_like(b, 1.0, x), x), z, Direction::kLt));
+  return b.or_(neg, negzero);
 }
-Value f_lgamma(Builder& b, Value x) { return b.unary("chlo.lgamma", x); }
+Value f_lgamma(Builder& b, Value x) { return b.lgamma(x); }
 Value f_digamma(Builder& b, Value x) {
   // CPU: digamma(+-0) = copysign(inf, -x); chlo gives NaN there.
-  Value r = b.unary("chlo.digamma", x);
-  Value pole = b.select(f_signbit(b, x), cst(b, INFINITY, x), cst(b, -INFINITY, x));
-  return b.select(b.compare(x, cst(b, 0.0, x), "EQ"), pole, r);
+  Value r = b.digamma(x);
+  Value pole = b.select(f_signbit(b, x), full_like(b, INFINITY, x), full_like(b, -INFINITY, x));
+  return b.select(b.compare(x, full_like(b, 0.0, x), Direction::kEq), pole, r);
 }
 
 // Modified Bessel I0 (Abramowitz & Stegun 9.8.1/9.8.2, ~2e-7 relative): a
@@ -313,22 +310,22 @@ Value f_digamma(Builder& b, Value x) {
 // (to inf) past |x| ~ 88.7 exactly as CPU's kernel does.
 Value poly(Builder& b, Value t, std::initializer_list<double> c) {
   std::vector<double> cs(c);
-  Value r = cst(b, cs.back(), t);
-  for (int i = static_cast<int>(cs.size()) - 2; i >= 0; --i) r = add(b, mul(b, r, t), cst(b, cs[i], t));
+  Value r = full_like(b, cs.back(), t);
+  for (int i = static_cast<int>(cs.size()) - 2; i >= 0; --i) r = b.add(b.mul(r, t), full_like(b, cs[i], t));
   return r;
 }
 Value f_i0(Builder& b, Value x) {
-  Value ax = b.unary("stablehlo.abs", x);
-  Value small_t = div(b, ax, cst(b, 3.75, x));
+  Value ax = b.abs(x);
+  Value small_t = b.div(ax, full_like(b, 3.75, x));
   Value small =
-      poly(b, mul(b, small_t, small_t), {1.0, 3.5156229, 3.0899424, 1.2067492, 0.2659732, 0.0360768, 0.0045813});
-  Value big_x = b.binary("stablehlo.maximum", ax, cst(b, 3.75, x));  // keeps the unused branch finite
-  Value t = div(b, cst(b, 3.75, x), big_x);
+      poly(b, b.mul(small_t, small_t), {1.0, 3.5156229, 3.0899424, 1.2067492, 0.2659732, 0.0360768, 0.0045813});
+  Value big_x = b.max(ax, full_like(b, 3.75, x));  // keeps the unused branch finite
+  Value t = b.div(full_like(b, 3.75, x), big_x);
   Value p = poly(
       b, t,
       {0.39894228, 0.01328592, 0.00225319, -0.00157565, 0.00916281, -0.02057706, 0.02635537, -0.01647633, 0.00392377});
-  Value big = mul(b, div(b, p, b.unary("stablehlo.sqrt", big_x)), b.unary("stablehlo.exponential", big_x));
-  return b.select(b.compare(ax, cst(b, 3.75, x), "LE"), small, big);
+  Value big = b.mul(b.div(p, b.sqrt(big_x)), b.exp(big_x));
+  return b.select(b.compare(ax, full_like(b, 3.75, x), Direction::kLe), small, big);
 }
 
 constexpr UDef d_i0{"i0", true, true, f_i0};
@@ -375,26 +372,26 @@ at::Tensor& u_out(const at::Tensor& self, at::Tensor& out) {
 // `q` must be f64 and finite, and not a pole.
 Value zeta_cephes(Builder& b, int64_t sv, Value q) {
   const double eps = 1.11022302462515654042e-16;
-  auto C = [&](Builder& c, double v, Value like) { return cst(c, v, like); };
+  auto C = [&](Builder& c, double v, Value like) { return full_like(c, v, like); };
   auto inv_pow = [&](Builder& c, Value a) {  // a^-s
     Value p = a;
-    for (int64_t i = 1; i < sv; ++i) p = mul(c, p, a);
-    return div(c, C(c, 1.0, a), p);
+    for (int64_t i = 1; i < sv; ++i) p = c.mul(p, a);
+    return c.div(C(c, 1.0, a), p);
   };
   // Carried: i (s32), a, b, s, done.
   Value s0 = inv_pow(b, q);
-  std::vector<Value> init{b.constant(0, ElemType::kS32), q, cst(b, 0.0, q), s0,
+  std::vector<Value> init{b.constant(0, ElemType::kS32), q, full_like(b, 0.0, q), s0,
                           b.constant(0, ElemType::kPred, b.dims(q))};
   auto running = [&](Builder& c, Value i, Value a, Value done) {
-    Value more = c.binary("stablehlo.or", c.broadcast_to(c.compare(i, c.constant(9, ElemType::kS32), "LT"), c.dims(a)),
-                          c.compare(a, C(c, 9.0, a), "LE"));
-    return c.binary("stablehlo.and", more, c.unary("stablehlo.not", done));
+    Value more = c.or_(c.broadcast_to(c.compare(i, c.constant(9, ElemType::kS32), Direction::kLt), c.dims(a)),
+                       c.compare(a, C(c, 9.0, a), Direction::kLe));
+    return c.and_(more, c.not_(done));
   };
   auto any = [&](Builder& c, Value p) {
     if (c.dims(p).empty()) return p;
     std::vector<int64_t> all(c.dims(p).size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
-    return c.reduce(p, c.constant(0, ElemType::kPred), all, "stablehlo.or");
+    return c.reduce(p, c.constant(0, ElemType::kPred), all, BinaryOp::kOr);
   };
   auto cond = b.loop_region(init);
   {
@@ -408,14 +405,13 @@ Value zeta_cephes(Builder& b, int64_t sv, Value q) {
     auto P = [&](int k) { return Value{body->params()[k], 0}; };
     Value i = P(0), a = P(1), bb = P(2), s = P(3), done = P(4);
     Value act = running(c, i, a, done);
-    Value na = add(c, a, C(c, 1.0, a));
+    Value na = c.add(a, C(c, 1.0, a));
     Value nb = inv_pow(c, na);
-    Value ns = add(c, s, nb);
-    Value tol = mul(c, C(c, eps, ns), ns);
-    Value conv =
-        c.binary("stablehlo.and", c.compare(c.unary("stablehlo.negate", tol), nb, "LT"), c.compare(nb, tol, "LT"));
-    body->set_outputs({add(c, i, c.constant(1, ElemType::kS32)), c.select(act, na, a), c.select(act, nb, bb),
-                       c.select(act, ns, s), c.binary("stablehlo.or", done, c.binary("stablehlo.and", act, conv))});
+    Value ns = c.add(s, nb);
+    Value tol = c.mul(C(c, eps, ns), ns);
+    Value conv = c.and_(c.compare(c.neg(tol), nb, Direction::kLt), c.compare(nb, tol, Direction::kLt));
+    body->set_outputs({c.add(i, c.constant(1, ElemType::kS32)), c.select(act, na, a), c.select(act, nb, bb),
+                       c.select(act, ns, s), c.or_(done, c.and_(act, conv))});
   }
   auto outs = b.while_loop(init, cond, body);
   Value a = outs[1], bb = outs[2], s = outs[3], done = outs[4];
@@ -435,20 +431,20 @@ Value zeta_cephes(Builder& b, int64_t sv, Value q) {
                              -7.1661652561756670113e18};
   const double x = static_cast<double>(sv);
   Value w = a;
-  Value st = sub(b, add(b, s, div(b, mul(b, bb, w), cst(b, x - 1.0, q))), mul(b, cst(b, 0.5, q), bb));
+  Value st = b.sub(b.add(s, b.div(b.mul(bb, w), full_like(b, x - 1.0, q))), b.mul(full_like(b, 0.5, q), bb));
   s = b.select(done, s, st);
-  Value fa = cst(b, 1.0, q);
+  Value fa = full_like(b, 1.0, q);
   double k = 0;
   for (int i = 0; i < 12; ++i) {
-    fa = mul(b, fa, cst(b, x + k, q));
-    bb = div(b, bb, w);
-    Value t = div(b, mul(b, fa, bb), cst(b, A[i], q));
-    Value ns = add(b, s, t);
+    fa = b.mul(fa, full_like(b, x + k, q));
+    bb = b.div(bb, w);
+    Value t = b.div(b.mul(fa, bb), full_like(b, A[i], q));
+    Value ns = b.add(s, t);
     s = b.select(done, s, ns);
-    done = b.binary("stablehlo.or", done, b.compare(b.unary("stablehlo.abs", div(b, t, ns)), cst(b, eps, q), "LT"));
+    done = b.or_(done, b.compare(b.abs(b.div(t, ns)), full_like(b, eps, q), Direction::kLt));
     k += 1;
-    fa = mul(b, fa, cst(b, x + k, q));
-    bb = div(b, bb, w);
+    fa = b.mul(fa, full_like(b, x + k, q));
+    bb = b.div(bb, w);
     k += 1;
   }
   return s;
@@ -468,26 +464,26 @@ void polygamma_run(int64_t n, const at::Tensor& self, const at::Tensor& out) {
       "polygamma", {self, c10::Scalar(static_cast<double>(n))}, out, compute,
       [n](Builder& b, const Values& in) {
         Value x = in[0];
-        Value direct = b.binary("chlo.polygamma", in[1], x);
-        Value pole = b.binary("stablehlo.and", b.compare(x, cst(b, 0.0, x), "LE"),
-                              b.compare(x, b.unary("stablehlo.floor", x), "EQ"));
-        Value inf = cst(b, n % 2 ? INFINITY : -INFINITY, x);
+        Value direct = b.polygamma(in[1], x);
+        Value pole =
+            b.and_(b.compare(x, full_like(b, 0.0, x), Direction::kLe), b.compare(x, b.floor(x), Direction::kEq));
+        Value inf = full_like(b, n % 2 ? INFINITY : -INFINITY, x);
         if (n >= 2) {
           // CPU: (-1)^(n+1) exp(lgamma(n + 1)) zeta(n + 1, x), zeta in double.
-          Value finite = b.compare(b.unary("stablehlo.abs", x), cst(b, INFINITY, x), "LT");
-          Value safe = b.select(b.binary("stablehlo.and", finite, b.unary("stablehlo.not", pole)), x, cst(b, 1.0, x));
+          Value finite = b.compare(b.abs(x), full_like(b, INFINITY, x), Direction::kLt);
+          Value safe = b.select(b.and_(finite, b.not_(pole)), x, full_like(b, 1.0, x));
           Value z = b.convert(zeta_cephes(b, n + 1, b.convert(safe, ElemType::kF64)), b.elem(x));
           bool f64 = b.elem(x) == ElemType::kF64;
           double fact = f64 ? std::exp(std::lgamma(n + 1.0)) : std::exp(std::lgamma(static_cast<float>(n + 1)));
-          Value r = mul(b, cst(b, fact * (n % 2 ? 1.0 : -1.0), x), z);
+          Value r = b.mul(full_like(b, fact * (n % 2 ? 1.0 : -1.0), x), z);
           return b.select(pole, inf, b.select(finite, r, direct));
         }
         // n == 1 (CPU's trigamma): reflect for x < 0.5.
-        Value one_v = cst(b, 1.0, x);
-        Value mirrored = b.binary("chlo.polygamma", in[1], sub(b, one_v, x));
-        Value sn = b.unary("stablehlo.sine", mul(b, x, cst(b, M_PI, x)));
-        Value r = sub(b, mul(b, cst(b, M_PI * M_PI, x), div(b, one_v, mul(b, sn, sn))), mirrored);
-        return b.select(b.compare(x, cst(b, 0.5, x), "LT"), r, direct);
+        Value one_v = full_like(b, 1.0, x);
+        Value mirrored = b.polygamma(in[1], b.sub(one_v, x));
+        Value sn = b.sin(b.mul(x, full_like(b, M_PI, x)));
+        Value r = b.sub(b.mul(full_like(b, M_PI * M_PI, x), b.div(one_v, b.mul(sn, sn))), mirrored);
+        return b.select(b.compare(x, full_like(b, 0.5, x), Direction::kLt), r, direct);
       },
       n);
 }

@@ -15,8 +15,7 @@ namespace {
 using c10::ScalarType;
 using ir::Dims;
 
-Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
-Value gt(Builder& b, Value x, Value y) { return b.compare(x, y, "GT"); }
+Value gt(Builder& b, Value x, Value y) { return b.compare(x, y, Direction::kGt); }
 Value zeros(Builder& b, Value like) { return zero(b, b.elem(like), b.dims(like)); }
 
 void check_float(const at::Tensor& t, const char* kernel) {
@@ -56,8 +55,8 @@ at::Tensor& bwd_out(const char* name, std::vector<Operand> ins, at::Tensor& out,
 // x = {self, alpha, scale, input_scale}
 Value elu_fn(Builder& b, const Values& x) {
   Value v = x[0];
-  Value neg = mul(b, mul(b, b.unary("stablehlo.exponential_minus_one", mul(b, v, x[3])), x[1]), x[2]);
-  return b.select(gt(b, v, zeros(b, v)), mul(b, v, x[2]), neg);
+  Value neg = b.mul(b.mul(b.expm1(b.mul(v, x[3])), x[1]), x[2]);
+  return b.select(gt(b, v, zeros(b, v)), b.mul(v, x[2]), neg);
 }
 at::Tensor elu(const at::Tensor& s, const c10::Scalar& a, const c10::Scalar& sc, const c10::Scalar& is) {
   check_float(s, "elu_cpu");
@@ -77,10 +76,10 @@ at::Tensor& elu_(at::Tensor& s, const c10::Scalar& a, const c10::Scalar& sc, con
 template <bool kIsResult>
 Value elu_bwd_fn(Builder& b, const Values& x) {
   Value g = x[0], v = x[1];
-  Value neg_coef = mul(b, x[2], x[3]);
-  Value neg = kIsResult ? mul(b, mul(b, g, x[4]), add(b, v, neg_coef))
-                        : mul(b, mul(b, mul(b, g, x[4]), neg_coef), b.unary("stablehlo.exponential", mul(b, v, x[4])));
-  return b.select(b.compare(v, zeros(b, v), "LE"), neg, mul(b, g, x[3]));
+  Value neg_coef = b.mul(x[2], x[3]);
+  Value neg = kIsResult ? b.mul(b.mul(g, x[4]), b.add(v, neg_coef))
+                        : b.mul(b.mul(b.mul(g, x[4]), neg_coef), b.exp(b.mul(v, x[4])));
+  return b.select(b.compare(v, zeros(b, v), Direction::kLe), neg, b.mul(g, x[3]));
 }
 void check_elu_bwd(const c10::Scalar& a, bool is_result) {
   TORCH_CHECK(!is_result || a.toDouble() >= 0.0,
@@ -105,8 +104,8 @@ at::Tensor& elu_backward_out(const at::Tensor& g, const c10::Scalar& a, const c1
 // Clamp that keeps NaN (as CPU's clamp does).
 Value hardtanh_fn(Builder& b, const Values& x) {
   Value v = x[0];
-  Value r = b.select(b.compare(v, x[1], "LT"), x[1], v);
-  return b.select(b.compare(v, x[2], "GT"), x[2], r);
+  Value r = b.select(b.compare(v, x[1], Direction::kLt), x[1], v);
+  return b.select(b.compare(v, x[2], Direction::kGt), x[2], r);
 }
 void check_hardtanh(const at::Tensor& s) {
   TORCH_CHECK(s.scalar_type() != c10::kBool, "Bool inputs not supported for hardtanh");
@@ -126,7 +125,7 @@ at::Tensor& hardtanh_(at::Tensor& s, const c10::Scalar& lo, const c10::Scalar& h
 }
 Value hardtanh_bwd_fn(Builder& b, const Values& x) {
   Value v = x[1];
-  Value outside = b.binary("stablehlo.or", b.compare(v, x[2], "LE"), b.compare(v, x[3], "GE"));
+  Value outside = b.or_(b.compare(v, x[2], Direction::kLe), b.compare(v, x[3], Direction::kGe));
   return b.select(outside, zeros(b, x[0]), x[0]);
 }
 at::Tensor hardtanh_backward(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& lo, const c10::Scalar& hi) {
@@ -138,7 +137,7 @@ at::Tensor& hardtanh_backward_out(const at::Tensor& g, const at::Tensor& s, cons
 }
 
 // --- leaky_relu --------------------------------------------------------------------------
-Value leaky_fn(Builder& b, const Values& x) { return b.select(gt(b, x[0], zeros(b, x[0])), x[0], mul(b, x[0], x[1])); }
+Value leaky_fn(Builder& b, const Values& x) { return b.select(gt(b, x[0], zeros(b, x[0])), x[0], b.mul(x[0], x[1])); }
 at::Tensor leaky_relu(const at::Tensor& s, const c10::Scalar& slope) {
   check_float(s, "leaky_relu_cpu");
   return fwd_new("leaky_relu", {s, slope}, leaky_fn);
@@ -153,7 +152,7 @@ at::Tensor& leaky_relu_(at::Tensor& s, const c10::Scalar& slope) {
   return s;
 }
 Value leaky_bwd_fn(Builder& b, const Values& x) {
-  return b.select(gt(b, x[1], zeros(b, x[1])), x[0], mul(b, x[0], x[2]));
+  return b.select(gt(b, x[1], zeros(b, x[1])), x[0], b.mul(x[0], x[2]));
 }
 void check_leaky_bwd(const c10::Scalar& slope, bool self_is_result) {
   TORCH_CHECK(!self_is_result || slope.toDouble() >= 0.0,
@@ -175,8 +174,8 @@ at::Tensor& leaky_relu_backward_out(const at::Tensor& g, const at::Tensor& s, co
 // --- softplus ------------------------------------------------------------------------------
 // x = {self, beta, threshold}
 Value softplus_fn(Builder& b, const Values& x) {
-  Value bx = mul(b, x[0], x[1]);
-  Value soft = div(b, b.unary("stablehlo.log_plus_one", b.unary("stablehlo.exponential", bx)), x[1]);
+  Value bx = b.mul(x[0], x[1]);
+  Value soft = b.div(b.log1p(b.exp(bx)), x[1]);
   return b.select(gt(b, bx, x[2]), x[0], soft);
 }
 at::Tensor softplus(const at::Tensor& s, const c10::Scalar& beta, const c10::Scalar& th) {
@@ -189,9 +188,9 @@ at::Tensor& softplus_out(const at::Tensor& s, const c10::Scalar& beta, const c10
 }
 // x = {grad, self, beta, threshold}
 Value softplus_bwd_fn(Builder& b, const Values& x) {
-  Value bx = mul(b, x[1], x[2]);
-  Value z = b.unary("stablehlo.exponential", bx);
-  Value soft = div(b, mul(b, x[0], z), add(b, z, cst(b, 1.0, z)));
+  Value bx = b.mul(x[1], x[2]);
+  Value z = b.exp(bx);
+  Value soft = b.div(b.mul(x[0], z), b.add(z, full_like(b, 1.0, z)));
   return b.select(gt(b, bx, x[3]), x[0], soft);
 }
 at::Tensor softplus_backward(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& beta, const c10::Scalar& th) {
@@ -204,28 +203,28 @@ at::Tensor& softplus_backward_out(const at::Tensor& g, const at::Tensor& s, cons
 
 // --- hardsigmoid / hardswish / mish ------------------------------------------------------------
 Value relu6_of(Builder& b, Value v) {  // min(max(v, 0), 6)
-  Value r = b.binary("stablehlo.maximum", v, zeros(b, v));
-  return b.binary("stablehlo.minimum", r, cst(b, 6.0, v));
+  Value r = b.max(v, zeros(b, v));
+  return b.min(r, full_like(b, 6.0, v));
 }
 Value hardsigmoid_fn(Builder& b, const Values& x) {
-  return div(b, relu6_of(b, add(b, x[0], cst(b, 3.0, x[0]))), cst(b, 6.0, x[0]));
+  return b.div(relu6_of(b, b.add(x[0], full_like(b, 3.0, x[0]))), full_like(b, 6.0, x[0]));
 }
-Value hardswish_fn(Builder& b, const Values& x) { return mul(b, x[0], hardsigmoid_fn(b, x)); }
+Value hardswish_fn(Builder& b, const Values& x) { return b.mul(x[0], hardsigmoid_fn(b, x)); }
 Value mish_fn(Builder& b, const Values& x) {
-  Value sp = b.unary("stablehlo.log_plus_one", b.unary("stablehlo.exponential", x[0]));
-  return mul(b, x[0], b.unary("stablehlo.tanh", sp));
+  Value sp = b.log1p(b.exp(x[0]));
+  return b.mul(x[0], b.tanh(sp));
 }
 Value hardsigmoid_bwd_fn(Builder& b, const Values& x) {
   Value v = x[1];
-  Value inside = b.binary("stablehlo.and", gt(b, v, cst(b, -3.0, v)), b.compare(v, cst(b, 3.0, v), "LT"));
-  return b.select(inside, div(b, x[0], cst(b, 6.0, x[0])), zeros(b, x[0]));
+  Value inside = b.and_(gt(b, v, full_like(b, -3.0, v)), b.compare(v, full_like(b, 3.0, v), Direction::kLt));
+  return b.select(inside, b.div(x[0], full_like(b, 6.0, x[0])), zeros(b, x[0]));
 }
 Value hardswish_bwd_fn(Builder& b, const Values& x) {
   Value g = x[0], v = x[1];
-  Value mid = mul(b, g, add(b, div(b, v, cst(b, 3.0, v)), cst(b, 0.5, v)));
+  Value mid = b.mul(g, b.add(b.div(v, full_like(b, 3.0, v)), full_like(b, 0.5, v)));
   // Boundaries as CPU: 0 at x <= -3, grad at x >= 3.
-  Value r = b.select(b.compare(v, cst(b, 3.0, v), "LT"), mid, g);
-  return b.select(b.compare(v, cst(b, -3.0, v), "LE"), zeros(b, g), r);
+  Value r = b.select(b.compare(v, full_like(b, 3.0, v), Direction::kLt), mid, g);
+  return b.select(b.compare(v, full_like(b, -3.0, v), Direction::kLe), zeros(b, g), r);
 }
 
 #define SIMPLE_ACT(n, kernel)                                 \
@@ -274,13 +273,13 @@ std::pair<Value, Value> halves(Builder& b, Value v, int64_t d) {
 }
 void glu_into(const at::Tensor& s, int64_t d, const at::Tensor& out) {
   ScalarType ct = opmath(s.scalar_type());
-  eager::OpCall call("glu");
+  record::OpCall call("glu");
   call.attr(d).attr(static_cast<int64_t>(ct));
   call.input(s);
   call.output(out);
   call.run([&](Builder& b, const Values& in) {
     auto [a, g] = halves(b, b.convert(in[0], to_elem(ct)), d);
-    return Values{mul(b, a, b.unary("stablehlo.logistic", g))};
+    return Values{b.mul(a, b.logistic(g))};
   });
 }
 std::vector<int64_t> glu_shape(const at::Tensor& s, int64_t d) {
@@ -305,7 +304,7 @@ at::Tensor& glu_out(const at::Tensor& s, int64_t dim, at::Tensor& out) {
 void glu_backward_into(const at::Tensor& g, const at::Tensor& s, int64_t d, const at::Tensor& out) {
   TORCH_CHECK(g.sizes().equals(glu_shape(s, d)), "glu_backward: grad_output has the wrong shape");
   ScalarType ct = opmath(s.scalar_type());
-  eager::OpCall call("glu_backward");
+  record::OpCall call("glu_backward");
   call.attr(d).attr(static_cast<int64_t>(ct));
   call.input(g);
   call.input(s);
@@ -314,9 +313,9 @@ void glu_backward_into(const at::Tensor& g, const at::Tensor& s, int64_t d, cons
     ElemType e = to_elem(ct);
     Value gr = b.convert(in[0], e);
     auto [a, h] = halves(b, b.convert(in[1], e), d);
-    Value sg = b.unary("stablehlo.logistic", h);
-    Value ga = mul(b, gr, sg);
-    Value gb = mul(b, mul(b, ga, a), sub(b, cst(b, 1.0, sg), sg));
+    Value sg = b.logistic(h);
+    Value ga = b.mul(gr, sg);
+    Value gb = b.mul(b.mul(ga, a), b.sub(full_like(b, 1.0, sg), sg));
     return Values{b.concatenate({ga, gb}, d)};
   });
 }

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "ops/common.h"
-#include "ops/misc_helpers.h"
 
 namespace torch_tpu::ops {
 using ir::Dims;
@@ -29,7 +28,7 @@ at::Tensor unfold_backward(const at::Tensor& grad, c10::SymIntArrayRef input_siz
   at::Tensor out = empty_tpu(in_sizes, grad.scalar_type(), grad.device());
   Dims shape(in_sizes.begin(), in_sizes.end());
   Dims gshape(grad.sizes().begin(), grad.sizes().end());
-  eager::OpCall call("unfold_backward");
+  record::OpCall call("unfold_backward");
   call.attr(d).attr(size).attr(step).attr(c10::IntArrayRef(in_sizes));
   call.input(grad);
   call.output(out);
@@ -46,10 +45,10 @@ at::Tensor unfold_backward(const at::Tensor& grad, c10::SymIntArrayRef input_siz
       if (i != d) perm.push_back(i);
     Value g = b.transpose(in[0], perm);
     Value w = b.iota({nw, size, 1}, 0, kS64), j = b.iota({nw, size, 1}, 1, kS64);
-    Value idx = add(b, mul(b, w, b.constant(static_cast<double>(step), kS64, {nw, size, 1})), j);
+    Value idx = b.add(b.mul(w, b.constant(static_cast<double>(step), kS64, {nw, size, 1})), j);
     Dims win;
     for (int64_t i = 2; i < r + 1; ++i) win.push_back(i);
-    return Values{b.scatter(z, idx, g, win, {d}, {d}, 2, e == ElemType::kPred ? "stablehlo.or" : "stablehlo.add")};
+    return Values{b.scatter(z, idx, g, win, {d}, {d}, 2, e == ElemType::kPred ? BinaryOp::kOr : BinaryOp::kAdd)};
   });
   return out;
 }
@@ -74,13 +73,13 @@ at::Tensor count_nonzero_dims(const at::Tensor& self, c10::IntArrayRef dims) {
     if (std::find(red.begin(), red.end(), i) == red.end()) oshape.push_back(self.size(i));
   at::Tensor out = empty_tpu(oshape, c10::kLong, self.device());
   Dims shape(self.sizes().begin(), self.sizes().end());
-  eager::OpCall call("count_nonzero");
+  record::OpCall call("count_nonzero");
   call.attr(c10::IntArrayRef(red));
   call.input(self);
   call.output(out);
   call.run([&](Builder& b, const Values& in) {
-    Value nz = b.convert(b.compare(in[0], zero(b, b.elem(in[0]), shape), "NE"), kS64);
-    return Values{b.reduce(nz, zero(b, kS64), red, "stablehlo.add")};
+    Value nz = b.convert(b.compare(in[0], zero(b, b.elem(in[0]), shape), Direction::kNe), kS64);
+    return Values{b.reduce(nz, zero(b, kS64), red, BinaryOp::kAdd)};
   });
   return out;
 }
@@ -97,7 +96,7 @@ at::Tensor& nonzero_static_out(const at::Tensor& self, c10::SymInt size_s, int64
   if (size == 0 || r == 0) return out;  // nothing to write (a 0-d input has no coordinates)
   Dims shape(self.sizes().begin(), self.sizes().end());
   int64_t total = self.numel();
-  eager::OpCall call("nonzero_static");
+  record::OpCall call("nonzero_static");
   call.attr(size);
   call.input(self);
   call.scalar(fill_value, c10::kLong);
@@ -105,22 +104,22 @@ at::Tensor& nonzero_static_out(const at::Tensor& self, c10::SymInt size_s, int64
   call.run([&](Builder& b, const Values& in) {
     Value fill = b.broadcast_to(in[1], {size});
     if (total == 0) return Values{b.broadcast_to(in[1], {size, r})};
-    Value pred = b.reshape(b.compare(in[0], zero(b, b.elem(in[0]), shape), "NE"), {total});
+    Value pred = b.reshape(b.compare(in[0], zero(b, b.elem(in[0]), shape), Direction::kNe), {total});
     // Nonzero positions first, in order (stable sort on a 0/1 key).
     Value key = b.select(pred, zero(b, ElemType::kS32, {total}), one(b, ElemType::kS32, {total}));
     Value flat = b.sort({key, b.iota({total}, 0, kS64)}, 0, false)[1];
     int64_t m = std::min(size, total);
     flat = b.slice(flat, {0}, {m}, {1});
     if (size > m) flat = b.pad(flat, zero(b, kS64), {0}, {size - m}, {0});
-    Value count = b.reduce(b.convert(pred, kS64), zero(b, kS64), {0}, "stablehlo.add");
-    Value valid = b.compare(b.iota({size}, 0, kS64), b.broadcast_to(count, {size}), "LT");
+    Value count = b.reduce(b.convert(pred, kS64), zero(b, kS64), {0}, BinaryOp::kAdd);
+    Value valid = b.compare(b.iota({size}, 0, kS64), b.broadcast_to(count, {size}), Direction::kLt);
     Values cols;
     int64_t stride = 1;
     std::vector<int64_t> strides(r);
     for (int64_t d = r - 1; d >= 0; --d) strides[d] = stride, stride *= shape[d];
     for (int64_t d = 0; d < r; ++d) {
-      Value c = b.binary("stablehlo.divide", flat, b.constant(static_cast<double>(strides[d]), kS64, {size}));
-      c = b.binary("stablehlo.remainder", c, b.constant(static_cast<double>(shape[d]), kS64, {size}));
+      Value c = b.div(flat, b.constant(static_cast<double>(strides[d]), kS64, {size}));
+      c = b.rem(c, b.constant(static_cast<double>(shape[d]), kS64, {size}));
       c = b.select(valid, c, fill);
       cols.push_back(b.reshape(c, {size, 1}));
     }
@@ -156,16 +155,16 @@ at::Tensor repeat_interleave_tensor(const at::Tensor& repeats, std::optional<c10
   }
   at::Tensor out = empty_tpu({total}, repeats.scalar_type(), repeats.device());
   if (total == 0 || n == 0) return out;
-  eager::OpCall call("repeat_interleave");
+  record::OpCall call("repeat_interleave");
   call.attr(total);
   call.input(repeats);
   call.output(out);
   call.run([&](Builder& b, const Values& in) {
     // out[j] = number of segment ends <= j: a 1 at each end, then a prefix sum.
-    Value ends = misc::cumsum(b, b.convert(in[0], kS64), 0);
+    Value ends = cumsum(b, b.convert(in[0], kS64), 0);
     Value marks =
-        b.scatter(zero(b, kS64, {total}), b.reshape(ends, {n, 1}), one(b, kS64, {n}), {}, {0}, {0}, 1, "stablehlo.add");
-    return Values{misc::cumsum(b, marks, 0)};
+        b.scatter(zero(b, kS64, {total}), b.reshape(ends, {n, 1}), one(b, kS64, {n}), {}, {0}, {0}, 1, BinaryOp::kAdd);
+    return Values{cumsum(b, marks, 0)};
   });
   return out;
 }
@@ -235,11 +234,11 @@ std::pair<Value, Value> seg_bounds(Builder& b, Value bounds, bool offsets, int64
     hi[axis] = S + 1;
     return {starts, b.slice(v, lo, hi, st)};
   }
-  Value ends = misc::cumsum(b, v, axis);
-  return {sub(b, ends, v), ends};
+  Value ends = cumsum(b, v, axis);
+  return {b.sub(ends, v), ends};
 }
 
-Dims seq(int64_t lo, int64_t hi) { return misc::iota_dims(lo, hi); }
+Dims seq(int64_t lo, int64_t hi) { return iota_dims(lo, hi); }
 
 // Membership mask [outer..., S, L].
 Value seg_mask(Builder& b, Value starts, Value ends, int64_t axis, int64_t L) {
@@ -249,7 +248,7 @@ Value seg_mask(Builder& b, Value starts, Value ends, int64_t axis, int64_t L) {
   Value pos = b.iota(md, axis + 1, kS64);
   Value s = b.broadcast_in_dim(starts, md, seq(0, axis + 1));
   Value e = b.broadcast_in_dim(ends, md, seq(0, axis + 1));
-  return b.binary("stablehlo.and", b.compare(s, pos, "LE"), b.compare(pos, e, "LT"));
+  return b.and_(b.compare(s, pos, Direction::kLe), b.compare(pos, e, Direction::kLt));
 }
 
 // `x` [outer..., L, inner...] broadcast to [outer..., S, L, inner...].
@@ -294,7 +293,7 @@ at::Tensor segment_reduce(const at::Tensor& data, c10::string_view reduce, const
   if (out.numel() == 0) return out;
   int64_t L = data.size(a.axis), S = a.segments, ax = a.axis;
   bool off = a.offsets, has_init = initial.has_value();
-  eager::OpCall call("segment_reduce");
+  record::OpCall call("segment_reduce");
   call.attr(static_cast<int64_t>(red)).attr(ax).attr(off).attr(has_init);
   call.input(data);
   call.input(a.bounds);
@@ -311,17 +310,17 @@ at::Tensor segment_reduce(const at::Tensor& data, c10::string_view reduce, const
                   : red == SegRed::kMin  ? highest(b, e)
                   : red == SegRed::kProd ? one(b, e)
                                          : zero(b, e);
-    const char* comb = red == SegRed::kMax    ? "stablehlo.maximum"
-                       : red == SegRed::kMin  ? "stablehlo.minimum"
-                       : red == SegRed::kProd ? "stablehlo.multiply"
-                                              : "stablehlo.add";
+    BinaryOp comb = red == SegRed::kMax    ? BinaryOp::kMax
+                    : red == SegRed::kMin  ? BinaryOp::kMin
+                    : red == SegRed::kProd ? BinaryOp::kMul
+                                           : BinaryOp::kAdd;
     Value r = b.reduce(b.select(mb, xs, b.broadcast_to(ident, full)), ident, {ax + 1}, comb);
     Dims od = b.dims(r);
     if (has_init) r = b.binary(comb, b.broadcast_to(in[2], od), r);
     if (red == SegRed::kMean) {
-      Value len = b.convert(b.broadcast_in_dim(sub(b, ends, starts), od, seq(0, ax + 1)), e);
-      Value pos = b.compare(len, zero(b, e, od), "GT");
-      Value q = b.select(pos, div(b, r, len), r);
+      Value len = b.convert(b.broadcast_in_dim(b.sub(ends, starts), od, seq(0, ax + 1)), e);
+      Value pos = b.compare(len, zero(b, e, od), Direction::kGt);
+      Value q = b.select(pos, b.div(r, len), r);
       // An empty segment without an initial value has no mean.
       if (!has_init) q = b.select(pos, q, b.constant(std::numeric_limits<double>::quiet_NaN(), e, od));
       r = q;
@@ -340,7 +339,7 @@ at::Tensor segment_reduce_backward(const at::Tensor& grad, const at::Tensor& out
   at::Tensor gi = empty_tpu(data.sizes(), grad.scalar_type(), data.device());
   int64_t L = data.size(a.axis), S = a.segments, ax = a.axis;
   bool off = a.offsets, has_init = initial.has_value();
-  eager::OpCall call("segment_reduce_backward");
+  record::OpCall call("segment_reduce_backward");
   call.attr(static_cast<int64_t>(red)).attr(ax).attr(off).attr(has_init);
   call.input(grad);
   call.input(output);
@@ -361,52 +360,51 @@ at::Tensor segment_reduce_backward(const at::Tensor& grad, const at::Tensor& out
     Value zf = zero(b, e, full);
     // Each position's value of a per-segment tensor [outer..., S, inner...].
     auto at_pos = [&](Value y) {
-      return b.reduce(b.select(mb, spread_out(b, b.convert(y, e), ax, L), zf), zero(b, e), {ax}, "stablehlo.add");
+      return b.reduce(b.select(mb, spread_out(b, b.convert(y, e), ax, L), zf), zero(b, e), {ax}, BinaryOp::kAdd);
     };
     Value g = at_pos(in[0]);
     Value zx = zero(b, e, xd);
     if (red == SegRed::kSum) return Values{g};
     if (red == SegRed::kMean) {
-      Value len = b.convert(sub(b, ends, starts), e);
+      Value len = b.convert(b.sub(ends, starts), e);
       Dims ld = b.dims(len);
       Value lenp = at_pos(b.broadcast_in_dim(len, b.dims(in[0]), seq(0, ax + 1)));
-      Value pos = b.compare(lenp, zx, "GT");
-      return Values{b.select(pos, div(b, g, b.select(pos, lenp, one(b, e, xd))), zx)};
+      Value pos = b.compare(lenp, zx, Direction::kGt);
+      return Values{b.select(pos, b.div(g, b.select(pos, lenp, one(b, e, xd))), zx)};
     }
     Value outs = spread_out(b, b.convert(in[1], e), ax, L);
     if (red == SegRed::kMax || red == SegRed::kMin) {
-      Value hit =
-          b.binary("stablehlo.and", mb, b.binary("stablehlo.or", b.compare(xs, xs, "NE"), b.compare(xs, outs, "EQ")));
-      Value cnt = b.reduce(b.select(hit, one(b, e, full), zf), zero(b, e), {ax + 1}, "stablehlo.add");
+      Value hit = b.and_(mb, b.or_(b.compare(xs, xs, Direction::kNe), b.compare(xs, outs, Direction::kEq)));
+      Value cnt = b.reduce(b.select(hit, one(b, e, full), zf), zero(b, e), {ax + 1}, BinaryOp::kAdd);
       Value cntp = at_pos(cnt);
-      Value hitp = b.reduce(hit, b.constant(0, ElemType::kPred), {ax}, "stablehlo.or");
+      Value hitp = b.reduce(hit, b.constant(0, ElemType::kPred), {ax}, BinaryOp::kOr);
       Value gi = b.select(hitp, g, zx);
       // CPU averages only the positive gradients over tied extremes.
-      Value split = b.binary("stablehlo.and", b.compare(cntp, b.constant(2, e, xd), "GE"), b.compare(gi, zx, "GT"));
-      return Values{b.select(split, div(b, gi, b.select(split, cntp, one(b, e, xd))), gi)};
+      Value split = b.and_(b.compare(cntp, b.constant(2, e, xd), Direction::kGe), b.compare(gi, zx, Direction::kGt));
+      return Values{b.select(split, b.div(gi, b.select(split, cntp, one(b, e, xd))), gi)};
     }
     // prod: g * out / x, or for x == 0 / NaN the product of the other elements.
     Value outp = at_pos(in[1]);
-    Value plain = div(b, mul(b, g, outp), x);
+    Value plain = b.div(b.mul(g, outp), x);
     Value sid_all = b.iota(b.dims(m), ax, kS64);
     Value sid = b.reduce(b.select(m, sid_all, b.constant(-1, kS64, b.dims(m))), b.constant(-1, kS64), {ax},
-                         "stablehlo.maximum");  // [outer..., L]
+                         BinaryOp::kMax);  // [outer..., L]
     Dims pd = b.dims(sid);
     pd.push_back(L);  // [outer..., Lj, Lk]
     Value sj = b.broadcast_in_dim(sid, pd, seq(0, ax + 1));
     Dims kmap = seq(0, ax);
     kmap.push_back(ax + 1);
     Value sk = b.broadcast_in_dim(sid, pd, kmap);
-    Value same = b.binary("stablehlo.and", b.compare(sj, sk, "EQ"),
-                          b.compare(b.iota(pd, ax, kS64), b.iota(pd, ax + 1, kS64), "NE"));
+    Value same = b.and_(b.compare(sj, sk, Direction::kEq),
+                        b.compare(b.iota(pd, ax, kS64), b.iota(pd, ax + 1, kS64), Direction::kNe));
     Value xk = spread_data(b, x, ax, L);  // [outer..., Lj, Lk, inner...] with data on Lk
     Dims kd = b.dims(xk);
     Value sameb = spread_mask(b, same, kd);
-    Value excl = b.reduce(b.select(sameb, xk, one(b, e, kd)), one(b, e), {ax + 1}, "stablehlo.multiply");
-    if (has_init) excl = mul(b, excl, b.broadcast_to(b.convert(in[4], e), xd));
-    Value special = b.binary("stablehlo.or", b.compare(x, x, "NE"), b.compare(x, zx, "EQ"));
-    Value inseg = b.reduce(mb, b.constant(0, ElemType::kPred), {ax}, "stablehlo.or");
-    Value r = b.select(special, mul(b, g, excl), plain);
+    Value excl = b.reduce(b.select(sameb, xk, one(b, e, kd)), one(b, e), {ax + 1}, BinaryOp::kMul);
+    if (has_init) excl = b.mul(excl, b.broadcast_to(b.convert(in[4], e), xd));
+    Value special = b.or_(b.compare(x, x, Direction::kNe), b.compare(x, zx, Direction::kEq));
+    Value inseg = b.reduce(mb, b.constant(0, ElemType::kPred), {ax}, BinaryOp::kOr);
+    Value r = b.select(special, b.mul(g, excl), plain);
     return Values{b.select(inseg, r, zx)};
   });
   return gi;

@@ -14,8 +14,6 @@ namespace {
 
 using c10::ScalarType;
 
-Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
-
 // A wrapped CPU scalar (e.g. from the Scalar_Tensor overloads) may come first.
 c10::Device dev(const at::Tensor& a, const Operand& c) {
   return a.is_cpu() && c.t.defined() ? c.t.device() : a.device();
@@ -40,12 +38,12 @@ void shift_run(const Operand& a, const Operand& c, ScalarType t, const at::Tenso
       kLeft ? "lshift" : "rshift", {a, c}, out, t,
       [width, sgn](Builder& b, const Values& x) {
         Value v = x[0], s = x[1];
-        Value oob = b.binary("stablehlo.or", b.compare(s, cst(b, 0, s), "LT"),
-                             b.compare(s, cst(b, static_cast<double>(width), s), "GE"));
-        if (kLeft) return b.select(oob, cst(b, 0, v), b.binary("stablehlo.shift_left", v, s));
-        if (!sgn) return b.select(oob, cst(b, 0, v), b.binary("stablehlo.shift_right_logical", v, s));
-        Value fill = b.binary("stablehlo.shift_right_arithmetic", v, cst(b, static_cast<double>(width - 1), v));
-        return b.select(oob, fill, b.binary("stablehlo.shift_right_arithmetic", v, s));
+        Value oob = b.or_(b.compare(s, full_like(b, 0, s), Direction::kLt),
+                          b.compare(s, full_like(b, static_cast<double>(width), s), Direction::kGe));
+        if (kLeft) return b.select(oob, full_like(b, 0, v), b.shl(v, s));
+        if (!sgn) return b.select(oob, full_like(b, 0, v), b.shr_logical(v, s));
+        Value fill = b.shr_arith(v, full_like(b, static_cast<double>(width - 1), v));
+        return b.select(oob, fill, b.shr_arith(v, s));
       },
       sgn ? 1 : 0);
 }
@@ -98,27 +96,27 @@ Value any_true(Builder& c, Value p) {
   if (c.dims(p).empty()) return p;
   std::vector<int64_t> all(c.dims(p).size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
-  return c.reduce(p, c.constant(0, ElemType::kPred), all, "stablehlo.or");
+  return c.reduce(p, c.constant(0, ElemType::kPred), all, BinaryOp::kOr);
 }
 
 // CPU's Euclid on |a|, |b| with C remainder: abs wraps at the minimum
 // integer, so e.g. gcd(INT64_MIN, 0) is INT64_MIN, as on CPU. The loop runs
 // until every element's divisor is 0 (tested on device).
 Value gcd_value(Builder& b, Value x, Value y) {
-  Values init{b.unary("stablehlo.abs", x), b.unary("stablehlo.abs", y)};
+  Values init{b.abs(x), b.abs(y)};
   auto cond = b.loop_region(init);
   {
     Builder c(*cond);
     Value a{cond->params()[0], 0};
-    cond->set_outputs({any_true(c, c.compare(a, cst(c, 0, a), "NE"))});
+    cond->set_outputs({any_true(c, c.compare(a, full_like(c, 0, a), Direction::kNe))});
   }
   auto body = b.loop_region(init);
   {
     Builder c(*body);
     Value a{body->params()[0], 0}, bb{body->params()[1], 0};
-    Value live = c.compare(a, cst(c, 0, a), "NE");
+    Value live = c.compare(a, full_like(c, 0, a), Direction::kNe);
     // Finished elements divide by 1 so no remainder by zero is computed.
-    Value r = c.binary("stablehlo.remainder", bb, c.select(live, a, cst(c, 1, a)));
+    Value r = c.rem(bb, c.select(live, a, full_like(c, 1, a)));
     body->set_outputs({c.select(live, r, a), c.select(live, a, bb)});
   }
   return b.while_loop(init, cond, body)[1];
@@ -127,9 +125,9 @@ Value gcd_value(Builder& b, Value x, Value y) {
 // CPU: g == 0 ? 0 : |a / g * b| (wrapping).
 Value lcm_value(Builder& b, Value x, Value y) {
   Value g = gcd_value(b, x, y);
-  Value gz = b.compare(g, cst(b, 0, g), "EQ");
-  Value q = div(b, x, b.select(gz, cst(b, 1, g), g));
-  return b.select(gz, cst(b, 0, g), b.unary("stablehlo.abs", mul(b, q, y)));
+  Value gz = b.compare(g, full_like(b, 0, g), Direction::kEq);
+  Value q = b.div(x, b.select(gz, full_like(b, 1, g), g));
+  return b.select(gz, full_like(b, 0, g), b.abs(b.mul(q, y)));
 }
 
 template <bool kLcm>
@@ -200,22 +198,22 @@ at::Tensor tri_indices(int64_t row, int64_t col, int64_t offset, std::optional<S
   c10::Device dev = device.value_or(c10::Device(c10::DeviceType::PrivateUse1, 0));
   at::Tensor out = empty_tpu({2, n}, t, dev);
   if (n == 0) return out;
-  eager::OpCall call(name);
+  record::OpCall call(name);
   call.attr(row).attr(col).attr(offset);
   call.output(out);
   call.run([&](Builder& b, const Values&) {
     std::vector<int64_t> grid{row, col};
     Value i = b.iota(grid, 0, ElemType::kS64), j = b.iota(grid, 1, ElemType::kS64);
-    Value keep =
-        b.compare(sub(b, j, i), b.constant(static_cast<double>(offset), ElemType::kS64, grid), kLower ? "LE" : "GE");
+    Value keep = b.compare(b.sub(j, i), b.constant(static_cast<double>(offset), ElemType::kS64, grid),
+                           kLower ? Direction::kLe : Direction::kGe);
     // Kept cells keep their row-major index; the rest sort past the end.
-    Value flat = add(b, mul(b, i, b.constant(static_cast<double>(col), ElemType::kS64, grid)), j);
+    Value flat = b.add(b.mul(i, b.constant(static_cast<double>(col), ElemType::kS64, grid)), j);
     Value key = b.select(keep, flat, b.constant(static_cast<double>(row * col), ElemType::kS64, grid));
     Value sorted = b.sort({b.reshape(key, {row * col})}, 0, false)[0];
     Value k = b.slice(sorted, {0}, {n}, {1});
     Value c = b.constant(static_cast<double>(col), ElemType::kS64, {n});
-    Value ri = b.reshape(div(b, k, c), {1, n});
-    Value ci = b.reshape(b.binary("stablehlo.remainder", k, c), {1, n});
+    Value ri = b.reshape(b.div(k, c), {1, n});
+    Value ci = b.reshape(b.rem(k, c), {1, n});
     return Values{b.concatenate({ri, ci}, 0)};
   });
   return out;

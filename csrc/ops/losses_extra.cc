@@ -8,12 +8,10 @@
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
-#include "ops/misc_helpers.h"
+#include "ops/common.h"
 
 namespace torch_tpu::ops {
 namespace {
-
-using namespace misc;
 
 enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
 
@@ -27,13 +25,13 @@ void check_bce(const at::Tensor& self, const at::Tensor& target, const at::Tenso
 }
 
 Value sum_all(Builder& b, Value x) {
-  return b.reduce(x, zero(b, b.elem(x)), iota_dims(0, b.dims(x).size()), "stablehlo.add");
+  return b.reduce(x, zero(b, b.elem(x)), iota_dims(0, b.dims(x).size()), BinaryOp::kAdd);
 }
 
 void bce_into(const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, int64_t reduction,
               const at::Tensor& out) {
   auto ct = opmath(self.scalar_type());
-  eager::OpCall call("binary_cross_entropy");
+  record::OpCall call("binary_cross_entropy");
   call.attr(reduction).attr(weight.defined()).attr(static_cast<int64_t>(ct));
   call.input(self);
   call.input(target);
@@ -44,14 +42,14 @@ void bce_into(const at::Tensor& self, const at::Tensor& target, const at::Tensor
     ElemType e = to_elem(ct);
     Value x = b.convert(in[0], e), t = b.convert(in[1], e);
     Value floor = b.constant(-100.0, e, shape);
-    Value lx = b.binary("stablehlo.maximum", b.unary("stablehlo.log", x), floor);
-    Value l1x = b.binary("stablehlo.maximum", b.unary("stablehlo.log_plus_one", b.unary("stablehlo.negate", x)), floor);
-    Value onem = sub(b, one(b, e, shape), t);
-    Value loss = b.unary("stablehlo.negate", add(b, mul(b, t, lx), mul(b, onem, l1x)));
-    if (weight.defined()) loss = mul(b, loss, b.broadcast_to(b.convert(in[2], e), shape));
+    Value lx = b.max(b.log(x), floor);
+    Value l1x = b.max(b.log1p(b.neg(x)), floor);
+    Value onem = b.sub(one(b, e, shape), t);
+    Value loss = b.neg(b.add(b.mul(t, lx), b.mul(onem, l1x)));
+    if (weight.defined()) loss = b.mul(loss, b.broadcast_to(b.convert(in[2], e), shape));
     if (reduction == kNone) return Values{loss};
     Value s = sum_all(b, loss);
-    if (reduction == kMean) s = div(b, s, b.constant(static_cast<double>(b.type(loss).numel()), e));
+    if (reduction == kMean) s = b.div(s, b.constant(static_cast<double>(b.type(loss).numel()), e));
     return Values{s};
   });
 }
@@ -77,7 +75,7 @@ at::Tensor& bce_backward_out(const at::Tensor& grad, const at::Tensor& self, con
   check_bce(self, target, weight);
   prepare_out(grad_input, self.sizes(), self.scalar_type(), "binary_cross_entropy_backward");
   auto ct = opmath(self.scalar_type());
-  eager::OpCall call("binary_cross_entropy_backward");
+  record::OpCall call("binary_cross_entropy_backward");
   call.attr(reduction).attr(weight.defined()).attr(static_cast<int64_t>(ct));
   call.input(grad);
   call.input(self);
@@ -89,10 +87,10 @@ at::Tensor& bce_backward_out(const at::Tensor& grad, const at::Tensor& self, con
     ElemType e = to_elem(ct);
     Value g = b.broadcast_to(b.convert(in[0], e), shape);
     Value x = b.convert(in[1], e), t = b.convert(in[2], e);
-    Value denom = b.binary("stablehlo.maximum", mul(b, x, sub(b, one(b, e, shape), x)), b.constant(1e-12, e, shape));
-    Value r = mul(b, g, div(b, sub(b, x, t), denom));
-    if (weight.defined()) r = mul(b, r, b.broadcast_to(b.convert(in[3], e), shape));
-    if (reduction == kMean) r = div(b, r, b.constant(static_cast<double>(b.type(x).numel()), e, shape));
+    Value denom = b.max(b.mul(x, b.sub(one(b, e, shape), x)), b.constant(1e-12, e, shape));
+    Value r = b.mul(g, b.div(b.sub(x, t), denom));
+    if (weight.defined()) r = b.mul(r, b.broadcast_to(b.convert(in[3], e), shape));
+    if (reduction == kMean) r = b.div(r, b.constant(static_cast<double>(b.type(x).numel()), e, shape));
     return Values{r};
   });
   return grad_input;
@@ -113,8 +111,8 @@ at::Tensor& logit_out(const at::Tensor& self, std::optional<double> eps, at::Ten
       "logit", {self, c10::Scalar(e)}, out, opmath(dt),
       [has_eps](Builder& b, const Values& x) {
         Value v = x[0];
-        if (has_eps) v = b.clamp(x[1], v, sub(b, one(b, b.elem(v), b.dims(v)), x[1]));
-        return b.unary("stablehlo.log", div(b, v, sub(b, one(b, b.elem(v), b.dims(v)), v)));
+        if (has_eps) v = b.clamp(x[1], v, b.sub(one(b, b.elem(v), b.dims(v)), x[1]));
+        return b.log(b.div(v, b.sub(one(b, b.elem(v), b.dims(v)), v)));
       },
       has_eps);
   return out;
@@ -142,8 +140,8 @@ std::tuple<at::Tensor&, at::Tensor&> log_sigmoid_forward_out(const at::Tensor& s
   // min(x, 0) - log1p(exp(-|x|)): stable for large |x|.
   pointwise("log_sigmoid_forward", {self}, output, ct, [](Builder& b, const Values& x) {
     Value z = zero(b, b.elem(x[0]), b.dims(x[0]));
-    Value e = b.unary("stablehlo.exponential", b.unary("stablehlo.negate", b.unary("stablehlo.abs", x[0])));
-    return sub(b, b.binary("stablehlo.minimum", x[0], z), b.unary("stablehlo.log_plus_one", e));
+    Value e = b.exp(b.neg(b.abs(x[0])));
+    return b.sub(b.min(x[0], z), b.log1p(e));
   });
   return {output, buffer};
 }
@@ -161,8 +159,8 @@ at::Tensor& log_sigmoid_backward_out(const at::Tensor& grad, const at::Tensor& s
   auto ct = opmath(self.scalar_type());
   // d/dx log(sigmoid(x)) = sigmoid(-x) = 1 / (1 + exp(x)).
   pointwise("log_sigmoid_backward", {grad, self}, grad_input, ct, [](Builder& b, const Values& x) {
-    Value s = b.unary("stablehlo.logistic", b.unary("stablehlo.negate", x[1]));
-    return mul(b, x[0], s);
+    Value s = b.logistic(b.neg(x[1]));
+    return b.mul(x[0], s);
   });
   return grad_input;
 }

@@ -18,7 +18,6 @@ namespace {
 using c10::ScalarType;
 using ir::Dims;
 
-Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
 Value zeros(Builder& b, Value like) { return zero(b, b.elem(like), b.dims(like)); }
 Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
 
@@ -57,7 +56,7 @@ at::Tensor bwd_new(const char* name, std::vector<Operand> ins, const PointwiseFn
 
 // --- threshold ---------------------------------------------------------------------
 // x = {self, threshold, value}: x <= threshold ? value : x (NaN stays NaN).
-Value threshold_fn(Builder& b, const Values& x) { return b.select(b.compare(x[0], x[1], "LE"), x[2], x[0]); }
+Value threshold_fn(Builder& b, const Values& x) { return b.select(b.compare(x[0], x[1], Direction::kLe), x[2], x[0]); }
 at::Tensor threshold(const at::Tensor& s, const c10::Scalar& th, const c10::Scalar& v) {
   return fwd_new("threshold", {s, th, v}, threshold_fn);
 }
@@ -75,20 +74,21 @@ void check_lambd(const c10::Scalar& l) {
 // x = {self, lambd}
 Value softshrink_fn(Builder& b, const Values& x) {
   Value v = x[0], l = x[1];
-  Value nl = b.unary("stablehlo.negate", l);
-  Value r = b.select(b.compare(v, l, "GT"), sub(b, v, l), b.select(b.compare(v, nl, "LT"), add(b, v, l), zeros(b, v)));
+  Value nl = b.neg(l);
+  Value r = b.select(b.compare(v, l, Direction::kGt), b.sub(v, l),
+                     b.select(b.compare(v, nl, Direction::kLt), b.add(v, l), zeros(b, v)));
   // NaN propagates like CPU.
-  return b.select(b.compare(v, v, "NE"), v, r);
+  return b.select(b.compare(v, v, Direction::kNe), v, r);
 }
 // Backward of both shrinks: grad where |x| > lambd, else 0. x = {grad, self, lambd}
 Value shrink_bwd_fn(Builder& b, const Values& x) {
   Value v = x[1], l = x[2];
-  Value inside = b.binary("stablehlo.and", b.compare(v, b.unary("stablehlo.negate", l), "GE"), b.compare(v, l, "LE"));
+  Value inside = b.and_(b.compare(v, b.neg(l), Direction::kGe), b.compare(v, l, Direction::kLe));
   return b.select(inside, zeros(b, x[0]), x[0]);
 }
 Value hardshrink_fn(Builder& b, const Values& x) {
   Value v = x[0], l = x[1];
-  Value inside = b.binary("stablehlo.and", b.compare(v, b.unary("stablehlo.negate", l), "GE"), b.compare(v, l, "LE"));
+  Value inside = b.and_(b.compare(v, b.neg(l), Direction::kGe), b.compare(v, l, Direction::kLe));
   return b.select(inside, zeros(b, v), v);
 }
 at::Tensor softshrink(const at::Tensor& s, const c10::Scalar& l) {
@@ -130,7 +130,7 @@ at::Tensor prelu_kernel(const at::Tensor& self, const at::Tensor& weight) {
   ScalarType t = at::result_type(self, weight);
   at::Tensor out = empty_tpu(broadcast_shape({self, weight}), t, self.device());
   pointwise("_prelu_kernel", {self, weight}, out, opmath(t), [](Builder& b, const Values& x) {
-    return b.select(b.compare(x[0], zeros(b, x[0]), "GT"), x[0], mul(b, x[1], x[0]));
+    return b.select(b.compare(x[0], zeros(b, x[0]), Direction::kGt), x[0], b.mul(x[1], x[0]));
   });
   return out;
 }
@@ -145,7 +145,7 @@ std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad,
   auto ct = opmath(t);
   ElemType e = to_elem(ct);
   Dims d(shape.begin(), shape.end());
-  eager::OpCall call("_prelu_kernel_backward");
+  record::OpCall call("_prelu_kernel_backward");
   call.attr(static_cast<int64_t>(ct));
   call.input(grad);
   call.input(self);
@@ -156,8 +156,8 @@ std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad,
     Value g = b.broadcast_to(b.convert(in[0], e), d);
     Value x = b.broadcast_to(b.convert(in[1], e), d);
     Value w = b.broadcast_to(b.convert(in[2], e), d);
-    Value pos = b.compare(x, zeros(b, x), "GT");
-    return Values{b.select(pos, g, mul(b, w, g)), b.select(pos, zeros(b, x), mul(b, x, g))};
+    Value pos = b.compare(x, zeros(b, x), Direction::kGt);
+    return Values{b.select(pos, g, b.mul(w, g)), b.select(pos, zeros(b, x), b.mul(x, g))};
   });
   return {gi, gw};
 }
@@ -172,7 +172,7 @@ void rrelu_into(const at::Tensor& self, const at::Tensor& noise, const c10::Scal
     double slope = (lower.toDouble() + upper.toDouble()) / 2;
     pointwise("rrelu_eval", {self, c10::Scalar(slope)}, out, opmath(self.scalar_type()),
               [](Builder& b, const Values& x) {
-                return b.select(b.compare(x[0], zeros(b, x[0]), "GE"), x[0], mul(b, x[0], x[1]));
+                return b.select(b.compare(x[0], zeros(b, x[0]), Direction::kGe), x[0], b.mul(x[0], x[1]));
               });
     return;
   }
@@ -183,7 +183,7 @@ void rrelu_into(const at::Tensor& self, const at::Tensor& noise, const c10::Scal
   u.uniform_(lower.toDouble(), upper.toDouble(), gen);
   auto ct = opmath(self.scalar_type());
   ElemType e = to_elem(ct);
-  eager::OpCall call("rrelu_train");
+  record::OpCall call("rrelu_train");
   call.attr(static_cast<int64_t>(ct));
   call.input(self);
   call.input(u);
@@ -191,8 +191,8 @@ void rrelu_into(const at::Tensor& self, const at::Tensor& noise, const c10::Scal
   call.output(noise);
   call.run([&](Builder& b, const Values& in) {
     Value x = b.convert(in[0], e), r = b.convert(in[1], e);
-    Value n = b.select(b.compare(x, zeros(b, x), "GE"), cst(b, 1.0, x), r);
-    return Values{mul(b, x, n), n};
+    Value n = b.select(b.compare(x, zeros(b, x), Direction::kGe), full_like(b, 1.0, x), r);
+    return Values{b.mul(x, n), n};
   });
 }
 at::Tensor rrelu_with_noise(const at::Tensor& self, at::Tensor& noise, const c10::Scalar& lower,
@@ -219,12 +219,12 @@ at::Tensor rrelu_with_noise_backward(const at::Tensor& grad, const at::Tensor& s
   double l = lower.toDouble(), u = upper.toDouble();
   if (training && u - l > 1e-6) {
     return bwd_new("rrelu_backward_train", {grad, noise},
-                   [](Builder& b, const Values& x) { return mul(b, x[0], x[1]); });
+                   [](Builder& b, const Values& x) { return b.mul(x[0], x[1]); });
   }
   TORCH_CHECK(!self_is_result || (l + u) / 2 >= 0.0,
               "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported.");
   return bwd_new("rrelu_backward_eval", {grad, self, c10::Scalar((l + u) / 2)}, [](Builder& b, const Values& x) {
-    return b.select(b.compare(x[1], zeros(b, x[1]), "GT"), x[0], mul(b, x[0], x[2]));
+    return b.select(b.compare(x[1], zeros(b, x[1]), Direction::kGt), x[0], b.mul(x[0], x[2]));
   });
 }
 
@@ -241,9 +241,9 @@ at::Tensor& logit_backward_out(const at::Tensor& grad, const at::Tensor& self, s
       "logit_backward", {grad, self, c10::Scalar(lo), c10::Scalar(1.0 - lo)}, out, opmath(t),
       [has_eps](Builder& b, const Values& x) {
         Value g = x[0], v = x[1];
-        Value r = div(b, g, mul(b, v, sub(b, cst(b, 1.0, v), v)));
-        Value outside = b.binary("stablehlo.or", b.compare(v, x[2], "LT"), b.compare(v, x[3], "GT"));
-        Value fill = has_eps ? zeros(b, v) : cst(b, std::numeric_limits<double>::quiet_NaN(), v);
+        Value r = b.div(g, b.mul(v, b.sub(full_like(b, 1.0, v), v)));
+        Value outside = b.or_(b.compare(v, x[2], Direction::kLt), b.compare(v, x[3], Direction::kGt));
+        Value fill = has_eps ? zeros(b, v) : full_like(b, std::numeric_limits<double>::quiet_NaN(), v);
         return b.select(outside, fill, r);
       },
       has_eps);
@@ -261,7 +261,7 @@ at::Tensor efficientzerotensor(c10::IntArrayRef size, std::optional<ScalarType> 
   c10::Device dev = device.value_or(c10::Device("tpu"));
   at::Tensor out = empty_tpu(size, dtype.value_or(default_float()), dev);
   if (out.numel() == 0) return out;
-  eager::OpCall call("_efficientzerotensor");
+  record::OpCall call("_efficientzerotensor");
   call.output(out);
   Dims d(size.begin(), size.end());
   call.attr(size);
@@ -280,7 +280,7 @@ at::Tensor channel_shuffle(const at::Tensor& self, int64_t groups) {
   at::Tensor out = empty_like_tpu(self);
   if (self.numel() == 0) return out;
   Dims d = dims_of(self);
-  eager::OpCall call("channel_shuffle");
+  record::OpCall call("channel_shuffle");
   call.attr(groups);
   call.input(self);
   call.output(out);
@@ -313,7 +313,7 @@ at::Tensor& renorm_out(const at::Tensor& self, const c10::Scalar& p_s, int64_t d
   ElemType e = to_elem(ct);
   Dims d = dims_of(self);
   int64_t mode = std::isinf(p) ? 0 : (p == 1 ? 1 : (p == 2 ? 2 : 3));
-  eager::OpCall call("renorm");
+  record::OpCall call("renorm");
   call.attr(d0).attr(mode).attr(static_cast<int64_t>(ct));
   call.input(self);
   call.scalar(p, ct);
@@ -321,25 +321,26 @@ at::Tensor& renorm_out(const at::Tensor& self, const c10::Scalar& p_s, int64_t d
   call.output(out);
   call.run([&](Builder& b, const Values& in) {
     Value x = b.convert(in[0], e);
-    Value a = b.unary("stablehlo.abs", x);
+    Value a = b.abs(x);
     Dims red;
     for (int64_t i = 0; i < (int64_t)d.size(); ++i)
       if (i != d0) red.push_back(i);
     Value n;
     if (mode == 0) {
-      n = b.reduce(a, zero(b, e), red, "stablehlo.maximum");
+      n = b.reduce(a, zero(b, e), red, BinaryOp::kMax);
     } else if (mode == 1) {
-      n = b.reduce(a, zero(b, e), red, "stablehlo.add");
+      n = b.reduce(a, zero(b, e), red, BinaryOp::kAdd);
     } else if (mode == 2) {
-      n = b.unary("stablehlo.sqrt", b.reduce(mul(b, x, x), zero(b, e), red, "stablehlo.add"));
+      n = b.sqrt(b.reduce(b.mul(x, x), zero(b, e), red, BinaryOp::kAdd));
     } else {
       Value pv = b.broadcast_to(in[1], d);
-      Value s = b.reduce(b.binary("stablehlo.power", a, pv), zero(b, e), red, "stablehlo.add");
-      n = b.binary("stablehlo.power", s, div(b, one(b, e, b.dims(s)), b.broadcast_to(in[1], b.dims(s))));
+      Value s = b.reduce(b.pow(a, pv), zero(b, e), red, BinaryOp::kAdd);
+      n = b.pow(s, b.div(one(b, e, b.dims(s)), b.broadcast_to(in[1], b.dims(s))));
     }
     Value mx = b.broadcast_to(in[2], b.dims(n));
-    Value factor = b.select(b.compare(n, mx, "GT"), div(b, mx, add(b, n, cst(b, 1e-7, n))), one(b, e, b.dims(n)));
-    return Values{mul(b, x, b.broadcast_in_dim(factor, d, {d0}))};
+    Value factor =
+        b.select(b.compare(n, mx, Direction::kGt), b.div(mx, b.add(n, full_like(b, 1e-7, n))), one(b, e, b.dims(n)));
+    return Values{b.mul(x, b.broadcast_in_dim(factor, d, {d0}))};
   });
   return out;
 }
@@ -361,14 +362,14 @@ at::Tensor trace(const at::Tensor& self) {
   auto ct = opmath(rt);
   ElemType e = to_elem(ct);
   Dims d = dims_of(self);
-  eager::OpCall call("trace");
+  record::OpCall call("trace");
   call.attr(static_cast<int64_t>(ct));
   call.input(self);
   call.output(out);
   call.run([&](Builder& b, const Values& in) {
     Value x = b.convert(in[0], e);
-    Value diag = b.compare(b.iota(d, 0, ElemType::kS64), b.iota(d, 1, ElemType::kS64), "EQ");
-    return Values{b.reduce(b.select(diag, x, zeros(b, x)), zero(b, e), {0, 1}, "stablehlo.add")};
+    Value diag = b.compare(b.iota(d, 0, ElemType::kS64), b.iota(d, 1, ElemType::kS64), Direction::kEq);
+    return Values{b.reduce(b.select(diag, x, zeros(b, x)), zero(b, e), {0, 1}, BinaryOp::kAdd)};
   });
   return out;
 }
@@ -376,15 +377,15 @@ at::Tensor trace(const at::Tensor& self) {
 // --- _logcumsumexp -----------------------------------------------------------------------
 // log(exp(a) + exp(b)) as CPU computes it: infinities of equal sign stay put.
 Value log_add_exp(Builder& b, Value x, Value y) {
-  Value mn = b.binary("stablehlo.minimum", x, y);
-  Value mx = b.binary("stablehlo.maximum", x, y);
-  Value r = add(b, mx, b.unary("stablehlo.log_plus_one", b.unary("stablehlo.exponential", sub(b, mn, mx))));
-  Value inf = cst(b, std::numeric_limits<double>::infinity(), mn);
-  Value infinite = b.compare(b.unary("stablehlo.abs", mn), inf, "EQ");
-  Value keep = b.binary("stablehlo.and", b.compare(mn, mx, "EQ"), infinite);
+  Value mn = b.min(x, y);
+  Value mx = b.max(x, y);
+  Value r = b.add(mx, b.log1p(b.exp(b.sub(mn, mx))));
+  Value inf = full_like(b, std::numeric_limits<double>::infinity(), mn);
+  Value infinite = b.compare(b.abs(mn), inf, Direction::kEq);
+  Value keep = b.and_(b.compare(mn, mx, Direction::kEq), infinite);
   // NaN propagates explicitly: XLA:CPU's minimum/maximum need not.
-  Value nan = b.binary("stablehlo.or", b.compare(x, x, "NE"), b.compare(y, y, "NE"));
-  return b.select(nan, add(b, x, y), b.select(keep, x, r));
+  Value nan = b.or_(b.compare(x, x, Direction::kNe), b.compare(y, y, Direction::kNe));
+  return b.select(nan, b.add(x, y), b.select(keep, x, r));
 }
 at::Tensor& logcumsumexp_out(const at::Tensor& self, int64_t dim, at::Tensor& out) {
   check_float(self, "logcumsumexp_out_cpu");
@@ -399,7 +400,7 @@ at::Tensor& logcumsumexp_out(const at::Tensor& self, int64_t dim, at::Tensor& ou
   ElemType e = to_elem(ct);
   Dims d = dims_of(self);
   Dims d1 = d.empty() ? Dims{1} : d;
-  eager::OpCall call("_logcumsumexp");
+  record::OpCall call("_logcumsumexp");
   call.attr(d0).attr(static_cast<int64_t>(ct));
   call.input(self);
   call.output(out);

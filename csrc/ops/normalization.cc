@@ -31,8 +31,8 @@ Value mean_keep(Builder& b, Value x, int64_t axis) {
       keep.push_back(i);
     }
   }
-  Value s = b.reduce(x, zero(b, b.elem(x)), red, "stablehlo.add");
-  s = b.binary("stablehlo.divide", s, b.constant(static_cast<double>(n), b.elem(x), b.dims(s)));
+  Value s = b.reduce(x, zero(b, b.elem(x)), red, BinaryOp::kAdd);
+  s = b.div(s, b.constant(static_cast<double>(n), b.elem(x), b.dims(s)));
   return b.broadcast_in_dim(s, d, keep);
 }
 
@@ -40,7 +40,7 @@ Value mean_keep(Builder& b, Value x, int64_t axis) {
 Value sum_batch(Builder& b, Value x, int64_t axis) {
   Dims red;
   for (int64_t i = 0; i < axis; ++i) red.push_back(i);
-  return b.reduce(x, zero(b, b.elem(x)), red, "stablehlo.add");
+  return b.reduce(x, zero(b, b.elem(x)), red, BinaryOp::kAdd);
 }
 
 // --- layer norm -----------------------------------------------------------------
@@ -90,7 +90,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(const at::Tenso
   at::Tensor rstd = empty_tpu(stat_shape, stat_dtype, input.device());
   auto ct = opmath(input.scalar_type());
 
-  eager::OpCall call("native_layer_norm");
+  record::OpCall call("native_layer_norm");
   call.attr(axis).attr(weight.defined()).attr(bias.defined()).attr(static_cast<int64_t>(ct));
   call.input(input);
   call.scalar(eps, ct);
@@ -104,13 +104,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(const at::Tenso
     Value x = b.convert(in[0], e);
     const Dims& d = b.dims(x);
     Value mu = mean_keep(b, x, axis);
-    Value xc = sub(b, x, mu);
-    Value var = mean_keep(b, mul(b, xc, xc), axis);
-    Value r = b.unary("stablehlo.rsqrt", add(b, var, b.broadcast_to(b.convert(in[1], e), d)));
-    Value y = mul(b, xc, r);
+    Value xc = b.sub(x, mu);
+    Value var = mean_keep(b, b.mul(xc, xc), axis);
+    Value r = b.rsqrt(b.add(var, b.broadcast_to(b.convert(in[1], e), d)));
+    Value y = b.mul(xc, r);
     size_t i = 2;
-    if (weight.defined()) y = mul(b, y, b.broadcast_to(b.convert(in[i++], e), d));
-    if (bias.defined()) y = add(b, y, b.broadcast_to(b.convert(in[i++], e), d));
+    if (weight.defined()) y = b.mul(y, b.broadcast_to(b.convert(in[i++], e), d));
+    if (bias.defined()) y = b.add(y, b.broadcast_to(b.convert(in[i++], e), d));
     Dims sd(stat_shape.begin(), stat_shape.end());
     // mu and r are constant over the normalized dims; slice one element.
     Dims zeros(d.size(), 0), ones_stride(d.size(), 1);
@@ -135,7 +135,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(
   if (!gi.defined() && !gw.defined() && !gb.defined()) return {gi, gw, gb};
   auto ct = opmath(input.scalar_type());
 
-  eager::OpCall call("native_layer_norm_backward");
+  record::OpCall call("native_layer_norm_backward");
   call.attr(axis).attr(weight.defined()).attr(gi.defined()).attr(gw.defined()).attr(gb.defined());
   call.attr(static_cast<int64_t>(ct));
   call.input(grad_out);
@@ -153,15 +153,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(
     const Dims& d = b.dims(x);
     Value mu = b.broadcast_to(b.convert(in[2], e), d);
     Value r = b.broadcast_to(b.convert(in[3], e), d);
-    Value xhat = mul(b, sub(b, x, mu), r);
+    Value xhat = b.mul(b.sub(x, mu), r);
     Values outs;
     if (gi.defined()) {
-      Value gx = weight.defined() ? mul(b, g, b.broadcast_to(b.convert(in[4], e), d)) : g;
+      Value gx = weight.defined() ? b.mul(g, b.broadcast_to(b.convert(in[4], e), d)) : g;
       // dx = rstd * (gx - mean(gx) - xhat * mean(gx * xhat))
-      Value t = sub(b, sub(b, gx, mean_keep(b, gx, axis)), mul(b, xhat, mean_keep(b, mul(b, gx, xhat), axis)));
-      outs.push_back(mul(b, r, t));
+      Value t = b.sub(b.sub(gx, mean_keep(b, gx, axis)), b.mul(xhat, mean_keep(b, b.mul(gx, xhat), axis)));
+      outs.push_back(b.mul(r, t));
     }
-    if (gw.defined()) outs.push_back(sum_batch(b, mul(b, g, xhat), axis));
+    if (gw.defined()) outs.push_back(sum_batch(b, b.mul(g, xhat), axis));
     if (gb.defined()) outs.push_back(sum_batch(b, g, axis));
     return outs;
   });
@@ -197,7 +197,7 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
   double keep = 1.0 - p;
   double scale = keep == 0 ? 0.0 : 1.0 / keep;
 
-  eager::OpCall call("native_dropout");
+  record::OpCall call("native_dropout");
   call.attr(static_cast<int64_t>(ct));
   call.input(input);
   call.scalar(c10::Scalar(static_cast<int64_t>(seed)), c10::kLong);
@@ -215,13 +215,12 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
     Value state = b.concatenate({s, o}, 0);
     Value bits = b.rng_bit_generator(state, d, ElemType::kU32)[1];
     // Top 23 bits as the mantissa of a float in [1, 2), minus 1: uniform [0, 1).
-    Value mant = b.binary("stablehlo.shift_right_logical", bits, b.constant(9, ElemType::kU32, d));
-    Value f =
-        b.bitcast_convert(b.binary("stablehlo.or", mant, b.constant(0x3f800000, ElemType::kU32, d)), ElemType::kF32);
-    Value u = sub(b, f, b.constant(1.0, ElemType::kF32, d));
-    Value keep_mask = b.compare(u, b.broadcast_to(in[3], d), "GE");
+    Value mant = b.shr_logical(bits, b.constant(9, ElemType::kU32, d));
+    Value f = b.bitcast_convert(b.or_(mant, b.constant(0x3f800000, ElemType::kU32, d)), ElemType::kF32);
+    Value u = b.sub(f, b.constant(1.0, ElemType::kF32, d));
+    Value keep_mask = b.compare(u, b.broadcast_to(in[3], d), Direction::kGe);
     // x * mask * scale, as CPU (so NaN inputs stay NaN where dropped).
-    Value y = mul(b, mul(b, x, b.convert(keep_mask, e)), b.broadcast_to(b.convert(in[4], e), d));
+    Value y = b.mul(b.mul(x, b.convert(keep_mask, e)), b.broadcast_to(b.convert(in[4], e), d));
     return Values{y, keep_mask};
   });
   return {out, mask};
@@ -233,7 +232,7 @@ at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mas
   // to the default float dtype, as on CPU.
   at::Tensor out = empty_tpu(broadcast_shape({grad, mask}), float_result(grad.scalar_type()), grad.device());
   auto ct = opmath(out.scalar_type());
-  eager::OpCall call("native_dropout_backward");
+  record::OpCall call("native_dropout_backward");
   call.attr(static_cast<int64_t>(ct));
   call.input(grad);
   call.input(mask);
@@ -244,7 +243,7 @@ at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mas
     ElemType e = to_elem(ct);
     Value g = b.broadcast_to(b.convert(in[0], e), shape);
     Value m = b.broadcast_to(in[1], shape);
-    return Values{mul(b, mul(b, g, b.convert(m, e)), b.broadcast_to(b.convert(in[2], e), shape))};
+    return Values{b.mul(b.mul(g, b.convert(m, e)), b.broadcast_to(b.convert(in[2], e), shape))};
   });
   return out;
 }

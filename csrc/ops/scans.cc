@@ -24,7 +24,7 @@ void scan_into(const at::Tensor& self, int64_t dim, bool prod, const at::Tensor&
   ElemType acc = (dtype == c10::kBFloat16 || dtype == c10::kHalf) ? ElemType::kF32
                  : dtype == c10::kBool                            ? ElemType::kS64
                                                                   : de;
-  eager::OpCall call(prod ? "cumprod" : "cumsum");
+  record::OpCall call(prod ? "cumprod" : "cumsum");
   call.input(self);
   call.attr(dim).attr(static_cast<int64_t>(dtype));
   call.output(out);
@@ -38,8 +38,7 @@ void scan_into(const at::Tensor& self, int64_t dim, bool prod, const at::Tensor&
     window[dim] = n;
     padding[dim] = {n - 1, 0};
     Value init = prod ? one(b, acc) : zero(b, acc);
-    return Values{
-        b.reduce_window(x, init, window, strides, dil, dil, padding, prod ? "stablehlo.multiply" : "stablehlo.add")};
+    return Values{b.reduce_window(x, init, window, strides, dil, dil, padding, prod ? BinaryOp::kMul : BinaryOp::kAdd)};
   });
 }
 

@@ -17,12 +17,11 @@
 #include <mutex>
 
 #include "aten/generator.h"
-#include "ops/misc_helpers.h"
+#include "ops/common.h"
 
 namespace torch_tpu::ops {
 namespace {
 
-using namespace misc;
 constexpr ElemType kS64 = ElemType::kS64;
 
 // x[r, idx[r, k]] for x [B, M] and s64 idx [B, K] (indices already in range).
@@ -74,7 +73,7 @@ void searchsorted_checks(const at::Tensor& seq, const at::Tensor& self, bool out
 void searchsorted_into(const at::Tensor& seq, const Operand& value, c10::IntArrayRef self_shape, bool right,
                        const at::Tensor& sorter, const at::Tensor& out) {
   auto ct = value.t.defined() ? at::result_type(seq, value.t) : at::result_type(seq, *value.s);
-  eager::OpCall call("searchsorted");
+  record::OpCall call("searchsorted");
   call.attr(right).attr(sorter.defined()).attr(static_cast<int64_t>(ct));
   call.input(seq);
   if (value.t.defined())
@@ -101,15 +100,15 @@ void searchsorted_into(const at::Tensor& seq, const Operand& value, c10::IntArra
     while ((int64_t(1) << steps) <= m) ++steps;
     Value onev = one(b, kS64, {batch, k}), two = b.constant(2, kS64, {batch, k});
     for (int i = 0; i < steps; ++i) {
-      Value active = b.compare(lo, hi, "LT");
-      Value mid = div(b, add(b, lo, hi), two);
+      Value active = b.compare(lo, hi, Direction::kLt);
+      Value mid = b.div(b.add(lo, hi), two);
       Value midc = b.clamp(zero(b, kS64), mid, b.constant(m - 1, kS64));
       Value mv = gather2d(b, s, midc);
       // ATen: left moves right unless mid >= v; right unless mid > v.
-      Value go_right = b.unary("stablehlo.not", b.compare(mv, v, right ? "GT" : "GE"));
-      Value move_lo = b.binary("stablehlo.and", active, go_right);
-      Value move_hi = b.binary("stablehlo.and", active, b.unary("stablehlo.not", go_right));
-      lo = b.select(move_lo, add(b, mid, onev), lo);
+      Value go_right = b.not_(b.compare(mv, v, right ? Direction::kGt : Direction::kGe));
+      Value move_lo = b.and_(active, go_right);
+      Value move_hi = b.and_(active, b.not_(go_right));
+      lo = b.select(move_lo, b.add(mid, onev), lo);
       hi = b.select(move_hi, mid, hi);
     }
     return Values{b.reshape(lo, vd)};
@@ -192,13 +191,13 @@ at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& wei
   if (n > 0) {
     // One small sync: the min (CPU's negative check) and max (the length).
     at::Tensor mm = empty_tpu({2}, c10::kLong, self.device());
-    eager::OpCall call("bincount_minmax");
+    record::OpCall call("bincount_minmax");
     call.input(self);
     call.output(mm);
     call.run([&](Builder& b, const Values& in) {
       Value x = b.convert(in[0], kS64);
-      Value lo = b.reduce(x, highest(b, kS64), {0}, "stablehlo.minimum");
-      Value hi = b.reduce(x, lowest(b, kS64), {0}, "stablehlo.maximum");
+      Value lo = b.reduce(x, highest(b, kS64), {0}, BinaryOp::kMin);
+      Value hi = b.reduce(x, lowest(b, kS64), {0}, BinaryOp::kMax);
       return Values{b.concatenate({b.reshape(lo, {1}), b.reshape(hi, {1})}, 0)};
     });
     at::Tensor h = mm.cpu();
@@ -206,7 +205,7 @@ at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& wei
     len = std::max(len, h[1].item<int64_t>() + 1);
   }
   at::Tensor out = empty_tpu({len}, odt, self.device());
-  eager::OpCall call("bincount");
+  record::OpCall call("bincount");
   call.attr(len).attr(weights.defined()).attr(static_cast<int64_t>(odt));
   call.input(self);
   if (weights.defined()) call.input(weights);
@@ -216,7 +215,7 @@ at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& wei
     Value acc = zero(b, e, {len});
     if (n == 0) return Values{acc};
     Value w = weights.defined() ? b.convert(in[1], e) : one(b, e, {n});
-    return Values{scatter_rows(b, acc, in[0], w, "stablehlo.add")};
+    return Values{scatter_rows(b, acc, in[0], w, BinaryOp::kAdd)};
   });
   return out;
 }
@@ -239,7 +238,7 @@ at::Tensor& histc_out(const at::Tensor& self, int64_t bins, const c10::Scalar& m
   at::native::resize_output(out, {bins});
   auto ct = opmath(self.scalar_type());
   int64_t n = self.numel();
-  eager::OpCall call("histc");
+  record::OpCall call("histc");
   call.attr(bins).attr(static_cast<int64_t>(ct));
   call.input(self);
   call.scalar(min, ct);
@@ -252,35 +251,35 @@ at::Tensor& histc_out(const at::Tensor& self, int64_t bins, const c10::Scalar& m
     Value x = b.reshape(b.convert(in[0], e), {n});
     Value lo = in[1], hi = in[2];
     // min == max: the data's range; still equal: widen by one each side.
-    Value same = b.compare(lo, hi, "EQ");
-    lo = b.select(same, b.reduce(x, highest(b, e), {0}, "stablehlo.minimum"), lo);
-    hi = b.select(same, b.reduce(x, lowest(b, e), {0}, "stablehlo.maximum"), hi);
-    Value same2 = b.compare(lo, hi, "EQ");
-    lo = b.select(same2, sub(b, lo, one(b, e)), lo);
-    hi = b.select(same2, add(b, hi, one(b, e)), hi);
+    Value same = b.compare(lo, hi, Direction::kEq);
+    lo = b.select(same, b.reduce(x, highest(b, e), {0}, BinaryOp::kMin), lo);
+    hi = b.select(same, b.reduce(x, lowest(b, e), {0}, BinaryOp::kMax), hi);
+    Value same2 = b.compare(lo, hi, Direction::kEq);
+    lo = b.select(same2, b.sub(lo, one(b, e)), lo);
+    hi = b.select(same2, b.add(hi, one(b, e)), hi);
     Value lob = b.broadcast_to(lo, {n}), hib = b.broadcast_to(hi, {n});
     Value nb = b.constant(static_cast<double>(bins), e, {n});
-    Value pos_f = div(b, mul(b, sub(b, x, lob), nb), sub(b, hib, lob));
-    Value pos = b.clamp(zero(b, kS64), b.convert(b.unary("stablehlo.floor", pos_f), kS64), b.constant(bins, kS64));
+    Value pos_f = b.div(b.mul(b.sub(x, lob), nb), b.sub(hib, lob));
+    Value pos = b.clamp(zero(b, kS64), b.convert(b.floor(pos_f), kS64), b.constant(bins, kS64));
     // Correct against the edges linspace(lo, hi, bins + 1) computes, as ATen does.
-    Value step = div(b, sub(b, hi, lo), b.constant(static_cast<double>(bins), e));
+    Value step = b.div(b.sub(hi, lo), b.constant(static_cast<double>(bins), e));
     auto edge = [&](Value i) {
       Value fi = b.convert(i, e);
       Value stepb = b.broadcast_to(step, {n});
-      Value from_lo = add(b, lob, mul(b, fi, stepb));
-      Value from_hi = sub(b, hib, mul(b, sub(b, nb, fi), stepb));
-      return b.select(b.compare(i, b.constant((bins + 1) / 2, kS64, {n}), "LT"), from_lo, from_hi);
+      Value from_lo = b.add(lob, b.mul(fi, stepb));
+      Value from_hi = b.sub(hib, b.mul(b.sub(nb, fi), stepb));
+      return b.select(b.compare(i, b.constant((bins + 1) / 2, kS64, {n}), Direction::kLt), from_lo, from_hi);
     };
     Value onei = one(b, kS64, {n});
-    pos = b.select(b.compare(x, edge(pos), "LT"), sub(b, pos, onei), pos);
-    Value nxt = add(b, pos, onei);
+    pos = b.select(b.compare(x, edge(pos), Direction::kLt), b.sub(pos, onei), pos);
+    Value nxt = b.add(pos, onei);
     pos = b.select(
-        b.binary("stablehlo.and", b.compare(nxt, b.constant(bins, kS64, {n}), "LT"), b.compare(x, edge(nxt), "GE")),
+        b.and_(b.compare(nxt, b.constant(bins, kS64, {n}), Direction::kLt), b.compare(x, edge(nxt), Direction::kGe)),
         nxt, pos);
     pos = b.clamp(zero(b, kS64), pos, b.constant(bins - 1, kS64));
-    Value inside = b.binary("stablehlo.and", b.compare(x, lob, "GE"), b.compare(x, hib, "LE"));
+    Value inside = b.and_(b.compare(x, lob, Direction::kGe), b.compare(x, hib, Direction::kLe));
     Value w = b.select(inside, one(b, e, {n}), zero(b, e, {n}));
-    return Values{scatter_rows(b, acc, pos, w, "stablehlo.add")};
+    return Values{scatter_rows(b, acc, pos, w, BinaryOp::kAdd)};
   });
   return out;
 }
@@ -309,7 +308,7 @@ Groups groups(Builder& b, Value x, bool consecutive) {
   }
   Value prev = b.slice(flat, {0}, {n - 1}, {1});
   Value next = b.slice(flat, {1}, {n}, {1});
-  Value diff = b.compare(next, prev, "NE");
+  Value diff = b.compare(next, prev, Direction::kNe);
   Value flags = b.concatenate({b.constant(1, ElemType::kPred, {1}), diff}, 0);
   return {flat, perm, flags};
 }
@@ -326,19 +325,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_impl(const at::Tensor& sel
   // Phase 1: the number of groups (the one host sync).
   at::Tensor count = empty_tpu({}, c10::kLong, self.device());
   {
-    eager::OpCall call("unique_count");
+    record::OpCall call("unique_count");
     call.attr(consecutive);
     call.input(self);
     call.output(count);
     call.run([&](Builder& b, const Values& in) {
       Groups g = groups(b, in[0], consecutive);
-      return Values{b.reduce(b.convert(g.flags, kS64), zero(b, kS64), {0}, "stablehlo.add")};
+      return Values{b.reduce(b.convert(g.flags, kS64), zero(b, kS64), {0}, BinaryOp::kAdd)};
     });
   }
   int64_t u = count.item<int64_t>();
   at::Tensor out = empty_tpu({u}, self.scalar_type(), self.device());
   at::Tensor counts = empty_tpu({return_counts ? u : 0}, c10::kLong, self.device());
-  eager::OpCall call("unique");
+  record::OpCall call("unique");
   call.attr(consecutive).attr(u).attr(return_inverse).attr(return_counts);
   call.input(self);
   call.output(out);
@@ -347,11 +346,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_impl(const at::Tensor& sel
   Dims shape = dims_of(self);
   call.run([&](Builder& b, const Values& in) {
     Groups g = groups(b, in[0], consecutive);
-    Value gid = sub(b, cumsum(b, b.convert(g.flags, kS64), 0), one(b, kS64, {n}));
+    Value gid = b.sub(cumsum(b, b.convert(g.flags, kS64), 0), one(b, kS64, {n}));
     Values res;
-    res.push_back(scatter_rows(b, zero(b, b.elem(g.keys), {u}), gid, g.keys, nullptr));
-    if (return_inverse) res.push_back(b.reshape(scatter_rows(b, zero(b, kS64, {n}), g.perm, gid, nullptr), shape));
-    if (return_counts) res.push_back(scatter_rows(b, zero(b, kS64, {u}), gid, one(b, kS64, {n}), "stablehlo.add"));
+    res.push_back(scatter_rows(b, zero(b, b.elem(g.keys), {u}), gid, g.keys, std::nullopt));
+    if (return_inverse) res.push_back(b.reshape(scatter_rows(b, zero(b, kS64, {n}), g.perm, gid, std::nullopt), shape));
+    if (return_counts) res.push_back(scatter_rows(b, zero(b, kS64, {u}), gid, one(b, kS64, {n}), BinaryOp::kAdd));
     return res;
   });
   return {out, inverse, counts};
@@ -403,7 +402,7 @@ at::Tensor& multinomial_out(const at::Tensor& self, int64_t num_samples, bool re
     seed = g->current_seed();
     offset = g->advance((words + 3) / 4 * 4);
   }
-  eager::OpCall call("multinomial");
+  record::OpCall call("multinomial");
   call.attr(num_samples).attr(replacement);
   call.scalar(c10::Scalar(static_cast<int64_t>(seed)), c10::kLong);
   call.scalar(c10::Scalar(static_cast<int64_t>(offset)), c10::kLong);
@@ -417,29 +416,28 @@ at::Tensor& multinomial_out(const at::Tensor& self, int64_t num_samples, bool re
                               b.reshape(b.bitcast_convert(in[1], ElemType::kU64), {1})},
                              0);
     Value bits = b.rng_bit_generator(st, ud, ElemType::kU32)[1];
-    Value top = b.binary("stablehlo.shift_right_logical", bits, b.constant(9, ElemType::kU32, ud));
+    Value top = b.shr_logical(bits, b.constant(9, ElemType::kU32, ud));
     // Uniform in (0, 1): (k + 0.5) / 2^23, exact in f32.
-    Value u = mul(b, add(b, b.convert(top, e), b.constant(0.5, e, ud)), b.constant(std::ldexp(1.0, -23), e, ud));
+    Value u = b.mul(b.add(b.convert(top, e), b.constant(0.5, e, ud)), b.constant(std::ldexp(1.0, -23), e, ud));
     Value res;
     if (replacement) {
       // Category = number of CDF entries <= u * total; zero-probability
       // categories have an empty interval and are never picked.
       Value cdf = cumsum(b, p, 1);
       Value total = b.slice(cdf, {0, cats - 1}, {rows, cats}, {1, 1});
-      Value ut = mul(b, u, b.broadcast_in_dim(b.reshape(total, {rows}), ud, {0}));
+      Value ut = b.mul(u, b.broadcast_in_dim(b.reshape(total, {rows}), ud, {0}));
       Dims d3{rows, num_samples, cats};
-      Value le = b.compare(b.broadcast_in_dim(cdf, d3, {0, 2}), b.broadcast_in_dim(ut, d3, {0, 1}), "LE");
-      Value cnt = b.reduce(b.convert(le, kS64), zero(b, kS64), {2}, "stablehlo.add");
+      Value le = b.compare(b.broadcast_in_dim(cdf, d3, {0, 2}), b.broadcast_in_dim(ut, d3, {0, 1}), Direction::kLe);
+      Value cnt = b.reduce(b.convert(le, kS64), zero(b, kS64), {2}, BinaryOp::kAdd);
       // Rounding can put u * total at the very top: take the last positive category.
-      Value pos = b.compare(p, zero(b, e, {rows, cats}), "GT");
+      Value pos = b.compare(p, zero(b, e, {rows, cats}), Direction::kGt);
       Value last = b.reduce(b.select(pos, b.iota({rows, cats}, 1, kS64), b.constant(-1, kS64, {rows, cats})),
-                            lowest(b, kS64), {1}, "stablehlo.maximum");
-      res = b.binary("stablehlo.minimum", cnt, b.broadcast_in_dim(last, ud, {0}));
+                            lowest(b, kS64), {1}, BinaryOp::kMax);
+      res = b.min(cnt, b.broadcast_in_dim(last, ud, {0}));
     } else {
       // Gumbel top-k: log p - log(-log u); zero-probability keys are -inf.
-      Value gumbel = b.unary("stablehlo.negate",
-                             b.unary("stablehlo.log", b.unary("stablehlo.negate", b.unary("stablehlo.log", u))));
-      Value key = add(b, b.unary("stablehlo.log", p), gumbel);
+      Value gumbel = b.neg(b.log(b.neg(b.log(u))));
+      Value key = b.add(b.log(p), gumbel);
       Values s = b.sort({key, b.iota(ud, 1, kS64)}, 1, true);
       res = b.slice(s[1], {0, 0}, {rows, num_samples}, {1, 1});
     }
