@@ -3,7 +3,7 @@
 PY := .venv/bin/python
 export PJRT_NPROC ?= 2
 
-.PHONY: setup demo test test-cc test-py test-wheel bench lint format wheel clean
+.PHONY: setup demo test test-cc test-py test-keys test-wheel bench lint format wheel clean
 
 setup:
 	@scripts/setup.sh
@@ -11,13 +11,18 @@ setup:
 demo: setup
 	$(PY) examples/train_mlp.py
 
-test: setup test-cc test-py
+test: setup test-cc test-py test-keys
 
 test-cc:
 	./build/cc_tests --gtest_brief=1
 
 test-py:
 	$(PY) -m pytest -q -p no:cacheprovider tests
+
+# The op tests again with every cache hit re-verified (TORCH_TPU_CHECK_KEYS):
+# a kernel whose key misses something its lowering captures fails here.
+test-keys:
+	TORCH_TPU_CHECK_KEYS=1 $(PY) -m pytest -q -p no:cacheprovider tests/ops
 
 # Builds the wheel in build/wheel, installs it into a fresh venv beside the
 # same torch, and runs a smoke test outside the source tree.

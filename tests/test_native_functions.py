@@ -28,3 +28,12 @@ def test_list_is_sorted_and_unique():
     with open(PATH) as f:
         lines = [line.strip() for line in f if line.strip()]
     assert lines == sorted(set(lines)), "regenerate with `python -m tools.update_registered_ops`"
+
+
+def test_op_index_is_current():
+    # docs/op_index.md maps each ATen op to the file registering its kernel.
+    from tools.update_registered_ops import INDEX, render_index
+
+    with open(INDEX) as f:
+        committed = f.read()
+    assert committed == render_index(registered_ops()), "regenerate with `python -m tools.update_registered_ops`"

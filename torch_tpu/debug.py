@@ -9,7 +9,9 @@ def metrics() -> dict:
 
     Keys: ops_dispatched, compiles, compile_ms, cache_hits, cache_misses,
     executions, h2d_transfers, h2d_bytes, d2h_transfers, d2h_bytes,
-    fallbacks (dict op -> count), cached_executables.
+    sync_points (kernels that read device values on the host), key_checks
+    (cache hits re-verified under TORCH_TPU_CHECK_KEYS=1), fallbacks (dict
+    op -> count), cached_executables.
     """
     return _C._metrics()
 
@@ -30,7 +32,10 @@ def metrics_report() -> str:
         ("cached executables", m["cached_executables"]),
         ("host->device", f'{m["h2d_transfers"]} transfers, {m["h2d_bytes"]} bytes'),
         ("device->host", f'{m["d2h_transfers"]} transfers, {m["d2h_bytes"]} bytes'),
+        ("host sync points", m["sync_points"]),
     ]
+    if m["key_checks"]:
+        rows.append(("cache keys verified", m["key_checks"]))
     width = max(len(k) for k, _ in rows)
     lines += [f"{k:<{width}}  {v}" for k, v in rows]
     fb = m["fallbacks"]

@@ -7,7 +7,7 @@
 #include "aten/device.h"
 #include "aten/generator.h"
 #include "aten/storage.h"
-#include "eager/op_call.h"
+#include "record/op_call.h"
 
 namespace torch_tpu {
 namespace {
@@ -45,9 +45,9 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   bool queryEvent(void*) const override { return true; }
   void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
   bool queryStream(const c10::Stream&) const override { return true; }
-  void synchronizeStream(const c10::Stream&) const override { eager::synchronize(); }
-  void synchronizeEvent(void*) const override { eager::synchronize(); }
-  void synchronizeDevice(const c10::DeviceIndex) const override { eager::synchronize(); }
+  void synchronizeStream(const c10::Stream&) const override { record::synchronize(); }
+  void synchronizeEvent(void*) const override { record::synchronize(); }
+  void synchronizeDevice(const c10::DeviceIndex) const override { record::synchronize(); }
   void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
 };
 

@@ -12,7 +12,7 @@
 
 #include "aten/device.h"
 #include "aten/storage.h"
-#include "eager/op_call.h"
+#include "record/op_call.h"
 
 namespace torch_tpu {
 namespace {
@@ -95,33 +95,32 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     TORCH_CHECK(self.device().is_cpu(), "tpu: copies from ", self.device(), " are not supported; copy to CPU first");
     at::Tensor logical = self.resolve_conj().resolve_neg().to(dst.scalar_type());
     at::Tensor host = apply_bits(logical, dst.is_conj(), dst.is_neg()).expand(dst.sizes()).contiguous();
-    eager::copy_from_host(dst, host.const_data_ptr(), host.nbytes());
+    record::copy_from_host(dst, host.const_data_ptr(), host.nbytes());
   } else if (src_tpu && !dst_tpu) {
     TORCH_CHECK(dst.device().is_cpu(), "tpu: copies to ", dst.device(), " are not supported; copy to CPU first");
     at::Tensor host = at::empty(self.sizes(), self.options().device(c10::kCPU));
-    eager::copy_to_host(self, host.mutable_data_ptr(), host.nbytes());
+    record::copy_to_host(self, host.mutable_data_ptr(), host.nbytes());
     dst.copy_(apply_bits(host, self.is_conj(), self.is_neg()));
   } else if (self.device() != dst.device()) {
     // Between two tpu devices: staged through the host (PJRT's device-to-
     // device copy is not in every plugin's API version).
     at::Tensor host = at::empty(self.sizes(), self.options().device(c10::kCPU));
-    eager::copy_to_host(self, host.mutable_data_ptr(), host.nbytes());
+    record::copy_to_host(self, host.mutable_data_ptr(), host.nbytes());
     host = apply_bits(host, self.is_conj(), self.is_neg()).to(dst.scalar_type());
     at::Tensor staged = apply_bits(host, dst.is_conj(), dst.is_neg()).expand(dst.sizes()).contiguous();
-    eager::copy_from_host(dst, staged.const_data_ptr(), staged.nbytes());
+    record::copy_from_host(dst, staged.const_data_ptr(), staged.nbytes());
   } else {
     bool conj = self.is_conj() != dst.is_conj() && (self.is_complex() || dst.is_complex());
     bool neg = self.is_neg() != dst.is_neg();
     auto de = to_elem(dst.scalar_type());
-    eager::OpCall call("copy_");
+    record::OpCall call("copy_");
     call.input(self);
     call.attr(conj).attr(neg);
     call.output(dst);
     call.run([conj, neg, de](ir::Builder& b, const std::vector<ir::Value>& in) {
       ir::Value x = b.convert(in[0], de);
-      if (conj && ir::is_complex(de))
-        x = b.complex(b.unary("stablehlo.real", x), b.unary("stablehlo.negate", b.unary("stablehlo.imag", x)));
-      if (neg) x = b.unary("stablehlo.negate", x);
+      if (conj && ir::is_complex(de)) x = b.complex(b.real(x), b.neg(b.imag(x)));
+      if (neg) x = b.neg(x);
       return std::vector<ir::Value>{x};
     });
   }
@@ -140,12 +139,12 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 
 c10::Scalar local_scalar_dense(const at::Tensor& self) {
   at::Tensor host = at::empty({}, self.options().device(c10::kCPU));
-  eager::copy_to_host(self, host.mutable_data_ptr(), host.nbytes());
+  record::copy_to_host(self, host.mutable_data_ptr(), host.nbytes());
   return host.item();
 }
 
 at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value) {
-  eager::OpCall call("fill_");
+  record::OpCall call("fill_");
   call.scalar(value, self.scalar_type());
   call.output(self);
   call.run([](ir::Builder&, const std::vector<ir::Value>& in) { return std::vector<ir::Value>{in[0]}; });
@@ -155,7 +154,7 @@ at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value) {
 at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ", value.dim(),
               " dimensions.");
-  eager::OpCall call("fill_");
+  record::OpCall call("fill_");
   call.input(value);
   call.output(self);
   call.run([](ir::Builder&, const std::vector<ir::Value>& in) { return std::vector<ir::Value>{in[0]}; });
@@ -163,7 +162,7 @@ at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
 }
 
 at::Tensor& zero_(at::Tensor& self) {
-  eager::OpCall call("zero_");
+  record::OpCall call("zero_");
   call.output(self);
   auto e = to_elem(self.scalar_type());
   call.attr(static_cast<int64_t>(e));

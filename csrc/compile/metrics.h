@@ -20,6 +20,8 @@ struct Metrics {
   std::atomic<int64_t> h2d_bytes{0};
   std::atomic<int64_t> d2h_count{0};
   std::atomic<int64_t> d2h_bytes{0};
+  std::atomic<int64_t> sync_points{0};  // kernels that read device values on the host
+  std::atomic<int64_t> key_checks{0};   // cache hits rebuilt under TORCH_TPU_CHECK_KEYS
 
   std::mutex mu;
   std::map<std::string, int64_t> fallbacks;  // by op name

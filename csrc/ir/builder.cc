@@ -91,29 +91,29 @@ Value Builder::iota(const Dims& dims, int64_t dim, ElemType t) {
   return g_.add("stablehlo.iota", {}, TensorType{t, dims}, {{"iota_dimension", std::to_string(dim) + " : i64"}});
 }
 
-Value Builder::unary(const char* op, Value x) {
+Value Builder::unary(UnaryOp op, Value x) {
   // real/imag/abs of a complex value are real; real/imag of a real value
   // are the value and zero.
-  std::string_view o(op);
-  if (o == "stablehlo.real" || o == "stablehlo.imag" || o == "stablehlo.abs") {
-    if (is_complex(elem(x))) return g_.add(op, {x}, TensorType{component(elem(x)), dims(x)});
-    if (o == "stablehlo.real") return x;
-    if (o == "stablehlo.imag") return constant(0, elem(x), dims(x));
+  if (op == UnaryOp::kReal || op == UnaryOp::kImag || op == UnaryOp::kAbs) {
+    if (is_complex(elem(x))) return g_.add(mlir_name(op), {x}, TensorType{component(elem(x)), dims(x)});
+    if (op == UnaryOp::kReal) return x;
+    if (op == UnaryOp::kImag) return constant(0, elem(x), dims(x));
   }
-  return g_.add(op, {x}, type(x));
+  return g_.add(mlir_name(op), {x}, type(x));
 }
 
-Value Builder::binary(const char* op, Value a, Value b) {
+Value Builder::binary(BinaryOp op, Value a, Value b) {
   if (!(type(a) == type(b)))
-    fail(std::string(op) + ": operand types differ: " + type(a).mlir() + " vs " + type(b).mlir());
-  return g_.add(op, {a, b}, type(a));
+    fail(std::string(mlir_name(op)) + ": operand types differ: " + type(a).mlir() + " vs " + type(b).mlir());
+  return g_.add(mlir_name(op), {a, b}, type(a));
 }
 
-Value Builder::compare(Value a, Value b, const char* direction) {
+Value Builder::compare(Value a, Value b, Direction direction) {
   if (!(type(a) == type(b))) fail("compare: operand types differ");
-  std::vector<Attr> attrs{{"comparison_direction", std::string("#stablehlo<comparison_direction ") + direction + ">"}};
+  std::vector<Attr> attrs{
+      {"comparison_direction", std::string("#stablehlo<comparison_direction ") + mlir_name(direction) + ">"}};
   // Total order is not wanted: torch compares floats with IEEE semantics.
-  if (is_complex(elem(a)) && std::string_view(direction) != "EQ" && std::string_view(direction) != "NE")
+  if (is_complex(elem(a)) && direction != Direction::kEq && direction != Direction::kNe)
     fail("compare: complex values are unordered");
   if (is_float(elem(a)) || is_complex(elem(a)))
     attrs.push_back({"compare_type", "#stablehlo<comparison_type FLOAT>"});
@@ -135,7 +135,7 @@ Value Builder::clamp(Value lo, Value x, Value hi) { return g_.add("stablehlo.cla
 Value Builder::convert(Value x, ElemType t) {
   if (elem(x) == t) return x;
   // XLA has no complex -> real convert; torch keeps the real part.
-  if (is_complex(elem(x)) && !is_complex(t)) return convert(unary("stablehlo.real", x), t);
+  if (is_complex(elem(x)) && !is_complex(t)) return convert(unary(UnaryOp::kReal, x), t);
   // Real -> complex goes through the part type (ints, bool).
   if (is_complex(t) && !is_complex(elem(x)) && elem(x) != component(t)) x = convert(x, component(t));
   if (elem(x) == t) return x;
@@ -149,8 +149,8 @@ Value Builder::bitcast_convert(Value x, ElemType t) {
   if (is_complex(elem(x))) {
     if (type(x).rank() != 1) fail("bitcast_convert of complex needs a rank-1 operand");
     int64_t n = dims(x)[0];
-    Value re = reshape(unary("stablehlo.real", x), {n, 1});
-    Value im = reshape(unary("stablehlo.imag", x), {n, 1});
+    Value re = reshape(unary(UnaryOp::kReal, x), {n, 1});
+    Value im = reshape(unary(UnaryOp::kImag, x), {n, 1});
     return bitcast_convert(reshape(concatenate({re, im}, 1), {2 * n}), t);
   }
   if (is_complex(t)) {
@@ -281,16 +281,16 @@ Value Builder::reverse(Value x, const Dims& d) {
   return g_.add("stablehlo.reverse", {x}, type(x), {{"dimensions", render_i64_array(d)}});
 }
 
-std::shared_ptr<Graph> Builder::scalar_combiner(const char* op, ElemType t) {
+std::shared_ptr<Graph> Builder::scalar_combiner(BinaryOp op, ElemType t) {
   auto r = std::make_shared<Graph>();
   Value a = r->param(TensorType{t, {}});
   Value b = r->param(TensorType{t, {}});
-  r->set_outputs({r->add(op, {a, b}, TensorType{t, {}})});
+  r->set_outputs({r->add(mlir_name(op), {a, b}, TensorType{t, {}})});
   return r;
 }
 
-Value Builder::reduce(Value x, Value init, const Dims& rdims, const char* kind) {
-  return reduce_multi({x}, {init}, rdims, scalar_combiner(kind, elem(x)))[0];
+Value Builder::reduce(Value x, Value init, const Dims& rdims, BinaryOp combiner) {
+  return reduce_multi({x}, {init}, rdims, scalar_combiner(combiner, elem(x)))[0];
 }
 
 std::vector<Value> Builder::reduce_multi(const std::vector<Value>& xs, const std::vector<Value>& inits,
@@ -313,7 +313,7 @@ std::vector<Value> Builder::reduce_multi(const std::vector<Value>& xs, const std
 
 Value Builder::reduce_window(Value x, Value init, const Dims& window, const Dims& strides, const Dims& base_dil,
                              const Dims& win_dil, const std::vector<std::pair<int64_t, int64_t>>& padding,
-                             const char* kind) {
+                             BinaryOp combiner) {
   int r = type(x).rank();
   Dims out;
   std::string pad_text = "dense<[";
@@ -331,7 +331,7 @@ Value Builder::reduce_window(Value x, Value init, const Dims& window, const Dims
                  {"base_dilations", render_i64_array(base_dil)},
                  {"window_dilations", render_i64_array(win_dil)},
                  {"padding", pad_text}},
-                {scalar_combiner(kind, elem(x))});
+                {scalar_combiner(combiner, elem(x))});
 }
 
 Value Builder::dot_general(Value a, Value b, const Dims& lb, const Dims& rb, const Dims& lc, const Dims& rc,
@@ -387,7 +387,8 @@ Value Builder::gather(Value operand, Value indices, const Dims& offset_dims, con
 }
 
 Value Builder::scatter(Value operand, Value indices, Value updates, const Dims& update_window_dims,
-                       const Dims& inserted, const Dims& to_operand, int64_t index_vector_dim, const char* combiner) {
+                       const Dims& inserted, const Dims& to_operand, int64_t index_vector_dim,
+                       std::optional<BinaryOp> combiner) {
   std::string dn = "#stablehlo.scatter<";
   auto field = [&](const char* name, const Dims& v) {
     if (!v.empty()) dn += std::string(name) + " = " + dims_str(v) + ", ";
@@ -401,10 +402,10 @@ Value Builder::scatter(Value operand, Value indices, Value updates, const Dims& 
     ElemType t = elem(operand);
     Value a = region->param(TensorType{t, {}});
     Value b = region->param(TensorType{t, {}});
-    if (combiner == nullptr) {
+    if (!combiner) {
       region->set_outputs({b});
     } else {
-      region->set_outputs({region->add(combiner, {a, b}, TensorType{t, {}})});
+      region->set_outputs({region->add(mlir_name(*combiner), {a, b}, TensorType{t, {}})});
     }
   }
   return g_.add("stablehlo.scatter", {operand, indices, updates}, type(operand),
@@ -426,15 +427,14 @@ std::vector<Value> Builder::sort(const std::vector<Value>& xs, int64_t dim, bool
     ElemType t = elem(xs[0]);
     Value less;
     if (is_float(t)) {
-      Value a_nan = rb.compare(a, a, "NE"), b_nan = rb.compare(b, b, "NE");
-      Value lt = rb.compare(a, b, descending ? "GT" : "LT");
-      Value not_a_nan = rb.unary("stablehlo.not", a_nan);
+      Value a_nan = rb.compare(a, a, Direction::kNe), b_nan = rb.compare(b, b, Direction::kNe);
+      Value lt = rb.compare(a, b, descending ? Direction::kGt : Direction::kLt);
+      Value not_a_nan = rb.not_(a_nan);
       // ascending: a<b or (b is nan and a is not); descending: nan first.
-      Value nan_rule = descending ? rb.binary("stablehlo.and", a_nan, rb.unary("stablehlo.not", b_nan))
-                                  : rb.binary("stablehlo.and", b_nan, not_a_nan);
-      less = rb.binary("stablehlo.or", lt, nan_rule);
+      Value nan_rule = descending ? rb.and_(a_nan, rb.not_(b_nan)) : rb.and_(b_nan, not_a_nan);
+      less = rb.or_(lt, nan_rule);
     } else {
-      less = rb.compare(a, b, descending ? "GT" : "LT");
+      less = rb.compare(a, b, descending ? Direction::kGt : Direction::kLt);
     }
     region->set_outputs({less});
   }

@@ -3,10 +3,12 @@
 // here (throwing std::invalid_argument) so that an invalid program never
 // reaches XLA, which would abort the process.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/ops.h"
 
 namespace torch_tpu::ir {
 
@@ -25,10 +27,20 @@ class Builder {
   Value constant_bits(uint64_t bits, ElemType t, const Dims& dims = {});
   Value iota(const Dims& dims, int64_t dim, ElemType t);
 
-  // Elementwise (same shapes; use broadcast_to first).
-  Value unary(const char* op, Value x);
-  Value binary(const char* op, Value a, Value b);
-  Value compare(Value a, Value b, const char* direction);  // EQ NE LT LE GT GE
+  // Elementwise (same shapes; use broadcast_to first), by enum or by name:
+  // b.unary(UnaryOp::kExp, x) is b.exp(x); b.binary(BinaryOp::kAdd, x, y)
+  // is b.add(x, y) (ir/ops.h lists them).
+  Value unary(UnaryOp op, Value x);
+  Value binary(BinaryOp op, Value a, Value b);
+#define TT_IR_UNARY_METHOD(fn, E, name) \
+  Value fn(Value x) { return unary(UnaryOp::k##E, x); }
+#define TT_IR_BINARY_METHOD(fn, E, name) \
+  Value fn(Value x, Value y) { return binary(BinaryOp::k##E, x, y); }
+  TT_IR_UNARY_OPS(TT_IR_UNARY_METHOD)
+  TT_IR_BINARY_OPS(TT_IR_BINARY_METHOD)
+#undef TT_IR_UNARY_METHOD
+#undef TT_IR_BINARY_METHOD
+  Value compare(Value a, Value b, Direction direction);
   Value select(Value pred, Value on_true, Value on_false);
   Value clamp(Value lo, Value x, Value hi);
   Value convert(Value x, ElemType t);
@@ -47,14 +59,14 @@ class Builder {
   Value pad(Value x, Value pad_value, const Dims& lo, const Dims& hi, const Dims& interior);
   Value reverse(Value x, const Dims& dims);
 
-  // Reductions. `kind` is the combiner op ("stablehlo.add", "stablehlo.maximum", ...).
-  Value reduce(Value x, Value init, const Dims& dims, const char* kind);
+  // Reductions with a binary combiner (BinaryOp::kAdd, kMax, ...).
+  Value reduce(Value x, Value init, const Dims& dims, BinaryOp combiner);
   // Variadic reduce with a caller-built region (e.g. argmax).
   std::vector<Value> reduce_multi(const std::vector<Value>& xs, const std::vector<Value>& inits, const Dims& dims,
                                   std::shared_ptr<Graph> region);
   Value reduce_window(Value x, Value init, const Dims& window, const Dims& strides, const Dims& base_dilations,
                       const Dims& window_dilations, const std::vector<std::pair<int64_t, int64_t>>& padding,
-                      const char* kind);
+                      BinaryOp combiner);
 
   // Linear algebra.
   Value dot_general(Value a, Value b, const Dims& lhs_batch, const Dims& rhs_batch, const Dims& lhs_contract,
@@ -63,10 +75,10 @@ class Builder {
   // Indexing. Full-control gather/scatter; the ops layer wraps common forms.
   Value gather(Value operand, Value indices, const Dims& offset_dims, const Dims& collapsed_slice_dims,
                const Dims& start_index_map, int64_t index_vector_dim, const Dims& slice_sizes, const Dims& out_dims);
-  // `combiner`: nullptr replaces, otherwise "stablehlo.add" etc.
+  // `combiner`: std::nullopt replaces, otherwise BinaryOp::kAdd etc.
   Value scatter(Value operand, Value indices, Value updates, const Dims& update_window_dims,
                 const Dims& inserted_window_dims, const Dims& scatter_dims_to_operand_dims, int64_t index_vector_dim,
-                const char* combiner);
+                std::optional<BinaryOp> combiner);
   // Stable sort of `xs` along `dim`, ordered by xs[0] (then xs[1]...).
   std::vector<Value> sort(const std::vector<Value>& xs, int64_t dim, bool descending);
 
@@ -74,7 +86,7 @@ class Builder {
   std::vector<Value> rng_bit_generator(Value state, const Dims& dims, ElemType bits_type);
 
   // Region helper: a scalar binary combiner graph for reduce/scatter.
-  static std::shared_ptr<Graph> scalar_combiner(const char* op, ElemType t);
+  static std::shared_ptr<Graph> scalar_combiner(BinaryOp op, ElemType t);
 
   // stablehlo.convolution. Layouts name each operand dimension, one char
   // per dimension: lhs "b"atch/"f"eature, rhs "o"utput/"i"nput feature,

@@ -36,9 +36,9 @@ TEST(Ir, MatmulReduceBroadcast) {
   Value x = g.param({ElemType::kF32, {2, 3}});
   Value w = g.param({ElemType::kF32, {3, 2}});
   Value y = b.dot_general(x, w, {}, {}, {1}, {0}, ElemType::kF32);
-  Value s = b.reduce(y, b.constant(0, ElemType::kF32), {1}, "stablehlo.add");  // [2]
+  Value s = b.reduce(y, b.constant(0, ElemType::kF32), {1}, BinaryOp::kAdd);  // [2]
   Value bs = b.broadcast_to(s, {2, 2});
-  g.set_outputs({b.binary("stablehlo.add", y, bs)});
+  g.set_outputs({b.add(y, bs)});
   auto out = run_f32(g, {{1, 2, 3, 4, 5, 6}, {1, 0, 0, 1, 1, 1}}, {{2, 3}, {3, 2}}, 4);
   // y = [[4,5],[10,11]], row sums [9,21] broadcast numpy-style along the last dim
   EXPECT_EQ(out, (std::vector<float>{13, 26, 19, 32}));
@@ -48,12 +48,12 @@ TEST(Ir, GatherScatterSortIotaCompareSelect) {
   Graph g;
   Builder b(g);
   Value x = g.param({ElemType::kF32, {5}});
-  Value idx = b.reshape(b.iota({3}, 0, ElemType::kS32), {3, 1});        // [0,1,2]
-  Value gat = b.gather(x, idx, {}, {0}, {0}, 1, {1}, {3});              // x[0:3]
-  Value sc = b.scatter(x, idx, gat, {}, {0}, {0}, 1, "stablehlo.add");  // x[0:3] doubled
+  Value idx = b.reshape(b.iota({3}, 0, ElemType::kS32), {3, 1});       // [0,1,2]
+  Value gat = b.gather(x, idx, {}, {0}, {0}, 1, {1}, {3});             // x[0:3]
+  Value sc = b.scatter(x, idx, gat, {}, {0}, {0}, 1, BinaryOp::kAdd);  // x[0:3] doubled
   Value sorted = b.sort({sc}, 0, /*descending=*/true)[0];
   Value zero = b.constant(0, ElemType::kF32, {5});
-  Value pos = b.compare(sorted, zero, "GT");
+  Value pos = b.compare(sorted, zero, Direction::kGt);
   g.set_outputs({b.select(pos, sorted, zero)});
   auto out = run_f32(g, {{3, -1, 2, 5, -4}}, {{5}}, 5);
   // scatter: [6,-2,4,5,-4]; sorted desc: [6,5,4,-2,-4]; relu: [6,5,4,0,0]
@@ -69,7 +69,7 @@ TEST(Ir, SliceTransposePadConcatReduceWindow) {
   Value p = b.pad(s, b.constant(0, ElemType::kF32), {0, 0}, {0, 1}, {0, 0});  // [2,3]
   Value c = b.concatenate({p, x}, 0);                                         // [4,3]
   Value m = b.reduce_window(c, b.constant(-1e30, ElemType::kF32), {2, 1}, {2, 1}, {1, 1}, {1, 1}, {{0, 0}, {0, 0}},
-                            "stablehlo.maximum");  // [2,3]
+                            BinaryOp::kMax);  // [2,3]
   g.set_outputs({m});
   auto out = run_f32(g, {{1, 2, 3, 4, 5, 6}}, {{2, 3}}, 6);
   // t=[[1,4],[2,5],[3,6]] s=[[2,5],[3,6]] p=[[2,5,0],[3,6,0]]
@@ -84,7 +84,7 @@ TEST(Ir, ConstantsExactForSpecialValues) {
   Value c = b.concatenate({b.constant(INFINITY, ElemType::kF32, {1}), b.constant(-0.1, ElemType::kF32, {1}),
                            b.convert(b.constant(0.5, ElemType::kBF16, {1}), ElemType::kF32)},
                           0);
-  g.set_outputs({b.binary("stablehlo.add", x, c)});
+  g.set_outputs({b.add(x, c)});
   auto out = run_f32(g, {{0, 0, 0}}, {{3}}, 3);
   EXPECT_TRUE(std::isinf(out[0]));
   EXPECT_EQ(out[1], -0.1f);
@@ -97,9 +97,8 @@ TEST(Ir, RngBitGenerator) {
   Value x = g.param({ElemType::kF32, {4}});
   Value state = b.constant(7, ElemType::kU64, {2});
   Value bits = b.rng_bit_generator(state, {4}, ElemType::kU32)[1];
-  Value f =
-      b.convert(b.binary("stablehlo.shift_right_logical", bits, b.constant(8, ElemType::kU32, {4})), ElemType::kF32);
-  g.set_outputs({b.binary("stablehlo.add", x, f)});
+  Value f = b.convert(b.shr_logical(bits, b.constant(8, ElemType::kU32, {4})), ElemType::kF32);
+  g.set_outputs({b.add(x, f)});
   auto out = run_f32(g, {{0, 0, 0, 0}}, {{4}}, 4);
   EXPECT_NE(out[0], out[1]);
 }
@@ -114,14 +113,13 @@ TEST(Ir, WhileLoopCarriesValues) {
   {
     Builder c(*cond);
     Value i = Value{cond->params()[0], 0};
-    cond->set_outputs({c.compare(i, c.constant(3, ElemType::kS32), "LT")});
+    cond->set_outputs({c.compare(i, c.constant(3, ElemType::kS32), Direction::kLt)});
   }
   auto body = b.loop_region({i0, x});
   {
     Builder c(*body);
     Value i = Value{body->params()[0], 0}, v = Value{body->params()[1], 0};
-    body->set_outputs({c.binary("stablehlo.add", i, c.constant(1, ElemType::kS32)),
-                       c.binary("stablehlo.multiply", v, c.constant(2, ElemType::kF32, {3}))});
+    body->set_outputs({c.add(i, c.constant(1, ElemType::kS32)), c.mul(v, c.constant(2, ElemType::kF32, {3}))});
   }
   auto outs = b.while_loop({i0, x}, cond, body);
   g.set_outputs({outs[1]});
@@ -134,16 +132,16 @@ TEST(Ir, WhileLoopCarriesValues) {
 }
 
 TEST(Ir, FingerprintIsStructural) {
-  auto build = [](int64_t n, const char* op) {
+  auto build = [](int64_t n, UnaryOp op) {
     Graph g;
     Builder b(g);
     Value x = g.param({ElemType::kF32, {n}});
     g.set_outputs({b.unary(op, x)});
     return g.fingerprint();
   };
-  EXPECT_EQ(build(4, "stablehlo.exponential"), build(4, "stablehlo.exponential"));
-  EXPECT_NE(build(4, "stablehlo.exponential"), build(5, "stablehlo.exponential"));
-  EXPECT_NE(build(4, "stablehlo.exponential"), build(4, "stablehlo.log"));
+  EXPECT_EQ(build(4, UnaryOp::kExp), build(4, UnaryOp::kExp));
+  EXPECT_NE(build(4, UnaryOp::kExp), build(5, UnaryOp::kExp));
+  EXPECT_NE(build(4, UnaryOp::kExp), build(4, UnaryOp::kLog));
 }
 
 TEST(Ir, InvalidShapesThrowBeforeXla) {
@@ -151,7 +149,7 @@ TEST(Ir, InvalidShapesThrowBeforeXla) {
   Builder b(g);
   Value x = g.param({ElemType::kF32, {2, 3}});
   Value y = g.param({ElemType::kF32, {3, 3}});
-  EXPECT_THROW(b.binary("stablehlo.add", x, y), std::invalid_argument);
+  EXPECT_THROW(b.add(x, y), std::invalid_argument);
   EXPECT_THROW(b.reshape(x, {4}), std::invalid_argument);
   EXPECT_THROW(b.dot_general(x, x, {}, {}, {1}, {0}, ElemType::kF32), std::invalid_argument);
   EXPECT_THROW(b.slice(x, {0, 0}, {3, 3}, {1, 1}), std::invalid_argument);

@@ -42,7 +42,7 @@ std::vector<int64_t> broadcast_shape(const std::vector<Operand>& ins) {
 
 void pointwise(std::string_view name, const std::vector<Operand>& ins, const at::Tensor& out, c10::ScalarType compute,
                const PointwiseFn& fn, int64_t variant) {
-  eager::OpCall call(name);
+  record::OpCall call(name);
   call.attr(static_cast<int64_t>(compute)).attr(variant);
   for (const Operand& o : ins) {
     if (o.t.defined())
@@ -87,62 +87,6 @@ const char* precision_for(c10::ScalarType t) {
       return "DEFAULT";
   }
   return "DEFAULT";
-}
-
-Value gather_along(Builder& b, Value x, int64_t d, Value idx) {
-  std::vector<int64_t> xd = b.dims(x), offs, sizes = xd, out = xd;
-  for (int64_t i = 0; i < static_cast<int64_t>(xd.size()); ++i)
-    if (i != d) offs.push_back(i);
-  sizes[d] = 1;
-  out[d] = b.dims(idx)[0];
-  return b.gather(x, b.reshape(idx, {out[d], 1}), offs, {d}, {d}, 1, sizes, out);
-}
-
-Value zero(Builder& b, ElemType t, const std::vector<int64_t>& dims) { return b.constant(0, t, dims); }
-Value one(Builder& b, ElemType t, const std::vector<int64_t>& dims) { return b.constant(1, t, dims); }
-
-Value lowest(Builder& b, ElemType t) {
-  switch (t) {
-    case ElemType::kPred:
-      return b.constant(0, t);
-    case ElemType::kS8:
-      return b.constant(-128, t);
-    case ElemType::kU8:
-    case ElemType::kU32:
-    case ElemType::kU64:
-      return b.constant(0, t);
-    case ElemType::kS16:
-      return b.constant(-32768, t);
-    case ElemType::kS32:
-      return b.constant(std::numeric_limits<int32_t>::min(), t);
-    case ElemType::kS64:
-      return b.constant_bits(static_cast<uint64_t>(std::numeric_limits<int64_t>::min()), t);
-    default:
-      return b.constant(-std::numeric_limits<double>::infinity(), t);
-  }
-}
-
-Value highest(Builder& b, ElemType t) {
-  switch (t) {
-    case ElemType::kPred:
-      return b.constant(1, t);
-    case ElemType::kS8:
-      return b.constant(127, t);
-    case ElemType::kU8:
-      return b.constant(255, t);
-    case ElemType::kS16:
-      return b.constant(32767, t);
-    case ElemType::kS32:
-      return b.constant(std::numeric_limits<int32_t>::max(), t);
-    case ElemType::kS64:
-      return b.constant_bits(static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), t);
-    case ElemType::kU32:
-      return b.constant(4294967295.0, t);
-    case ElemType::kU64:
-      return b.constant_bits(~0ull, t);
-    default:
-      return b.constant(std::numeric_limits<double>::infinity(), t);
-  }
 }
 
 }  // namespace torch_tpu::ops

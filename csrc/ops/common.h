@@ -10,14 +10,34 @@
 #include <vector>
 
 #include "aten/device.h"
-#include "eager/op_call.h"
+#include "record/op_call.h"
 #include "ir/builder.h"
+#include "ir/lib/constants.h"
+#include "ir/lib/indexing.h"
+#include "ir/lib/math.h"
 
 namespace torch_tpu::ops {
 
+using ir::BinaryOp;
 using ir::Builder;
+using ir::Dims;
+using ir::Direction;
 using ir::ElemType;
+using ir::UnaryOp;
 using ir::Value;
+// The IR helper library (ir/lib), used unqualified by every family.
+using ir::cumsum;
+using ir::full_like;
+using ir::gather_along;
+using ir::gather_rows;
+using ir::highest;
+using ir::inclusive_scan;
+using ir::iota_dims;
+using ir::is_nan;
+using ir::lowest;
+using ir::one;
+using ir::scatter_rows;
+using ir::zero;
 using Values = std::vector<Value>;
 
 // A new tpu tensor (uninitialised; reading it gives zeros).
@@ -55,27 +75,14 @@ int64_t wrap_dim(int64_t dim, int64_t rank);
 c10::ScalarType default_float();
 // The float dtype ops like exp/sqrt compute in (ints and bool -> default float).
 c10::ScalarType float_result(c10::ScalarType t);
-// Arithmetic shorthands for lowerings (same-shape operands).
-inline Value add(Builder& b, Value x, Value y) { return b.binary("stablehlo.add", x, y); }
-inline Value sub(Builder& b, Value x, Value y) { return b.binary("stablehlo.subtract", x, y); }
-inline Value mul(Builder& b, Value x, Value y) { return b.binary("stablehlo.multiply", x, y); }
-inline Value div(Builder& b, Value x, Value y) { return b.binary("stablehlo.divide", x, y); }
 
 // PyTorch's "opmath" type: half types compute in float32, others in themselves.
 c10::ScalarType opmath(c10::ScalarType t);
+// A tensor's sizes as IR dims.
+inline Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
 inline ElemType opmath_elem(c10::ScalarType t) { return to_elem(opmath(t)); }
 // dot_general/convolution precision for operands of dtype `t`, following
 // torch.set_float32_matmul_precision (highest/high/medium -> HIGHEST/HIGH/DEFAULT).
 const char* precision_for(c10::ScalarType t);
-
-// `x` gathered along dim `d` at integer indices `idx` (shape [n] or [n, 1]):
-// dim d of the result has size n.
-Value gather_along(Builder& b, Value x, int64_t d, Value idx);
-
-// Zero/one/min/max constants of an element type.
-Value zero(Builder& b, ElemType t, const std::vector<int64_t>& dims = {});
-Value one(Builder& b, ElemType t, const std::vector<int64_t>& dims = {});
-Value lowest(Builder& b, ElemType t);   // -inf for floats, min for ints
-Value highest(Builder& b, ElemType t);  // +inf for floats, max for ints
 
 }  // namespace torch_tpu::ops

@@ -1,4 +1,5 @@
 // torch_tpu._C: the Python face of the C++ core. Only thin bindings here.
+#include <ATen/ops/empty_like.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
 
@@ -8,7 +9,7 @@
 #include "aten/storage.h"
 #include "compile/executable_cache.h"
 #include "compile/metrics.h"
-#include "eager/op_call.h"
+#include "record/driver.h"
 
 namespace py = pybind11;
 using namespace torch_tpu;
@@ -42,7 +43,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_synchronize", []() {
     py::gil_scoped_release nogil;
-    eager::synchronize();
+    record::synchronize();
   });
   m.def("_memory_allocated", []() { return memory_stats().allocated.load(); });
   m.def("_max_memory_allocated", []() { return memory_stats().peak.load(); });
@@ -52,6 +53,23 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_set_cpu_fallback", &set_cpu_fallback);
   m.def("_cpu_fallback_enabled", &cpu_fallback_enabled);
+  m.def("_sync_ops", []() {
+    py::dict d;
+    for (const auto& s : record::sync_ops()) d[py::str(std::string(s.op))] = record::to_string(s.reason);
+    return d;
+  });
+  // Test hook for TORCH_TPU_CHECK_KEYS: a kernel whose lowering captures `v`
+  // without adding it to the key, which is the bug the check exists for.
+  m.def("_key_check_probe", [](const at::Tensor& x, double v) {
+    record::OpCall call("key_check_probe");
+    call.input(x);
+    at::Tensor out = at::empty_like(x);
+    call.output(out);
+    call.run([v](ir::Builder& b, const std::vector<ir::Value>& in) {
+      return std::vector<ir::Value>{b.add(in[0], b.constant(v, b.elem(in[0]), b.dims(in[0])))};
+    });
+    return out;
+  });
   m.def("_metrics", []() {
     auto& mt = metrics();
     py::dict d;
@@ -65,6 +83,8 @@ PYBIND11_MODULE(_C, m) {
     d["h2d_bytes"] = mt.h2d_bytes.load();
     d["d2h_transfers"] = mt.d2h_count.load();
     d["d2h_bytes"] = mt.d2h_bytes.load();
+    d["sync_points"] = mt.sync_points.load();
+    d["key_checks"] = mt.key_checks.load();
     py::dict fb;
     {
       std::lock_guard<std::mutex> lock(mt.mu);
@@ -76,7 +96,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_reset_metrics", []() { metrics().reset(); });
   m.def("_clear_cache", []() { ExecutableCache::get().clear(); });
-  m.def("_launch_blocking", &eager::launch_blocking);
+  m.def("_launch_blocking", &record::launch_blocking);
 
   // --- compilation cache tiers ---
   m.def("_cache_configure", [](std::string disk_dir, std::string shared_dir, int64_t max_bytes) {

@@ -15,12 +15,12 @@ ElemType compute_elem(c10::ScalarType t) {
 
 // True iff any element of x is inf or NaN (x - x is NaN exactly then).
 Value any_non_finite(Builder& b, Value x) {
-  Value d = b.binary("stablehlo.subtract", x, x);
-  Value bad = b.compare(d, d, "NE");
+  Value d = b.sub(x, x);
+  Value bad = b.compare(d, d, Direction::kNe);
   std::vector<int64_t> all(b.dims(x).size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
   if (all.empty()) return bad;
-  return b.reduce(bad, b.constant(0, ElemType::kPred), all, "stablehlo.or");
+  return b.reduce(bad, b.constant(0, ElemType::kPred), all, BinaryOp::kOr);
 }
 
 void check_scale_tensor(const at::Tensor& t, const char* what) {
@@ -43,7 +43,7 @@ void non_finite_check_and_unscale_(at::TensorList self, at::Tensor& found_inf, c
     if (t.numel() > 0) ts.push_back(t);
   }
   if (ts.empty()) return;
-  eager::OpCall call("amp_unscale");
+  record::OpCall call("amp_unscale");
   call.attr(static_cast<int64_t>(ts.size()));
   for (const at::Tensor& t : ts) call.input(t);
   call.input(found_inf);
@@ -59,8 +59,8 @@ void non_finite_check_and_unscale_(at::TensorList self, at::Tensor& found_inf, c
     for (size_t i = 0; i < n; ++i) {
       ElemType ce = compute_elem(ts[i].scalar_type());
       Value x = b.convert(in[i], ce);
-      any_bad = b.binary("stablehlo.or", any_bad, any_non_finite(b, x));
-      outs.push_back(b.binary("stablehlo.multiply", x, b.broadcast_to(b.convert(inv, ce), b.dims(x))));
+      any_bad = b.or_(any_bad, any_non_finite(b, x));
+      outs.push_back(b.mul(x, b.broadcast_to(b.convert(inv, ce), b.dims(x))));
     }
     outs.push_back(b.select(any_bad, b.constant(1.0, ElemType::kF32), found));
     return outs;
@@ -76,7 +76,7 @@ at::Tensor& update_scale_(at::Tensor& self, at::Tensor& growth_tracker, const at
   TORCH_CHECK(growth_tracker.device() == self.device(), "growth_tracker must be on the same device as current_scale");
   TORCH_CHECK(growth_tracker.numel() == 1, "growth_tracker must be a 1-element tensor.");
   TORCH_CHECK(growth_tracker.scalar_type() == c10::kInt, "growth_tracker must be an int tensor.");
-  eager::OpCall call("amp_update_scale");
+  record::OpCall call("amp_update_scale");
   call.input(self);
   call.input(growth_tracker);
   call.input(found_inf);
@@ -88,16 +88,16 @@ at::Tensor& update_scale_(at::Tensor& self, at::Tensor& growth_tracker, const at
   call.run([&](Builder& b, const Values& in) {
     Value scale = b.reshape(in[0], {});
     Value tracker = b.reshape(in[1], {});
-    Value found = b.compare(b.reshape(in[2], {}), b.constant(0.0, ElemType::kF32), "NE");
+    Value found = b.compare(b.reshape(in[2], {}), b.constant(0.0, ElemType::kF32), Direction::kNe);
     Value zero_i = b.constant(0, ElemType::kS32);
-    Value succ = b.binary("stablehlo.add", tracker, b.constant(1, ElemType::kS32));
-    Value grow_now = b.compare(succ, in[5], "EQ");
-    Value grown = b.binary("stablehlo.multiply", scale, in[3]);
-    Value gd = b.binary("stablehlo.subtract", grown, grown);
-    Value grown_finite = b.compare(gd, gd, "EQ");
-    Value clean_scale = b.select(b.binary("stablehlo.and", grow_now, grown_finite), grown, scale);
+    Value succ = b.add(tracker, b.constant(1, ElemType::kS32));
+    Value grow_now = b.compare(succ, in[5], Direction::kEq);
+    Value grown = b.mul(scale, in[3]);
+    Value gd = b.sub(grown, grown);
+    Value grown_finite = b.compare(gd, gd, Direction::kEq);
+    Value clean_scale = b.select(b.and_(grow_now, grown_finite), grown, scale);
     Value clean_tracker = b.select(grow_now, zero_i, succ);
-    Value new_scale = b.select(found, b.binary("stablehlo.multiply", scale, in[4]), clean_scale);
+    Value new_scale = b.select(found, b.mul(scale, in[4]), clean_scale);
     Value new_tracker = b.select(found, zero_i, clean_tracker);
     return Values{new_scale, new_tracker};
   });

@@ -61,7 +61,7 @@ at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c
   int64_t size = static_cast<int64_t>(size_d);
   if (out.numel() != size) at::native::resize_output(out, {size});
 
-  eager::OpCall call("arange");
+  record::OpCall call("arange");
   call.attr(static_cast<int64_t>(acc));
   call.scalar(start, acc);
   call.scalar(step, acc);
@@ -70,8 +70,7 @@ at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c
   call.run([&](Builder& b, const Values& in) {
     Dims d{size};
     Value i = b.iota(d, 0, e);
-    Value r = b.binary("stablehlo.add", b.broadcast_to(in[0], d),
-                       b.binary("stablehlo.multiply", i, b.broadcast_to(in[1], d)));
+    Value r = b.add(b.broadcast_to(in[0], d), b.mul(i, b.broadcast_to(in[1], d)));
     return Values{r};
   });
   return out;
@@ -88,7 +87,7 @@ at::Tensor& linspace_out(const c10::Scalar& start, const c10::Scalar& end, int64
   // positions are computed in double and truncated (as ATen's CPU kernel).
   bool integral = c10::isIntegralType(dtype, /*includeBool=*/true);
   c10::ScalarType compute = integral || dtype == c10::kDouble ? c10::kDouble : c10::kFloat;
-  eager::OpCall call("linspace");
+  record::OpCall call("linspace");
   call.attr(static_cast<int64_t>(compute)).attr(steps);
   call.scalar(start, dtype);
   call.scalar(end, dtype);
@@ -98,19 +97,15 @@ at::Tensor& linspace_out(const c10::Scalar& start, const c10::Scalar& end, int64
     Dims d{steps};
     Value s = b.convert(in[0], ce), e = b.convert(in[1], ce);
     if (steps == 1) return Values{b.broadcast_to(s, d)};
-    Value step = b.binary("stablehlo.divide", b.binary("stablehlo.subtract", e, s),
-                          b.constant(static_cast<double>(steps - 1), ce));
+    Value step = b.div(b.sub(e, s), b.constant(static_cast<double>(steps - 1), ce));
     // The first half counts up from start, the second half down from end,
     // so both endpoints are exact.
     Value idx = b.iota(d, 0, ElemType::kS64);
     Value fi = b.convert(idx, ce);
-    Value back = b.convert(
-        b.binary("stablehlo.subtract", b.constant(static_cast<double>(steps - 1), ElemType::kS64, d), idx), ce);
-    Value lo =
-        b.binary("stablehlo.add", b.broadcast_to(s, d), b.binary("stablehlo.multiply", b.broadcast_to(step, d), fi));
-    Value hi = b.binary("stablehlo.subtract", b.broadcast_to(e, d),
-                        b.binary("stablehlo.multiply", b.broadcast_to(step, d), back));
-    Value first_half = b.compare(idx, b.constant(static_cast<double>(steps / 2), ElemType::kS64, d), "LT");
+    Value back = b.convert(b.sub(b.constant(static_cast<double>(steps - 1), ElemType::kS64, d), idx), ce);
+    Value lo = b.add(b.broadcast_to(s, d), b.mul(b.broadcast_to(step, d), fi));
+    Value hi = b.sub(b.broadcast_to(e, d), b.mul(b.broadcast_to(step, d), back));
+    Value first_half = b.compare(idx, b.constant(static_cast<double>(steps / 2), ElemType::kS64, d), Direction::kLt);
     return Values{b.select(first_half, lo, hi)};
   });
   return out;
@@ -122,11 +117,11 @@ at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
   TORCH_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
   TORCH_CHECK(m >= 0, "m must be greater or equal to 0, got ", m);
   at::native::resize_output(out, {n, m});
-  eager::OpCall call("eye");
+  record::OpCall call("eye");
   call.output(out);
   call.run([&](Builder& b, const Values&) {
     Dims d{n, m};
-    return Values{b.compare(b.iota(d, 0, ElemType::kS64), b.iota(d, 1, ElemType::kS64), "EQ")};
+    return Values{b.compare(b.iota(d, 0, ElemType::kS64), b.iota(d, 1, ElemType::kS64), Direction::kEq)};
   });
   return out;
 }
@@ -182,22 +177,22 @@ at::Tensor tri_indices(int64_t row, int64_t col, int64_t offset, std::optional<S
   c10::Device dev = device.value_or(c10::Device(c10::DeviceType::PrivateUse1, 0));
   at::Tensor out = empty_tpu({2, n}, t, dev);
   if (n == 0) return out;
-  eager::OpCall call(name);
+  record::OpCall call(name);
   call.attr(row).attr(col).attr(offset);
   call.output(out);
   call.run([&](Builder& b, const Values&) {
     std::vector<int64_t> grid{row, col};
     Value i = b.iota(grid, 0, ElemType::kS64), j = b.iota(grid, 1, ElemType::kS64);
-    Value keep =
-        b.compare(sub(b, j, i), b.constant(static_cast<double>(offset), ElemType::kS64, grid), kLower ? "LE" : "GE");
+    Value keep = b.compare(b.sub(j, i), b.constant(static_cast<double>(offset), ElemType::kS64, grid),
+                           kLower ? Direction::kLe : Direction::kGe);
     // Kept cells keep their row-major index; the rest sort past the end.
-    Value flat = add(b, mul(b, i, b.constant(static_cast<double>(col), ElemType::kS64, grid)), j);
+    Value flat = b.add(b.mul(i, b.constant(static_cast<double>(col), ElemType::kS64, grid)), j);
     Value key = b.select(keep, flat, b.constant(static_cast<double>(row * col), ElemType::kS64, grid));
     Value sorted = b.sort({b.reshape(key, {row * col})}, 0, false)[0];
     Value k = b.slice(sorted, {0}, {n}, {1});
     Value c = b.constant(static_cast<double>(col), ElemType::kS64, {n});
-    Value ri = b.reshape(div(b, k, c), {1, n});
-    Value ci = b.reshape(b.binary("stablehlo.remainder", k, c), {1, n});
+    Value ri = b.reshape(b.div(k, c), {1, n});
+    Value ci = b.reshape(b.rem(k, c), {1, n});
     return Values{b.concatenate({ri, ci}, 0)};
   });
   return out;
@@ -210,7 +205,7 @@ at::Tensor efficientzerotensor(c10::IntArrayRef size, std::optional<ScalarType> 
   c10::Device dev = device.value_or(c10::Device("tpu"));
   at::Tensor out = empty_tpu(size, dtype.value_or(default_float()), dev);
   if (out.numel() == 0) return out;
-  eager::OpCall call("_efficientzerotensor");
+  record::OpCall call("_efficientzerotensor");
   call.output(out);
   Dims d(size.begin(), size.end());
   call.attr(size);

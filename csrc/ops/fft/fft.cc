@@ -40,7 +40,7 @@ double scale_for(int64_t normalization, bool inverse, double n) {
 
 Value scaled(Builder& b, Value x, double s) {
   if (s == 1.0) return x;
-  return mul(b, x, b.constant(s, b.elem(x), b.dims(x)));
+  return b.mul(x, b.constant(s, b.elem(x), b.dims(x)));
 }
 
 std::vector<int64_t> checked_dims(const at::Tensor& self, c10::IntArrayRef dim) {
@@ -71,7 +71,7 @@ void r2c_run(const at::Tensor& self, const std::vector<int64_t>& ds, int64_t nor
   TORCH_CHECK(t == c10::kFloat || t == c10::kDouble, "_fft_r2c: expected a float or double input, got ", t);
   TORCH_CHECK(!ds.empty(), "_fft_r2c must transform at least one axis");
   for (int64_t d : ds) TORCH_CHECK(self.size(d) > 0, "Invalid number of data points (0) specified");
-  eager::OpCall call("_fft_r2c");
+  record::OpCall call("_fft_r2c");
   call.input(self);
   call.attr(c10::IntArrayRef(ds)).attr(normalization).attr(onesided);
   call.output(out);
@@ -114,7 +114,7 @@ void c2c_run(const at::Tensor& self, const std::vector<int64_t>& ds, int64_t nor
              const at::Tensor& out) {
   TORCH_CHECK(self.is_complex(), "_fft_c2c: expected a complex input tensor, got ", self.scalar_type());
   for (int64_t d : ds) TORCH_CHECK(self.size(d) > 0, "Invalid number of data points (0) specified");
-  eager::OpCall call("_fft_c2c");
+  record::OpCall call("_fft_c2c");
   call.input(self);
   call.attr(c10::IntArrayRef(ds)).attr(normalization).attr(forward);
   call.output(out);
@@ -158,7 +158,7 @@ void c2r_run(const at::Tensor& self, const std::vector<int64_t>& ds, int64_t nor
   TORCH_CHECK(!ds.empty(), "_fft_c2r must transform at least one axis");
   TORCH_CHECK(last_dim_size >= 1, "Invalid number of data points (", last_dim_size, ") specified");
   for (int64_t d : ds) TORCH_CHECK(self.size(d) > 0, "Invalid number of data points (0) specified");
-  eager::OpCall call("_fft_c2r");
+  record::OpCall call("_fft_c2r");
   call.input(self);
   call.attr(c10::IntArrayRef(ds)).attr(normalization).attr(last_dim_size);
   call.output(out);

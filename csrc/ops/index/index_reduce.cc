@@ -25,7 +25,7 @@ at::Tensor meta_of(const at::Tensor& t) {
 
 // Scatter of slices `updates` (self's shape with `dim` sized n) into `self`
 // at positions `index` along `dim`; `comb` nullptr replaces.
-Value scatter_slices(Builder& b, Value self, Value index, Value updates, int64_t dim, const char* comb) {
+Value scatter_slices(Builder& b, Value self, Value index, Value updates, int64_t dim, std::optional<BinaryOp> comb) {
   Dims shape = b.dims(self);
   if (shape.empty()) self = b.reshape(self, {1});
   Dims s1 = b.dims(self);
@@ -51,7 +51,7 @@ at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tens
   check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kSelect);
   std::string red(reduce);
   bool is_float = c10::isFloatingType(self.scalar_type());
-  eager::OpCall call("index_reduce");
+  record::OpCall call("index_reduce");
   call.attr(d).attr(std::string_view(red)).attr(include_self);
   call.input(self);
   call.input(index);
@@ -62,30 +62,30 @@ at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tens
     ElemType e = b.elem(self_v);
     Dims shape = b.dims(self_v);
     bool mean = red == "mean";
-    const char* comb = red == "prod"   ? "stablehlo.multiply"
-                       : red == "amax" ? "stablehlo.maximum"
-                       : red == "amin" ? "stablehlo.minimum"
-                                       : "stablehlo.add";
+    BinaryOp comb = red == "prod"   ? BinaryOp::kMul
+                    : red == "amax" ? BinaryOp::kMax
+                    : red == "amin" ? BinaryOp::kMin
+                                    : BinaryOp::kAdd;
     Value base = self_v;
     if (!include_self) {
       Value ident = red == "amax"   ? lowest(b, e)
                     : red == "amin" ? highest(b, e)
                     : red == "prod" ? one(b, e)
                                     : zero(b, e);
-      base = scatter_slices(b, self_v, idx, ident, d, nullptr);
+      base = scatter_slices(b, self_v, idx, ident, d, std::nullopt);
     }
     Value r = scatter_slices(b, base, idx, src, d, comb);
     if (mean) {
       Value cnt0 = include_self ? one(b, e, shape) : zero(b, e, shape);
-      Value cnt = scatter_slices(b, cnt0, idx, one(b, e), d, "stablehlo.add");
+      Value cnt = scatter_slices(b, cnt0, idx, one(b, e), d, BinaryOp::kAdd);
       Value z = zero(b, e, shape);
-      Value safe = b.select(b.compare(cnt, z, "EQ"), one(b, e, shape), cnt);
-      Value q = div(b, r, safe);
+      Value safe = b.select(b.compare(cnt, z, Direction::kEq), one(b, e, shape), cnt);
+      Value q = b.div(r, safe);
       if (!is_float) {
         // Integer mean is floor division (counts are positive).
-        Value rem = b.binary("stablehlo.remainder", r, safe);
-        Value adj = b.binary("stablehlo.and", b.compare(rem, z, "NE"), b.compare(rem, z, "LT"));
-        q = b.select(adj, sub(b, q, one(b, e, shape)), q);
+        Value rem = b.rem(r, safe);
+        Value adj = b.and_(b.compare(rem, z, Direction::kNe), b.compare(rem, z, Direction::kLt));
+        q = b.select(adj, b.sub(q, one(b, e, shape)), q);
       }
       r = q;
     }

@@ -23,9 +23,14 @@
 #include <sstream>
 
 #include "ops/common.h"
+#include "record/driver.h"
 #include "ops/index/checks.h"
 
 namespace torch_tpu::ops {
+
+// Output sizes that depend on the data: the element count is read on the host.
+const record::SyncSite kNonzeroSync{"nonzero", record::SyncReason::kDataDependentShape};
+const record::SyncSite kMaskedSelectSync{"masked_select", record::SyncReason::kDataDependentShape};
 using ir::Dims;
 
 namespace {
@@ -45,20 +50,20 @@ at::Tensor meta_of(const at::Tensor& t) {
 }
 
 // Combiner for a scatter reduction; bool add/multiply are or/and.
-const char* combiner(std::string_view reduce, ElemType e) {
+BinaryOp combiner(std::string_view reduce, ElemType e) {
   bool pred = e == ElemType::kPred;
-  if (reduce == "add" || reduce == "sum") return pred ? "stablehlo.or" : "stablehlo.add";
-  if (reduce == "multiply" || reduce == "prod") return pred ? "stablehlo.and" : "stablehlo.multiply";
-  if (reduce == "amax") return pred ? "stablehlo.or" : "stablehlo.maximum";
-  if (reduce == "amin") return pred ? "stablehlo.and" : "stablehlo.minimum";
+  if (reduce == "add" || reduce == "sum") return pred ? BinaryOp::kOr : BinaryOp::kAdd;
+  if (reduce == "multiply" || reduce == "prod") return pred ? BinaryOp::kAnd : BinaryOp::kMul;
+  if (reduce == "amax") return pred ? BinaryOp::kOr : BinaryOp::kMax;
+  if (reduce == "amin") return pred ? BinaryOp::kAnd : BinaryOp::kMin;
   TORCH_CHECK(false, "unknown reduction ", reduce);
 }
 
 // Wraps negative indices like Python (x[-1]); s64 result.
 Value wrap_index(Builder& b, Value idx, int64_t size) {
   Value v = b.convert(idx, kS64);
-  Value neg = b.compare(v, zero(b, kS64, b.dims(v)), "LT");
-  return b.select(neg, b.binary("stablehlo.add", v, b.constant(size, kS64, b.dims(v))), v);
+  Value neg = b.compare(v, zero(b, kS64, b.dims(v)), Direction::kLt);
+  return b.select(neg, b.add(v, b.constant(size, kS64, b.dims(v))), v);
 }
 
 // --- gather / scatter along a dim (torch.gather semantics) ---------------------
@@ -86,7 +91,7 @@ Value gather_dim(Builder& b, Value self, Value index, int64_t dim) {
   return b.gather(self, dim_coords(b, index, dim), {}, range(0, r), range(0, r), r, Dims(r, 1), out);
 }
 
-Value scatter_dim(Builder& b, Value self, Value index, Value updates, int64_t dim, const char* comb) {
+Value scatter_dim(Builder& b, Value self, Value index, Value updates, int64_t dim, std::optional<BinaryOp> comb) {
   Dims shape = b.dims(self);
   if (shape.empty()) {
     self = b.reshape(self, {1});
@@ -112,7 +117,7 @@ at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& in
   prepare_out(out, m.sizes(), self.scalar_type(), "gather");
   int64_t d = wrap_dim(dim, self.dim());
   check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kGather);
-  eager::OpCall call("gather");
+  record::OpCall call("gather");
   call.attr(d);
   call.input(self);
   call.input(index);
@@ -123,11 +128,11 @@ at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& in
 
 // Shared by the scatter family: `src` is a tensor or a scalar value.
 void scatter_impl(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index, const Operand& src,
-                  const char* comb, const at::Tensor& out) {
+                  std::optional<BinaryOp> comb, const at::Tensor& out) {
   int64_t d = wrap_dim(dim, self.dim());
   check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kGather);
-  eager::OpCall call(name);
-  call.attr(d).attr(std::string_view(comb ? comb : "")).attr(src.t.defined());
+  record::OpCall call(name);
+  call.attr(d).attr(comb ? static_cast<int64_t>(*comb) + 1 : int64_t{0}).attr(src.t.defined());
   call.input(self);
   call.input(index);
   if (src.t.defined())
@@ -142,14 +147,14 @@ at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tenso
                             at::Tensor& out) {
   at::scatter(meta_of(self), dim, meta_of(index), meta_of(src));
   prepare_out(out, self.sizes(), self.scalar_type(), "scatter");
-  scatter_impl("scatter", self, dim, index, src, nullptr, out);
+  scatter_impl("scatter", self, dim, index, src, std::nullopt, out);
   return out;
 }
 at::Tensor& scatter_value_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const c10::Scalar& v,
                               at::Tensor& out) {
   at::scatter(meta_of(self), dim, meta_of(index), v);
   prepare_out(out, self.sizes(), self.scalar_type(), "scatter");
-  scatter_impl("scatter", self, dim, index, v, nullptr, out);
+  scatter_impl("scatter", self, dim, index, v, std::nullopt, out);
   return out;
 }
 at::Tensor& scatter_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
@@ -182,7 +187,7 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
   check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kGather);
   std::string red(reduce);
   bool is_float = c10::isFloatingType(self.scalar_type());
-  eager::OpCall call("scatter_reduce");
+  record::OpCall call("scatter_reduce");
   call.attr(d).attr(std::string_view(red)).attr(include_self);
   call.input(self);
   call.input(index);
@@ -193,7 +198,7 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
     ElemType e = b.elem(self_v);
     Dims shape = b.dims(self_v);
     bool mean = red == "mean";
-    const char* comb = combiner(mean ? "sum" : red, e);
+    BinaryOp comb = combiner(mean ? "sum" : red, e);
     Value base = self_v;
     if (!include_self) {
       // Positions that receive updates start from the reduction's identity.
@@ -201,21 +206,21 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
                     : red == "amin"   ? highest(b, e)
                     : (red == "prod") ? one(b, e)
                                       : zero(b, e);
-      base = scatter_dim(b, self_v, idx, ident, d, nullptr);
+      base = scatter_dim(b, self_v, idx, ident, d, std::nullopt);
     }
     Value r = scatter_dim(b, base, idx, s, d, comb);
     if (mean) {
       Value cnt0 = include_self ? one(b, e, shape) : zero(b, e, shape);
       Value cnt = scatter_dim(b, cnt0, idx, one(b, e), d, combiner("sum", e));
-      Value safe = b.select(b.compare(cnt, zero(b, e, shape), "EQ"), one(b, e, shape), cnt);
-      Value q = b.binary("stablehlo.divide", r, safe);
+      Value safe = b.select(b.compare(cnt, zero(b, e, shape), Direction::kEq), one(b, e, shape), cnt);
+      Value q = b.div(r, safe);
       if (!is_float) {
         // Integer mean rounds toward -inf like CPU's floor division.
-        Value rem = b.binary("stablehlo.remainder", r, safe);
-        Value adj = b.binary(
-            "stablehlo.and", b.compare(rem, zero(b, e, shape), "NE"),
-            b.compare(b.compare(rem, zero(b, e, shape), "LT"), b.compare(safe, zero(b, e, shape), "LT"), "NE"));
-        q = b.select(adj, b.binary("stablehlo.subtract", q, one(b, e, shape)), q);
+        Value rem = b.rem(r, safe);
+        Value adj = b.and_(b.compare(rem, zero(b, e, shape), Direction::kNe),
+                           b.compare(b.compare(rem, zero(b, e, shape), Direction::kLt),
+                                     b.compare(safe, zero(b, e, shape), Direction::kLt), Direction::kNe));
+        q = b.select(adj, b.sub(q, one(b, e, shape)), q);
       }
       r = q;
     }
@@ -249,7 +254,7 @@ Value select_slices(Builder& b, Value self, Value index, int64_t dim) {
 }
 
 // Scatter of whole slices `updates` (self's shape with dim -> n) along dim.
-Value scatter_slices(Builder& b, Value self, Value index, Value updates, int64_t dim, const char* comb) {
+Value scatter_slices(Builder& b, Value self, Value index, Value updates, int64_t dim, std::optional<BinaryOp> comb) {
   Dims shape = b.dims(self);
   if (shape.empty()) self = b.reshape(self, {1});
   Dims s1 = b.dims(self);
@@ -284,7 +289,7 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
               "index_select(): self and result must have the same scalar type");
   prepare_out(out, index_select_shape(self, d, index), self.scalar_type(), "index_select");
   check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kSelect);
-  eager::OpCall call("index_select");
+  record::OpCall call("index_select");
   call.attr(d);
   call.input(self);
   call.input(index);
@@ -304,7 +309,7 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
   prepare_out(out, self.sizes(), self.scalar_type(), "index_add");
   int64_t d = wrap_dim(dim, self.dim());
   check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kSelect);
-  eager::OpCall call("index_add");
+  record::OpCall call("index_add");
   call.attr(d);
   call.input(self);
   call.input(index);
@@ -314,8 +319,8 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
   call.run([&](Builder& b, const Values& in) {
     ElemType e = b.elem(in[0]);
     Value src = b.convert(in[2], e);
-    Value upd = e == ElemType::kPred ? b.binary("stablehlo.and", src, b.broadcast_to(in[3], b.dims(src)))
-                                     : b.binary("stablehlo.multiply", src, b.broadcast_to(in[3], b.dims(src)));
+    Value upd = e == ElemType::kPred ? b.and_(src, b.broadcast_to(in[3], b.dims(src)))
+                                     : b.mul(src, b.broadcast_to(in[3], b.dims(src)));
     return Values{scatter_slices(b, in[0], in[1], upd, d, combiner("add", e))};
   });
   return out;
@@ -327,13 +332,14 @@ at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor
   prepare_out(out, self.sizes(), self.scalar_type(), "index_copy");
   int64_t d = wrap_dim(dim, self.dim());
   check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kSelect);
-  eager::OpCall call("index_copy");
+  record::OpCall call("index_copy");
   call.attr(d);
   call.input(self);
   call.input(index);
   call.input(source);
   call.output(out);
-  call.run([&](Builder& b, const Values& in) { return Values{scatter_slices(b, in[0], in[1], in[2], d, nullptr)}; });
+  call.run(
+      [&](Builder& b, const Values& in) { return Values{scatter_slices(b, in[0], in[1], in[2], d, std::nullopt)}; });
   return out;
 }
 
@@ -345,7 +351,7 @@ at::Tensor& index_fill_impl(at::Tensor& self, int64_t dim, const at::Tensor& ind
                 value.t.dim(), " dimension(s).");
   int64_t d = wrap_dim(dim, self.dim());
   check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kAdvanced);
-  eager::OpCall call("index_fill");
+  record::OpCall call("index_fill");
   call.attr(d);
   call.input(self);
   call.input(index);
@@ -356,7 +362,7 @@ at::Tensor& index_fill_impl(at::Tensor& self, int64_t dim, const at::Tensor& ind
   call.output(self);
   call.run([&](Builder& b, const Values& in) {
     Value v = b.convert(in[2], b.elem(in[0]));
-    return Values{scatter_slices(b, in[0], in[1], v, d, nullptr)};
+    return Values{scatter_slices(b, in[0], in[1], v, d, std::nullopt)};
   });
   return self;
 }
@@ -378,7 +384,7 @@ at::Tensor& masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const Ope
   check_bool_mask(mask, "masked_fill_");
   check_inplace(self, broadcast_shape({self, mask}), self.scalar_type());
   Dims shape = to_dims(self.sizes());
-  eager::OpCall call("masked_fill");
+  record::OpCall call("masked_fill");
   call.attr(value.t.defined());
   call.input(self);
   call.input(mask);
@@ -425,25 +431,26 @@ Values compact(Builder& b, Value pred, const Values& xs, int64_t n) {
 at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
   TORCH_CHECK(out.scalar_type() == c10::kLong,
               "nonzero: Expected out tensor to have scalar type Long but got scalar type", out.scalar_type());
+  kNonzeroSync();
   int64_t n = count_true(self, self.sizes());
   int64_t r = self.dim();
   at::native::resize_output(out, {n, r});
   Dims shape = to_dims(self.sizes());
-  eager::OpCall call("nonzero");
+  record::OpCall call("nonzero");
   call.attr(n);
   call.input(self);
   call.output(out);
   call.run([&](Builder& b, const Values& in) {
     int64_t total = b.type(in[0]).numel();
-    Value pred = b.compare(in[0], zero(b, b.elem(in[0]), shape), "NE");
+    Value pred = b.compare(in[0], zero(b, b.elem(in[0]), shape), Direction::kNe);
     Value flat = compact(b, pred, {b.iota({total}, 0, kS64)}, n)[0];
     Values cols;
     int64_t stride = 1;
     std::vector<int64_t> strides(r);
     for (int64_t d = r - 1; d >= 0; --d) strides[d] = stride, stride *= shape[d];
     for (int64_t d = 0; d < r; ++d) {
-      Value c = b.binary("stablehlo.divide", flat, b.constant(strides[d], kS64, {n}));
-      c = b.binary("stablehlo.remainder", c, b.constant(shape[d], kS64, {n}));
+      Value c = b.div(flat, b.constant(strides[d], kS64, {n}));
+      c = b.rem(c, b.constant(shape[d], kS64, {n}));
       cols.push_back(b.reshape(c, {n, 1}));
     }
     return Values{b.concatenate(cols, 1)};
@@ -459,10 +466,11 @@ at::Tensor nonzero_tpu(const at::Tensor& self) {
 at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
   TORCH_CHECK(mask.scalar_type() == c10::kBool, "masked_select: expected BoolTensor for mask");
   auto shape = broadcast_shape({self, mask});
+  kMaskedSelectSync();
   int64_t n = count_true(mask, shape);
   prepare_out(out, {n}, self.scalar_type(), "masked_select");
   Dims sh(shape.begin(), shape.end());
-  eager::OpCall call("masked_select");
+  record::OpCall call("masked_select");
   call.attr(n);
   call.input(self);
   call.input(mask);
@@ -486,7 +494,7 @@ at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::
   check_inplace(self, broadcast_shape({self, mask}), self.scalar_type());
   Dims shape = to_dims(self.sizes());
   int64_t total = self.numel(), ns = source.numel();
-  eager::OpCall call("masked_scatter");
+  record::OpCall call("masked_scatter");
   call.input(self);
   call.input(mask);
   call.input(source);
@@ -496,8 +504,8 @@ at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::
     Value m = b.reshape(b.broadcast_to(in[1], shape), {total});
     // The k-th true position takes source element k: inclusive prefix sum - 1.
     Value cnt = b.convert(m, kS64);
-    Value cum = b.reduce_window(cnt, zero(b, kS64), {total}, {1}, {1}, {1}, {{total - 1, 0}}, "stablehlo.add");
-    Value pos = b.binary("stablehlo.subtract", cum, one(b, kS64, {total}));
+    Value cum = b.reduce_window(cnt, zero(b, kS64), {total}, {1}, {1}, {1}, {{total - 1, 0}}, BinaryOp::kAdd);
+    Value pos = b.sub(cum, one(b, kS64, {total}));
     pos = b.clamp(zero(b, kS64), pos, b.constant(ns - 1, kS64));
     Value src = b.reshape(in[2], {ns});
     Value g = b.gather(src, b.reshape(pos, {total, 1}), {}, {0}, {0}, 1, {1}, {total});
@@ -601,7 +609,7 @@ Value adv_coords(Builder& b, const Adv& a, const Values& idx) {
   return b.concatenate(parts, a.bshape.size());
 }
 
-void add_adv_attrs(eager::OpCall& call, const Adv& a) {
+void add_adv_attrs(record::OpCall& call, const Adv& a) {
   call.attr(c10::IntArrayRef(a.dims)).attr(c10::IntArrayRef(a.bshape));
 }
 
@@ -625,7 +633,7 @@ Value adv_gather(Builder& b, const Adv& a, Value self, const Values& idx) {
   return g;
 }
 
-Value adv_scatter(Builder& b, const Adv& a, Value self, const Values& idx, Value values, const char* comb) {
+Value adv_scatter(Builder& b, const Adv& a, Value self, const Values& idx, Value values, std::optional<BinaryOp> comb) {
   int64_t k = a.dims.size(), nb = a.bshape.size();
   Dims perm = adv_perm(a);
   int64_t nr = perm.size() - k;
@@ -650,7 +658,7 @@ at::Tensor& index_out(const at::Tensor& self, const c10::List<std::optional<at::
     out.copy_(self);
     return out;
   }
-  eager::OpCall call("index");
+  record::OpCall call("index");
   add_adv_attrs(call, a);
   call.input(self);
   for (const at::Tensor& t : a.idx) call.input(t);
@@ -681,8 +689,8 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
     return self;
   }
   ElemType e = to_elem(self.scalar_type());
-  const char* comb = accumulate ? combiner("add", e) : nullptr;
-  eager::OpCall call("index_put");
+  std::optional<BinaryOp> comb = accumulate ? std::optional<BinaryOp>(combiner("add", e)) : std::nullopt;
+  record::OpCall call("index_put");
   add_adv_attrs(call, a);
   call.attr(accumulate);
   call.input(self);
@@ -703,7 +711,7 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad, const at::Tensor& in
   int64_t n = indices.numel();
   int64_t dsz = grad.dim() == 0 ? 1 : grad.size(-1);
   at::Tensor out = empty_tpu({nw, dsz}, grad.scalar_type(), grad.device());
-  eager::OpCall call("embedding_dense_backward");
+  record::OpCall call("embedding_dense_backward");
   call.attr(pad).attr(scale_grad_by_freq).attr(nw);
   call.input(grad);
   call.input(indices);
@@ -713,16 +721,16 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad, const at::Tensor& in
     Value g = b.reshape(in[0], {n, dsz});
     Value idx = b.reshape(b.convert(in[1], kS64), {n});
     if (pad >= 0) {
-      Value keep = b.compare(idx, b.constant(pad, kS64, {n}), "NE");
+      Value keep = b.compare(idx, b.constant(pad, kS64, {n}), Direction::kNe);
       g = b.select(b.broadcast_in_dim(keep, {n, dsz}, {0}), g, zero(b, e, {n, dsz}));
     }
     Value idx2 = b.reshape(idx, {n, 1});
     if (scale_grad_by_freq) {
-      Value cnt = b.scatter(zero(b, e, {nw}), idx2, one(b, e, {n}), {}, {0}, {0}, 1, "stablehlo.add");
+      Value cnt = b.scatter(zero(b, e, {nw}), idx2, one(b, e, {n}), {}, {0}, {0}, 1, BinaryOp::kAdd);
       Value c = b.gather(cnt, idx2, {}, {0}, {0}, 1, {1}, {n});
-      g = b.binary("stablehlo.divide", g, b.broadcast_in_dim(c, {n, dsz}, {0}));
+      g = b.div(g, b.broadcast_in_dim(c, {n, dsz}, {0}));
     }
-    return Values{b.scatter(zero(b, e, {nw, dsz}), idx2, g, {1}, {0}, {0}, 1, "stablehlo.add")};
+    return Values{b.scatter(zero(b, e, {nw, dsz}), idx2, g, {1}, {0}, {0}, 1, BinaryOp::kAdd)};
   });
   return out;
 }
@@ -739,7 +747,7 @@ at::Tensor& nonzero_static_out(const at::Tensor& self, c10::SymInt size_s, int64
   if (size == 0 || r == 0) return out;  // nothing to write (a 0-d input has no coordinates)
   Dims shape(self.sizes().begin(), self.sizes().end());
   int64_t total = self.numel();
-  eager::OpCall call("nonzero_static");
+  record::OpCall call("nonzero_static");
   call.attr(size);
   call.input(self);
   call.scalar(fill_value, c10::kLong);
@@ -747,22 +755,22 @@ at::Tensor& nonzero_static_out(const at::Tensor& self, c10::SymInt size_s, int64
   call.run([&](Builder& b, const Values& in) {
     Value fill = b.broadcast_to(in[1], {size});
     if (total == 0) return Values{b.broadcast_to(in[1], {size, r})};
-    Value pred = b.reshape(b.compare(in[0], zero(b, b.elem(in[0]), shape), "NE"), {total});
+    Value pred = b.reshape(b.compare(in[0], zero(b, b.elem(in[0]), shape), Direction::kNe), {total});
     // Nonzero positions first, in order (stable sort on a 0/1 key).
     Value key = b.select(pred, zero(b, ElemType::kS32, {total}), one(b, ElemType::kS32, {total}));
     Value flat = b.sort({key, b.iota({total}, 0, kS64)}, 0, false)[1];
     int64_t m = std::min(size, total);
     flat = b.slice(flat, {0}, {m}, {1});
     if (size > m) flat = b.pad(flat, zero(b, kS64), {0}, {size - m}, {0});
-    Value count = b.reduce(b.convert(pred, kS64), zero(b, kS64), {0}, "stablehlo.add");
-    Value valid = b.compare(b.iota({size}, 0, kS64), b.broadcast_to(count, {size}), "LT");
+    Value count = b.reduce(b.convert(pred, kS64), zero(b, kS64), {0}, BinaryOp::kAdd);
+    Value valid = b.compare(b.iota({size}, 0, kS64), b.broadcast_to(count, {size}), Direction::kLt);
     Values cols;
     int64_t stride = 1;
     std::vector<int64_t> strides(r);
     for (int64_t d = r - 1; d >= 0; --d) strides[d] = stride, stride *= shape[d];
     for (int64_t d = 0; d < r; ++d) {
-      Value c = b.binary("stablehlo.divide", flat, b.constant(static_cast<double>(strides[d]), kS64, {size}));
-      c = b.binary("stablehlo.remainder", c, b.constant(static_cast<double>(shape[d]), kS64, {size}));
+      Value c = b.div(flat, b.constant(static_cast<double>(strides[d]), kS64, {size}));
+      c = b.rem(c, b.constant(static_cast<double>(shape[d]), kS64, {size}));
       c = b.select(valid, c, fill);
       cols.push_back(b.reshape(c, {size, 1}));
     }

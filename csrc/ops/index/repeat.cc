@@ -5,9 +5,11 @@
 #include <torch/library.h>
 
 #include "ops/common.h"
-#include "ops/misc_helpers.h"
+#include "record/driver.h"
 
 namespace torch_tpu::ops {
+
+const record::SyncSite kRepeatInterleaveSync{"repeat_interleave", record::SyncReason::kDataDependentShape};
 namespace {
 
 constexpr ElemType kS64 = ElemType::kS64;
@@ -24,6 +26,7 @@ at::Tensor repeat_interleave_tensor(const at::Tensor& repeats, std::optional<c10
     total = output_size->expect_int();
   } else {
     // The output size depends on the data: one host sync, as on CPU.
+    kRepeatInterleaveSync();
     at::Tensor host = repeats.to(c10::kCPU).to(c10::kLong);
     const int64_t* p = host.const_data_ptr<int64_t>();
     total = 0;
@@ -34,16 +37,16 @@ at::Tensor repeat_interleave_tensor(const at::Tensor& repeats, std::optional<c10
   }
   at::Tensor out = empty_tpu({total}, repeats.scalar_type(), repeats.device());
   if (total == 0 || n == 0) return out;
-  eager::OpCall call("repeat_interleave");
+  record::OpCall call("repeat_interleave");
   call.attr(total);
   call.input(repeats);
   call.output(out);
   call.run([&](Builder& b, const Values& in) {
     // out[j] = number of segment ends <= j: a 1 at each end, then a prefix sum.
-    Value ends = misc::cumsum(b, b.convert(in[0], kS64), 0);
+    Value ends = cumsum(b, b.convert(in[0], kS64), 0);
     Value marks =
-        b.scatter(zero(b, kS64, {total}), b.reshape(ends, {n, 1}), one(b, kS64, {n}), {}, {0}, {0}, 1, "stablehlo.add");
-    return Values{misc::cumsum(b, marks, 0)};
+        b.scatter(zero(b, kS64, {total}), b.reshape(ends, {n, 1}), one(b, kS64, {n}), {}, {0}, {0}, 1, BinaryOp::kAdd);
+    return Values{cumsum(b, marks, 0)};
   });
   return out;
 }

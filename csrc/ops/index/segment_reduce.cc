@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "ops/common.h"
-#include "ops/misc_helpers.h"
+#include "record/driver.h"
 
 namespace torch_tpu::ops {
+
+const record::SyncSite kSegmentReduceSync{"segment_reduce", record::SyncReason::kHostRead};
 using ir::Dims;
 
 namespace {
@@ -61,6 +63,7 @@ SegArgs seg_args(const at::Tensor& data, const std::optional<at::Tensor>& length
   TORCH_CHECK(a.segments >= 0, "segment_reduce(): offsets must not be empty");
   if (check_lengths && !a.offsets) {
     // CPU validates lengths against the data (a host sync there too).
+    kSegmentReduceSync();
     at::Tensor h = a.bounds.to(c10::kCPU).to(c10::kLong);
     TORCH_CHECK(h.numel() == 0 || h.min().item<int64_t>() >= 0, "lengths contains negative value!");
     TORCH_CHECK(h.sum({-1}).eq(data.size(a.axis)).all().item<bool>(),
@@ -82,11 +85,11 @@ std::pair<Value, Value> seg_bounds(Builder& b, Value bounds, bool offsets, int64
     hi[axis] = S + 1;
     return {starts, b.slice(v, lo, hi, st)};
   }
-  Value ends = misc::cumsum(b, v, axis);
-  return {sub(b, ends, v), ends};
+  Value ends = cumsum(b, v, axis);
+  return {b.sub(ends, v), ends};
 }
 
-Dims seq(int64_t lo, int64_t hi) { return misc::iota_dims(lo, hi); }
+Dims seq(int64_t lo, int64_t hi) { return iota_dims(lo, hi); }
 
 // Membership mask [outer..., S, L].
 Value seg_mask(Builder& b, Value starts, Value ends, int64_t axis, int64_t L) {
@@ -96,7 +99,7 @@ Value seg_mask(Builder& b, Value starts, Value ends, int64_t axis, int64_t L) {
   Value pos = b.iota(md, axis + 1, kS64);
   Value s = b.broadcast_in_dim(starts, md, seq(0, axis + 1));
   Value e = b.broadcast_in_dim(ends, md, seq(0, axis + 1));
-  return b.binary("stablehlo.and", b.compare(s, pos, "LE"), b.compare(pos, e, "LT"));
+  return b.and_(b.compare(s, pos, Direction::kLe), b.compare(pos, e, Direction::kLt));
 }
 
 // `x` [outer..., L, inner...] broadcast to [outer..., S, L, inner...].
@@ -141,7 +144,7 @@ at::Tensor segment_reduce(const at::Tensor& data, c10::string_view reduce, const
   if (out.numel() == 0) return out;
   int64_t L = data.size(a.axis), S = a.segments, ax = a.axis;
   bool off = a.offsets, has_init = initial.has_value();
-  eager::OpCall call("segment_reduce");
+  record::OpCall call("segment_reduce");
   call.attr(static_cast<int64_t>(red)).attr(ax).attr(off).attr(has_init);
   call.input(data);
   call.input(a.bounds);
@@ -158,17 +161,17 @@ at::Tensor segment_reduce(const at::Tensor& data, c10::string_view reduce, const
                   : red == SegRed::kMin  ? highest(b, e)
                   : red == SegRed::kProd ? one(b, e)
                                          : zero(b, e);
-    const char* comb = red == SegRed::kMax    ? "stablehlo.maximum"
-                       : red == SegRed::kMin  ? "stablehlo.minimum"
-                       : red == SegRed::kProd ? "stablehlo.multiply"
-                                              : "stablehlo.add";
+    BinaryOp comb = red == SegRed::kMax    ? BinaryOp::kMax
+                    : red == SegRed::kMin  ? BinaryOp::kMin
+                    : red == SegRed::kProd ? BinaryOp::kMul
+                                           : BinaryOp::kAdd;
     Value r = b.reduce(b.select(mb, xs, b.broadcast_to(ident, full)), ident, {ax + 1}, comb);
     Dims od = b.dims(r);
     if (has_init) r = b.binary(comb, b.broadcast_to(in[2], od), r);
     if (red == SegRed::kMean) {
-      Value len = b.convert(b.broadcast_in_dim(sub(b, ends, starts), od, seq(0, ax + 1)), e);
-      Value pos = b.compare(len, zero(b, e, od), "GT");
-      Value q = b.select(pos, div(b, r, len), r);
+      Value len = b.convert(b.broadcast_in_dim(b.sub(ends, starts), od, seq(0, ax + 1)), e);
+      Value pos = b.compare(len, zero(b, e, od), Direction::kGt);
+      Value q = b.select(pos, b.div(r, len), r);
       // An empty segment without an initial value has no mean.
       if (!has_init) q = b.select(pos, q, b.constant(std::numeric_limits<double>::quiet_NaN(), e, od));
       r = q;
@@ -187,7 +190,7 @@ at::Tensor segment_reduce_backward(const at::Tensor& grad, const at::Tensor& out
   at::Tensor gi = empty_tpu(data.sizes(), grad.scalar_type(), data.device());
   int64_t L = data.size(a.axis), S = a.segments, ax = a.axis;
   bool off = a.offsets, has_init = initial.has_value();
-  eager::OpCall call("segment_reduce_backward");
+  record::OpCall call("segment_reduce_backward");
   call.attr(static_cast<int64_t>(red)).attr(ax).attr(off).attr(has_init);
   call.input(grad);
   call.input(output);
@@ -208,52 +211,51 @@ at::Tensor segment_reduce_backward(const at::Tensor& grad, const at::Tensor& out
     Value zf = zero(b, e, full);
     // Each position's value of a per-segment tensor [outer..., S, inner...].
     auto at_pos = [&](Value y) {
-      return b.reduce(b.select(mb, spread_out(b, b.convert(y, e), ax, L), zf), zero(b, e), {ax}, "stablehlo.add");
+      return b.reduce(b.select(mb, spread_out(b, b.convert(y, e), ax, L), zf), zero(b, e), {ax}, BinaryOp::kAdd);
     };
     Value g = at_pos(in[0]);
     Value zx = zero(b, e, xd);
     if (red == SegRed::kSum) return Values{g};
     if (red == SegRed::kMean) {
-      Value len = b.convert(sub(b, ends, starts), e);
+      Value len = b.convert(b.sub(ends, starts), e);
       Dims ld = b.dims(len);
       Value lenp = at_pos(b.broadcast_in_dim(len, b.dims(in[0]), seq(0, ax + 1)));
-      Value pos = b.compare(lenp, zx, "GT");
-      return Values{b.select(pos, div(b, g, b.select(pos, lenp, one(b, e, xd))), zx)};
+      Value pos = b.compare(lenp, zx, Direction::kGt);
+      return Values{b.select(pos, b.div(g, b.select(pos, lenp, one(b, e, xd))), zx)};
     }
     Value outs = spread_out(b, b.convert(in[1], e), ax, L);
     if (red == SegRed::kMax || red == SegRed::kMin) {
-      Value hit =
-          b.binary("stablehlo.and", mb, b.binary("stablehlo.or", b.compare(xs, xs, "NE"), b.compare(xs, outs, "EQ")));
-      Value cnt = b.reduce(b.select(hit, one(b, e, full), zf), zero(b, e), {ax + 1}, "stablehlo.add");
+      Value hit = b.and_(mb, b.or_(b.compare(xs, xs, Direction::kNe), b.compare(xs, outs, Direction::kEq)));
+      Value cnt = b.reduce(b.select(hit, one(b, e, full), zf), zero(b, e), {ax + 1}, BinaryOp::kAdd);
       Value cntp = at_pos(cnt);
-      Value hitp = b.reduce(hit, b.constant(0, ElemType::kPred), {ax}, "stablehlo.or");
+      Value hitp = b.reduce(hit, b.constant(0, ElemType::kPred), {ax}, BinaryOp::kOr);
       Value gi = b.select(hitp, g, zx);
       // CPU averages only the positive gradients over tied extremes.
-      Value split = b.binary("stablehlo.and", b.compare(cntp, b.constant(2, e, xd), "GE"), b.compare(gi, zx, "GT"));
-      return Values{b.select(split, div(b, gi, b.select(split, cntp, one(b, e, xd))), gi)};
+      Value split = b.and_(b.compare(cntp, b.constant(2, e, xd), Direction::kGe), b.compare(gi, zx, Direction::kGt));
+      return Values{b.select(split, b.div(gi, b.select(split, cntp, one(b, e, xd))), gi)};
     }
     // prod: g * out / x, or for x == 0 / NaN the product of the other elements.
     Value outp = at_pos(in[1]);
-    Value plain = div(b, mul(b, g, outp), x);
+    Value plain = b.div(b.mul(g, outp), x);
     Value sid_all = b.iota(b.dims(m), ax, kS64);
     Value sid = b.reduce(b.select(m, sid_all, b.constant(-1, kS64, b.dims(m))), b.constant(-1, kS64), {ax},
-                         "stablehlo.maximum");  // [outer..., L]
+                         BinaryOp::kMax);  // [outer..., L]
     Dims pd = b.dims(sid);
     pd.push_back(L);  // [outer..., Lj, Lk]
     Value sj = b.broadcast_in_dim(sid, pd, seq(0, ax + 1));
     Dims kmap = seq(0, ax);
     kmap.push_back(ax + 1);
     Value sk = b.broadcast_in_dim(sid, pd, kmap);
-    Value same = b.binary("stablehlo.and", b.compare(sj, sk, "EQ"),
-                          b.compare(b.iota(pd, ax, kS64), b.iota(pd, ax + 1, kS64), "NE"));
+    Value same = b.and_(b.compare(sj, sk, Direction::kEq),
+                        b.compare(b.iota(pd, ax, kS64), b.iota(pd, ax + 1, kS64), Direction::kNe));
     Value xk = spread_data(b, x, ax, L);  // [outer..., Lj, Lk, inner...] with data on Lk
     Dims kd = b.dims(xk);
     Value sameb = spread_mask(b, same, kd);
-    Value excl = b.reduce(b.select(sameb, xk, one(b, e, kd)), one(b, e), {ax + 1}, "stablehlo.multiply");
-    if (has_init) excl = mul(b, excl, b.broadcast_to(b.convert(in[4], e), xd));
-    Value special = b.binary("stablehlo.or", b.compare(x, x, "NE"), b.compare(x, zx, "EQ"));
-    Value inseg = b.reduce(mb, b.constant(0, ElemType::kPred), {ax}, "stablehlo.or");
-    Value r = b.select(special, mul(b, g, excl), plain);
+    Value excl = b.reduce(b.select(sameb, xk, one(b, e, kd)), one(b, e), {ax + 1}, BinaryOp::kMul);
+    if (has_init) excl = b.mul(excl, b.broadcast_to(b.convert(in[4], e), xd));
+    Value special = b.or_(b.compare(x, x, Direction::kNe), b.compare(x, zx, Direction::kEq));
+    Value inseg = b.reduce(mb, b.constant(0, ElemType::kPred), {ax}, BinaryOp::kOr);
+    Value r = b.select(special, b.mul(g, excl), plain);
     return Values{b.select(inseg, r, zx)};
   });
   return gi;

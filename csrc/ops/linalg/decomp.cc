@@ -16,8 +16,12 @@
 #include <limits>
 
 #include "ops/common.h"
+#include "record/driver.h"
 
 namespace torch_tpu::ops {
+
+// Whether residuals exist depends on the computed ranks.
+const record::SyncSite kLstsqSync{"linalg_lstsq", record::SyncReason::kHostRead};
 using ir::Dims;
 using ir::TensorType;
 
@@ -42,8 +46,9 @@ int64_t numel(const Dims& d) {
 Value tri_mask(Builder& b, const Dims& dims, int64_t k, bool upper) {
   int64_t r = static_cast<int64_t>(dims.size());
   Value row = b.iota(dims, r - 2, ElemType::kS64), col = b.iota(dims, r - 1, ElemType::kS64);
-  Value diff = b.binary("stablehlo.subtract", col, row);
-  return b.compare(diff, b.constant(static_cast<double>(k), ElemType::kS64, dims), upper ? "GE" : "LE");
+  Value diff = b.sub(col, row);
+  return b.compare(diff, b.constant(static_cast<double>(k), ElemType::kS64, dims),
+                   upper ? Direction::kGe : Direction::kLe);
 }
 
 Value triu(Builder& b, Value x, int64_t k = 0) {
@@ -53,7 +58,7 @@ Value triu(Builder& b, Value x, int64_t k = 0) {
 // Identity-like [..., r, c] (ones on the main diagonal).
 Value eye(Builder& b, ElemType t, const Dims& dims) {
   int64_t r = static_cast<int64_t>(dims.size());
-  Value eq = b.compare(b.iota(dims, r - 2, ElemType::kS64), b.iota(dims, r - 1, ElemType::kS64), "EQ");
+  Value eq = b.compare(b.iota(dims, r - 2, ElemType::kS64), b.iota(dims, r - 1, ElemType::kS64), Direction::kEq);
   return b.select(eq, one(b, t, dims), zero(b, t, dims));
 }
 
@@ -162,19 +167,19 @@ Values svd_ir(Builder& b, Value a, bool full) {
   Value w = b.reverse(wv[0], {r - 2});
   Value v = b.reverse(wv[1], {r - 1});
   Dims ws(r - 1, 0), wl = cat(batch, {k}), w1(r - 1, 1);
-  Value s = b.unary("stablehlo.abs", b.slice(w, ws, wl, w1));
+  Value s = b.abs(b.slice(w, ws, wl, w1));
   int64_t cols = std::max(m, n);
   (void)N;
   // Column-normalised halves: exact for sigma > 0 (both halves have norm
   // 1/sqrt(2)) and for the null-space vectors (one half is zero).
   auto normalised = [&](Value x) {
-    Value sq = b.reduce(mul(b, x, x), zero(b, t), {r - 2}, "stablehlo.add");
-    Value nrm = b.unary("stablehlo.sqrt", sq);
-    Value safe = b.select(b.compare(nrm, zero(b, t, b.dims(nrm)), "GT"), nrm, one(b, t, b.dims(nrm)));
+    Value sq = b.reduce(b.mul(x, x), zero(b, t), {r - 2}, BinaryOp::kAdd);
+    Value nrm = b.sqrt(sq);
+    Value safe = b.select(b.compare(nrm, zero(b, t, b.dims(nrm)), Direction::kGt), nrm, one(b, t, b.dims(nrm)));
     Dims xd = b.dims(x), map;
     for (int64_t i = 0; i < r - 2; ++i) map.push_back(i);
     map.push_back(r - 1);
-    return div(b, x, b.broadcast_in_dim(safe, xd, map));
+    return b.div(x, b.broadcast_in_dim(safe, xd, map));
   };
   Value u = normalised(block(b, v, 0, m, 0, std::min(cols, uc)));
   Value vv = normalised(block(b, v, m, N, 0, std::min(cols, vr)));
@@ -210,7 +215,7 @@ std::tuple<at::Tensor&, at::Tensor&> geqrf_out(const at::Tensor& self, at::Tenso
   int64_t k = std::min(d[d.size() - 2], d.back());
   prepare_out(a, self.sizes(), self.scalar_type(), "geqrf");
   prepare_out(tau, cat(batch_of(d), {k}), self.scalar_type(), "geqrf");
-  eager::OpCall call("geqrf");
+  record::OpCall call("geqrf");
   call.input(self);
   call.output(a);
   call.output(tau);
@@ -244,7 +249,7 @@ at::Tensor& householder_product_out(const at::Tensor& input, const at::Tensor& t
   TORCH_CHECK(out.scalar_type() == input.scalar_type(), op, ": Expected out tensor to have dtype ", input.scalar_type(),
               ", but got ", out.scalar_type(), " instead");
   prepare_out(out, input.sizes(), input.scalar_type(), "householder_product");
-  eager::OpCall call("householder_product");
+  record::OpCall call("householder_product");
   call.input(input);
   call.input(tau);
   call.output(out);
@@ -280,7 +285,7 @@ std::tuple<at::Tensor&, at::Tensor&> linalg_qr_out(const at::Tensor& A, c10::str
   check_out_dtype(R, A.scalar_type(), "linalg.qr", "R");
   prepare_out(Q, compute_q ? cat(batch, {m, full ? m : k}) : Dims{0}, A.scalar_type(), "linalg_qr");
   prepare_out(R, cat(batch, {full ? m : k, n}), A.scalar_type(), "linalg_qr");
-  eager::OpCall call("linalg_qr");
+  record::OpCall call("linalg_qr");
   call.attr(compute_q).attr(full);
   call.input(A);
   if (compute_q) call.output(Q);
@@ -331,7 +336,7 @@ at::Tensor ormqr_impl(const at::Tensor& self, const at::Tensor& tau, const at::T
   check_float_input(self, "ormqr_cpu");
   prepare_out(out, other.sizes(), self.scalar_type(), "ormqr");
   auto st = self.scalar_type();
-  eager::OpCall call("ormqr");
+  record::OpCall call("ormqr");
   call.attr(left).attr(transpose);
   call.input(self);
   call.input(tau);
@@ -373,7 +378,7 @@ std::tuple<at::Tensor&, at::Tensor&> linalg_eigh_out(const at::Tensor& A, c10::s
   check_out_dtype(V, A.scalar_type(), "linalg.eigh", "eigenvectors");
   prepare_out(L, cat(batch_of(d), {d.back()}), A.scalar_type(), "linalg_eigh");
   prepare_out(V, compute_v ? d : Dims{0}, A.scalar_type(), "linalg_eigh");
-  eager::OpCall call("linalg_eigh");
+  record::OpCall call("linalg_eigh");
   call.attr(lower).attr(compute_v);
   call.input(A);
   call.output(L);
@@ -405,7 +410,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_svd_out(const at::Tenso
   prepare_out(U, compute_uv ? cat(batch, {m, full ? m : k}) : Dims{0}, A.scalar_type(), "linalg_svd");
   prepare_out(S, cat(batch, {k}), A.scalar_type(), "linalg_svd");
   prepare_out(Vh, compute_uv ? cat(batch, {full ? n : k, n}) : Dims{0}, A.scalar_type(), "linalg_svd");
-  eager::OpCall call("linalg_svd");
+  record::OpCall call("linalg_svd");
   call.attr(full).attr(compute_uv);
   call.input(A);
   if (compute_uv) call.output(U);
@@ -459,7 +464,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_lstsq_out(
   prepare_out(rank, gels ? Dims{0} : batch, c10::kLong, "linalg_lstsq");
   prepare_out(sv, with_sv ? cat(batch, {k}) : Dims{0}, st, "linalg_lstsq");
   at::Tensor res = want_res ? empty_tpu(res_shape, st, A.device()) : at::Tensor();
-  eager::OpCall call("linalg_lstsq");
+  record::OpCall call("linalg_lstsq");
   call.attr(vector).attr(gels).attr(with_sv).attr(want_res);
   call.input(A);
   call.input(B);
@@ -477,30 +482,31 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_lstsq_out(
     Value s = usv[1];
     Dims sdims = b.dims(s), bmap;
     for (int64_t i = 0; i < r - 1; ++i) bmap.push_back(i);
-    Value smax = k > 0 ? b.reduce(s, zero(b, t), {r - 1}, "stablehlo.maximum") : zero(b, t, batch);
-    Value cut = mul(b, b.broadcast_in_dim(smax, sdims, bmap), b.broadcast_to(in[2], sdims));
-    Value keep = b.compare(s, cut, "GT");
-    Value inv = div(b, one(b, t, sdims), s);
+    Value smax = k > 0 ? b.reduce(s, zero(b, t), {r - 1}, BinaryOp::kMax) : zero(b, t, batch);
+    Value cut = b.mul(b.broadcast_in_dim(smax, sdims, bmap), b.broadcast_to(in[2], sdims));
+    Value keep = b.compare(s, cut, Direction::kGt);
+    Value inv = b.div(one(b, t, sdims), s);
     if (!gels) inv = b.select(keep, inv, zero(b, t, sdims));
     Dims map2 = bmap;
     map2.push_back(r - 1);
     // x = V (S^+ (U^T B))
     Value utb = matmul(b, usv[0], rhs, true, false, st);
-    Value scaled = mul(b, utb, b.broadcast_in_dim(inv, b.dims(utb), map2));
+    Value scaled = b.mul(utb, b.broadcast_in_dim(inv, b.dims(utb), map2));
     Value x = matmul(b, usv[2], scaled, true, false, st);
     Values out{vector ? b.reshape(x, sol_shape) : x};
     if (!gels) {
-      Value cnt = b.reduce(b.convert(keep, ElemType::kS64), zero(b, ElemType::kS64), {r - 1}, "stablehlo.add");
+      Value cnt = b.reduce(b.convert(keep, ElemType::kS64), zero(b, ElemType::kS64), {r - 1}, BinaryOp::kAdd);
       out.push_back(cnt);
     }
     if (with_sv) out.push_back(s);
     if (want_res) {
-      Value diff = sub(b, matmul(b, a, x, false, false, st), rhs);
-      out.push_back(b.reduce(mul(b, diff, diff), zero(b, t), {r - 1}, "stablehlo.add"));
+      Value diff = b.sub(matmul(b, a, x, false, false, st), rhs);
+      out.push_back(b.reduce(b.mul(diff, diff), zero(b, t), {r - 1}, BinaryOp::kAdd));
     }
     return out;
   });
   // gelss/gelsd report residuals only when every matrix has full rank.
+  if (want_res && with_sv && numel(batch) != 0) kLstsqSync();
   bool have_res = want_res && (!with_sv || numel(batch) == 0 || rank.eq(n).all().item<bool>());
   prepare_out(residuals, have_res ? res_shape : Dims{0}, st, "linalg_lstsq");
   if (have_res) residuals.copy_(res);

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "ops/common.h"
-#include "ops/misc_helpers.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -26,59 +25,56 @@ int64_t p_mode(double p) {
   return kGeneral;
 }
 
-Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
-
 // p-norm of `diff` over dimension `dim`; `p` is a scalar broadcastable value.
 Value norm_over(Builder& b, Value diff, int64_t dim, int64_t mode, Value p) {
   ElemType e = b.elem(diff);
-  Value a = b.unary("stablehlo.abs", diff);
+  Value a = b.abs(diff);
   switch (mode) {
     case kZero: {
-      Value nz = b.select(b.compare(diff, cst(b, 0, diff), "NE"), cst(b, 1, diff), cst(b, 0, diff));
-      return b.reduce(nz, zero(b, e), {dim}, "stablehlo.add");
+      Value nz = b.select(b.compare(diff, full_like(b, 0, diff), Direction::kNe), full_like(b, 1, diff),
+                          full_like(b, 0, diff));
+      return b.reduce(nz, zero(b, e), {dim}, BinaryOp::kAdd);
     }
     case kOne:
-      return b.reduce(a, zero(b, e), {dim}, "stablehlo.add");
+      return b.reduce(a, zero(b, e), {dim}, BinaryOp::kAdd);
     case kTwo:
-      return b.unary("stablehlo.sqrt", b.reduce(mul(b, diff, diff), zero(b, e), {dim}, "stablehlo.add"));
+      return b.sqrt(b.reduce(b.mul(diff, diff), zero(b, e), {dim}, BinaryOp::kAdd));
     case kInf:
-      return b.reduce(a, zero(b, e), {dim}, "stablehlo.maximum");
+      return b.reduce(a, zero(b, e), {dim}, BinaryOp::kMax);
     default: {
-      Value s =
-          b.reduce(b.binary("stablehlo.power", a, b.broadcast_to(p, b.dims(a))), zero(b, e), {dim}, "stablehlo.add");
-      Value inv = div(b, one(b, e, b.dims(s)), b.broadcast_to(p, b.dims(s)));
-      return b.binary("stablehlo.power", s, inv);
+      Value s = b.reduce(b.pow(a, b.broadcast_to(p, b.dims(a))), zero(b, e), {dim}, BinaryOp::kAdd);
+      Value inv = b.div(one(b, e, b.dims(s)), b.broadcast_to(p, b.dims(s)));
+      return b.pow(s, inv);
     }
   }
 }
 
 // d dist / d x1 times grad, elementwise; g and dist already broadcast to diff's shape.
 Value dist_grad(Builder& b, Value diff, Value g, Value dist, int64_t mode, Value p0) {
-  Value zero_v = cst(b, 0, diff);
-  Value sgn = b.unary("stablehlo.sign", diff);
-  Value a = b.unary("stablehlo.abs", diff);
+  Value zero_v = full_like(b, 0, diff);
+  Value sgn = b.sign(diff);
+  Value a = b.abs(diff);
   Value p = b.broadcast_to(p0, b.dims(diff));
-  Value dist0 = b.compare(dist, zero_v, "EQ");
+  Value dist0 = b.compare(dist, zero_v, Direction::kEq);
   switch (mode) {
     case kZero:
       return zero_v;
     case kOne:
-      return mul(b, g, sgn);
+      return b.mul(g, sgn);
     case kTwo:
-      return b.select(dist0, zero_v, div(b, mul(b, g, diff), dist));
+      return b.select(dist0, zero_v, b.div(b.mul(g, diff), dist));
     case kInf:
-      return b.select(b.compare(a, dist, "EQ"), mul(b, g, sgn), zero_v);
+      return b.select(b.compare(a, dist, Direction::kEq), b.mul(g, sgn), zero_v);
     case kLtTwo: {
-      Value pm1 = sub(b, p, cst(b, 1, p));
-      Value r =
-          div(b, mul(b, mul(b, sgn, b.binary("stablehlo.power", a, pm1)), g), b.binary("stablehlo.power", dist, pm1));
-      Value bad = b.binary("stablehlo.or", dist0,
-                           b.binary("stablehlo.and", b.compare(diff, zero_v, "EQ"), b.compare(p, cst(b, 1, p), "LT")));
+      Value pm1 = b.sub(p, full_like(b, 1, p));
+      Value r = b.div(b.mul(b.mul(sgn, b.pow(a, pm1)), g), b.pow(dist, pm1));
+      Value bad = b.or_(
+          dist0, b.and_(b.compare(diff, zero_v, Direction::kEq), b.compare(p, full_like(b, 1, p), Direction::kLt)));
       return b.select(bad, zero_v, r);
     }
     default: {
-      Value r = div(b, mul(b, mul(b, diff, b.binary("stablehlo.power", a, sub(b, p, cst(b, 2, p)))), g),
-                    b.binary("stablehlo.power", dist, sub(b, p, cst(b, 1, p))));
+      Value r = b.div(b.mul(b.mul(diff, b.pow(a, b.sub(p, full_like(b, 2, p)))), g),
+                      b.pow(dist, b.sub(p, full_like(b, 1, p))));
       return b.select(dist0, zero_v, r);
     }
   }
@@ -145,7 +141,7 @@ at::Tensor cdist_forward(const at::Tensor& x1, const at::Tensor& x2, double p, s
   auto ct = opmath(dt);
   ElemType e = to_elem(ct);
   int64_t B = prod(batch);
-  eager::OpCall call("_cdist_forward");
+  record::OpCall call("_cdist_forward");
   call.attr(mode).attr(static_cast<int64_t>(ct)).attr(c10::IntArrayRef(batch));
   call.input(x1);
   call.input(x2);
@@ -155,7 +151,7 @@ at::Tensor cdist_forward(const at::Tensor& x1, const at::Tensor& x2, double p, s
     Value a = batch_flat(b, b.convert(in[0], e), batch);
     Value c = batch_flat(b, b.convert(in[1], e), batch);
     Dims full = {B, P, R, M};
-    Value diff = sub(b, b.broadcast_in_dim(a, full, {0, 1, 3}), b.broadcast_in_dim(c, full, {0, 2, 3}));
+    Value diff = b.sub(b.broadcast_in_dim(a, full, {0, 1, 3}), b.broadcast_in_dim(c, full, {0, 2, 3}));
     Value d = norm_over(b, diff, 3, mode, in[2]);
     return Values{b.reshape(d, Dims(shape.begin(), shape.end()))};
   });
@@ -177,7 +173,7 @@ at::Tensor cdist_backward(const at::Tensor& grad, const at::Tensor& x1, const at
   auto ct = opmath(dt);
   ElemType e = to_elem(ct);
   int64_t B = prod(batch);
-  eager::OpCall call("_cdist_backward");
+  record::OpCall call("_cdist_backward");
   call.attr(mode).attr(static_cast<int64_t>(ct)).attr(c10::IntArrayRef(batch));
   call.input(grad);
   call.input(x1);
@@ -193,10 +189,10 @@ at::Tensor cdist_backward(const at::Tensor& grad, const at::Tensor& x1, const at
     Value a = batch_flat(b, b.convert(in[1], e), batch);
     Value c = batch_flat(b, b.convert(in[2], e), batch);
     Value dist = batch_flat(b, b.convert(in[3], e), batch);
-    Value diff = sub(b, b.broadcast_in_dim(a, full, {0, 1, 3}), b.broadcast_in_dim(c, full, {0, 2, 3}));
+    Value diff = b.sub(b.broadcast_in_dim(a, full, {0, 1, 3}), b.broadcast_in_dim(c, full, {0, 2, 3}));
     Value t = dist_grad(b, diff, b.broadcast_in_dim(g, full, {0, 1, 2}), b.broadcast_in_dim(dist, full, {0, 1, 2}),
                         mode, in[4]);
-    return Values{b.reshape(b.reduce(t, zero(b, e), {2}, "stablehlo.add"), od)};
+    return Values{b.reshape(b.reduce(t, zero(b, e), {2}, BinaryOp::kAdd), od)};
   });
   return out;
 }
@@ -220,7 +216,7 @@ at::Tensor pair_indices(int64_t n, c10::Device dev) {
     }
   int64_t k = static_cast<int64_t>(host.size()) / 2;
   at::Tensor t = empty_tpu({k, 2}, c10::kLong, dev);
-  eager::copy_from_host(t, host.data(), host.size() * sizeof(int64_t));
+  record::copy_from_host(t, host.data(), host.size() * sizeof(int64_t));
   return t;
 }
 
@@ -239,7 +235,7 @@ at::Tensor pdist_forward(const at::Tensor& self, double p) {
   auto ct = opmath(self.scalar_type());
   ElemType e = to_elem(ct);
   at::Tensor ij = pair_indices(N, self.device());
-  eager::OpCall call("_pdist_forward");
+  record::OpCall call("_pdist_forward");
   call.attr(mode).attr(static_cast<int64_t>(ct));
   call.input(self);
   call.input(ij);
@@ -248,7 +244,7 @@ at::Tensor pdist_forward(const at::Tensor& self, double p) {
   call.run([&](Builder& b, const Values& in) {
     if (M == 0) return Values{zero(b, e, {K})};
     Value x = b.convert(in[0], e);
-    Value diff = sub(b, misc::gather_rows(b, x, column(b, in[1], 0)), misc::gather_rows(b, x, column(b, in[1], 1)));
+    Value diff = b.sub(gather_rows(b, x, column(b, in[1], 0)), gather_rows(b, x, column(b, in[1], 1)));
     return Values{norm_over(b, diff, 1, mode, in[2])};
   });
   return out;
@@ -264,13 +260,13 @@ at::Tensor pdist_backward(const at::Tensor& grad, const at::Tensor& self, double
   auto ct = opmath(self.scalar_type());
   ElemType e = to_elem(ct);
   if (K == 0 || mode == kZero) {
-    eager::OpCall call("_pdist_backward_zeros");
+    record::OpCall call("_pdist_backward_zeros");
     call.output(out);
     call.run([&](Builder& b, const Values&) { return Values{zero(b, e, {N, M})}; });
     return out;
   }
   at::Tensor ij = pair_indices(N, self.device());
-  eager::OpCall call("_pdist_backward");
+  record::OpCall call("_pdist_backward");
   call.attr(mode).attr(static_cast<int64_t>(ct));
   call.input(grad);
   call.input(self);
@@ -281,13 +277,13 @@ at::Tensor pdist_backward(const at::Tensor& grad, const at::Tensor& self, double
   call.run([&](Builder& b, const Values& in) {
     Value x = b.convert(in[1], e);
     Value i = column(b, in[3], 0), j = column(b, in[3], 1);
-    Value diff = sub(b, misc::gather_rows(b, x, i), misc::gather_rows(b, x, j));
+    Value diff = b.sub(gather_rows(b, x, i), gather_rows(b, x, j));
     Dims kd = {K, M};
     Value g = b.broadcast_in_dim(b.convert(in[0], e), kd, {0});
     Value dist = b.broadcast_in_dim(b.convert(in[2], e), kd, {0});
     Value t = dist_grad(b, diff, g, dist, mode, in[4]);
-    Value r = misc::scatter_rows(b, zero(b, e, {N, M}), i, t, "stablehlo.add");
-    r = misc::scatter_rows(b, r, j, b.unary("stablehlo.negate", t), "stablehlo.add");
+    Value r = scatter_rows(b, zero(b, e, {N, M}), i, t, BinaryOp::kAdd);
+    r = scatter_rows(b, r, j, b.neg(t), BinaryOp::kAdd);
     return Values{r};
   });
   return out;

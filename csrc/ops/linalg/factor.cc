@@ -64,8 +64,8 @@ int64_t numel(const Dims& d) {
   for (int64_t v : d) n *= v;
   return n;
 }
-Value land(Builder& b, Value x, Value y) { return b.binary("stablehlo.and", x, y); }
-Value lnot(Builder& b, Value x) { return b.unary("stablehlo.not", x); }
+Value land(Builder& b, Value x, Value y) { return b.and_(x, y); }
+Value lnot(Builder& b, Value x) { return b.not_(x); }
 Value param(const std::shared_ptr<ir::Graph>& g, int i) { return Value{g->params()[i], 0}; }
 // Row idx[b] of x[b] for x [B, m, ...]: an exact gather (no arithmetic).
 Value row_at(Builder& b, Value x, Value idx) {
@@ -101,8 +101,8 @@ Value matmul(Builder& b, Value x, Value y) {
 Value tri_mask(Builder& b, const Dims& dims, bool lower, int64_t k) {
   int64_t r = dims.size();
   Value row = b.iota(dims, r - 2, ElemType::kS64), col = b.iota(dims, r - 1, ElemType::kS64);
-  Value diff = b.binary("stablehlo.subtract", col, row);
-  return b.compare(diff, b.constant(k, ElemType::kS64, dims), lower ? "LE" : "GE");
+  Value diff = b.sub(col, row);
+  return b.compare(diff, b.constant(k, ElemType::kS64, dims), lower ? Direction::kLe : Direction::kGe);
 }
 
 Value keep_triangle(Builder& b, Value x, bool lower, int64_t k) {
@@ -112,7 +112,7 @@ Value keep_triangle(Builder& b, Value x, bool lower, int64_t k) {
 
 Value eye(Builder& b, ElemType t, const Dims& dims) {
   int64_t r = dims.size();
-  Value eq = b.compare(b.iota(dims, r - 2, kI32), b.iota(dims, r - 1, kI32), "EQ");
+  Value eq = b.compare(b.iota(dims, r - 2, kI32), b.iota(dims, r - 1, kI32), Direction::kEq);
   return b.select(eq, one(b, t, dims), zero(b, t, dims));
 }
 
@@ -123,9 +123,9 @@ Value diagonal(Builder& b, Value x) {
   limit[r - 2] = limit[r - 1] = k;
   Value sq = b.slice(x, start, limit, strides);
   Dims sd = b.dims(sq);
-  Value eq = b.compare(b.iota(sd, r - 2, kI32), b.iota(sd, r - 1, kI32), "EQ");
+  Value eq = b.compare(b.iota(sd, r - 2, kI32), b.iota(sd, r - 1, kI32), Direction::kEq);
   // One non-zero term per row: the sum is exact.
-  return b.reduce(b.select(eq, sq, zero(b, b.elem(x), sd)), zero(b, b.elem(x)), {r - 1}, "stablehlo.add");
+  return b.reduce(b.select(eq, sq, zero(b, b.elem(x), sd)), zero(b, b.elem(x)), {r - 1}, BinaryOp::kAdd);
 }
 
 Value trisolve(Builder& b, Value A, Value B, bool left, bool lower, bool unit, bool transpose) {
@@ -133,7 +133,7 @@ Value trisolve(Builder& b, Value A, Value B, bool left, bool lower, bool unit, b
   Value a = keep_triangle(b, A, lower);
   if (unit) {
     int64_t r = d.size();
-    Value eq = b.compare(b.iota(d, r - 2, kI32), b.iota(d, r - 1, kI32), "EQ");
+    Value eq = b.compare(b.iota(d, r - 2, kI32), b.iota(d, r - 1, kI32), Direction::kEq);
     a = b.select(eq, one(b, b.elem(A), d), a);
   }
   return b.triangular_solve(a, B, left, lower, unit, transpose ? "TRANSPOSE" : "NO_TRANSPOSE");
@@ -162,7 +162,7 @@ LU lu_factor(Builder& b, Value a) {
     auto cond = b.loop_region(init);
     {
       Builder c(*cond);
-      cond->set_outputs({c.compare(param(cond, 0), c.constant(K, kI32), "LT")});
+      cond->set_outputs({c.compare(param(cond, 0), c.constant(K, kI32), Direction::kLt)});
     }
     auto body = b.loop_region(init);
     {
@@ -174,42 +174,45 @@ LU lu_factor(Builder& b, Value a) {
       Value k1 = c.broadcast_to(k, d1), k2 = c.broadcast_to(k, d2), k3 = c.broadcast_to(k, d3);
       // Pivot row: first maximum of |a| at or below the diagonal.
       Value col = c.reshape(c.dynamic_slice(X, {zi, zi, k}, {B, m, 1}), d2);
-      Value active = c.compare(rows2, k2, "GE");
-      Value mag = c.select(active, c.unary("stablehlo.abs", col), c.constant(-1, t, d2));
-      Value mx = c.reduce(mag, lowest(c, t), {1}, "stablehlo.maximum");
-      Value hit = land(c, active, c.compare(mag, c.broadcast_in_dim(mx, d2, {0}), "EQ"));
-      Value p = c.reduce(c.select(hit, rows2, c.constant(m, kI32, d2)), c.constant(m, kI32), {1}, "stablehlo.minimum");
-      p = c.select(c.compare(p, c.constant(m, kI32, d1), "GE"), k1, p);  // NaN column: keep the row
+      Value active = c.compare(rows2, k2, Direction::kGe);
+      Value mag = c.select(active, c.abs(col), c.constant(-1, t, d2));
+      Value mx = c.reduce(mag, lowest(c, t), {1}, BinaryOp::kMax);
+      Value hit = land(c, active, c.compare(mag, c.broadcast_in_dim(mx, d2, {0}), Direction::kEq));
+      Value p = c.reduce(c.select(hit, rows2, c.constant(m, kI32, d2)), c.constant(m, kI32), {1}, BinaryOp::kMin);
+      p = c.select(c.compare(p, c.constant(m, kI32, d1), Direction::kGe), k1, p);  // NaN column: keep the row
       // Swap rows k and p of the matrix and of the permutation.
       Value rowk = c.reshape(c.dynamic_slice(X, {zi, k, zi}, {B, 1, n}), {B, n});
       Value rowp = row_at(c, X, p);
-      Value isk3 = c.compare(rows3, k3, "EQ"), isp3 = c.compare(rows3, c.broadcast_in_dim(p, d3, {0}), "EQ");
+      Value isk3 = c.compare(rows3, k3, Direction::kEq),
+            isp3 = c.compare(rows3, c.broadcast_in_dim(p, d3, {0}), Direction::kEq);
       Value rowp3 = c.broadcast_in_dim(rowp, d3, {0, 2});
       X = c.select(isk3, rowp3, c.select(isp3, c.broadcast_in_dim(rowk, d3, {0, 2}), X));
       Value permk = c.reshape(c.dynamic_slice(pm, {zi, k}, {B, 1}), d1);
       Value permp = row_at(c, pm, p);
-      Value isk2 = c.compare(rows2, k2, "EQ"), isp2 = c.compare(rows2, c.broadcast_in_dim(p, d2, {0}), "EQ");
+      Value isk2 = c.compare(rows2, k2, Direction::kEq),
+            isp2 = c.compare(rows2, c.broadcast_in_dim(p, d2, {0}), Direction::kEq);
       pm = c.select(isk2, c.broadcast_in_dim(permp, d2, {0}), c.select(isp2, c.broadcast_in_dim(permk, d2, {0}), pm));
-      pv = c.dynamic_update_slice(pv, c.reshape(add(c, p, c.constant(1, kI32, d1)), {B, 1}), {zi, k});
+      pv = c.dynamic_update_slice(pv, c.reshape(c.add(p, c.constant(1, kI32, d1)), {B, 1}), {zi, k});
       // Eliminate below the pivot unless it is zero (LAPACK then records info).
       Value pivot = c.reshape(c.dynamic_slice(rowp, {zi, k}, {B, 1}), d1);
-      Value nz = c.compare(pivot, zero(c, t, d1), "NE");
-      Value k_plus_1 = add(c, k1, c.constant(1, kI32, d1));
-      inf = c.select(land(c, c.compare(inf, c.constant(0, kI32, d1), "EQ"), lnot(c, nz)), k_plus_1, inf);
+      Value nz = c.compare(pivot, zero(c, t, d1), Direction::kNe);
+      Value k_plus_1 = c.add(k1, c.constant(1, kI32, d1));
+      inf = c.select(land(c, c.compare(inf, c.constant(0, kI32, d1), Direction::kEq), lnot(c, nz)), k_plus_1, inf);
       Value colk = c.reshape(c.dynamic_slice(X, {zi, zi, k}, {B, m, 1}), d2);
       // Scale by the reciprocal unless it would overflow (as getrf2 does).
-      Value tiny = c.compare(c.unary("stablehlo.abs", pivot),
-                             c.constant(t == ElemType::kF64 ? 2.2250738585072014e-308 : 1.17549435e-38, t, d1), "GE");
+      Value tiny =
+          c.compare(c.abs(pivot), c.constant(t == ElemType::kF64 ? 2.2250738585072014e-308 : 1.17549435e-38, t, d1),
+                    Direction::kGe);
       Value pivot2 = c.broadcast_in_dim(pivot, d2, {0});
-      Value recip2 = c.broadcast_in_dim(div(c, one(c, t, d1), pivot), d2, {0});
-      Value l = c.select(c.broadcast_in_dim(tiny, d2, {0}), mul(c, colk, recip2), div(c, colk, pivot2));
+      Value recip2 = c.broadcast_in_dim(c.div(one(c, t, d1), pivot), d2, {0});
+      Value l = c.select(c.broadcast_in_dim(tiny, d2, {0}), c.mul(colk, recip2), c.div(colk, pivot2));
       Value l3 = c.broadcast_in_dim(l, d3, {0, 1});
-      Value below = land(c, c.compare(rows3, k3, "GT"), c.broadcast_in_dim(nz, d3, {0}));
-      Value right = c.compare(cols3, k3, "GT");
-      Value upd = sub(c, X, mul(c, l3, rowp3));
+      Value below = land(c, c.compare(rows3, k3, Direction::kGt), c.broadcast_in_dim(nz, d3, {0}));
+      Value right = c.compare(cols3, k3, Direction::kGt);
+      Value upd = c.sub(X, c.mul(l3, rowp3));
       X = c.select(land(c, below, right), upd, X);
-      X = c.select(land(c, below, c.compare(cols3, k3, "EQ")), l3, X);
-      body->set_outputs({add(c, k, c.constant(1, kI32)), X, pm, pv, inf});
+      X = c.select(land(c, below, c.compare(cols3, k3, Direction::kEq)), l3, X);
+      body->set_outputs({c.add(k, c.constant(1, kI32)), X, pm, pv, inf});
     }
     auto outs = b.while_loop(init, cond, body);
     A = outs[1];
@@ -237,7 +240,7 @@ Value pivots_to_perm(Builder& b, Value piv, int64_t m) {
     auto cond = b.loop_region(init);
     {
       Builder c(*cond);
-      cond->set_outputs({c.compare(param(cond, 0), c.constant(K, kI32), "LT")});
+      cond->set_outputs({c.compare(param(cond, 0), c.constant(K, kI32), Direction::kLt)});
     }
     auto body = b.loop_region(init);
     {
@@ -246,15 +249,15 @@ Value pivots_to_perm(Builder& b, Value piv, int64_t m) {
       Dims d1{B}, d2{B, m};
       Value zi = c.constant(0, kI32);
       // Out-of-range pivots are clamped (the gather clamps too): no host check.
-      Value p = sub(c, c.reshape(c.dynamic_slice(pvs, {zi, k}, {B, 1}), d1), c.constant(1, kI32, d1));
+      Value p = c.sub(c.reshape(c.dynamic_slice(pvs, {zi, k}, {B, 1}), d1), c.constant(1, kI32, d1));
       p = c.clamp(c.constant(0, kI32), p, c.constant(m - 1, kI32));
       Value rows2 = c.iota(d2, 1, kI32);
       Value permk = c.reshape(c.dynamic_slice(pm, {zi, k}, {B, 1}), d1);
       Value permp = row_at(c, pm, p);
-      Value isk = c.compare(rows2, c.broadcast_to(k, d2), "EQ");
-      Value isp = c.compare(rows2, c.broadcast_in_dim(p, d2, {0}), "EQ");
+      Value isk = c.compare(rows2, c.broadcast_to(k, d2), Direction::kEq);
+      Value isp = c.compare(rows2, c.broadcast_in_dim(p, d2, {0}), Direction::kEq);
       pm = c.select(isk, c.broadcast_in_dim(permp, d2, {0}), c.select(isp, c.broadcast_in_dim(permk, d2, {0}), pm));
-      body->set_outputs({add(c, k, c.constant(1, kI32)), pm, pvs});
+      body->set_outputs({c.add(k, c.constant(1, kI32)), pm, pvs});
     }
     perm = b.while_loop(init, cond, body)[1];
   }
@@ -290,7 +293,7 @@ Value perm_matrix(Builder& b, Value perm, ElemType t) {
   for (int64_t i = 0; i < r - 1; ++i) map.push_back(i);
   map.push_back(r);  // perm[c] varies along the columns
   Value pc = b.broadcast_in_dim(perm, pd, map);
-  Value eq = b.compare(pc, b.iota(pd, r - 1, kI32), "EQ");
+  Value eq = b.compare(pc, b.iota(pd, r - 1, kI32), Direction::kEq);
   return b.select(eq, one(b, t, pd), zero(b, t, pd));
 }
 
@@ -309,10 +312,10 @@ Value lu_solve(Builder& b, Value lu, Value perm, Value B, bool adjoint) {
 Value pivots_sign(Builder& b, Value piv, ElemType t) {
   Dims d = b.dims(piv);
   int64_t r = d.size();
-  Value moved = b.compare(piv, add(b, b.iota(d, r - 1, kI32), b.constant(1, kI32, d)), "NE");
-  Value count = b.reduce(b.convert(moved, kI32), b.constant(0, kI32), {r - 1}, "stablehlo.add");
+  Value moved = b.compare(piv, b.add(b.iota(d, r - 1, kI32), b.constant(1, kI32, d)), Direction::kNe);
+  Value count = b.reduce(b.convert(moved, kI32), b.constant(0, kI32), {r - 1}, BinaryOp::kAdd);
   Dims bd = b.dims(count);
-  Value odd = b.compare(b.binary("stablehlo.remainder", count, b.constant(2, kI32, bd)), b.constant(0, kI32, bd), "NE");
+  Value odd = b.compare(b.rem(count, b.constant(2, kI32, bd)), b.constant(0, kI32, bd), Direction::kNe);
   return b.select(odd, b.constant(-1, t, bd), one(b, t, bd));
 }
 
@@ -337,7 +340,7 @@ std::pair<Value, Value> cholesky_factor(Builder& b, Value a) {
   auto cond = b.loop_region(init);
   {
     Builder c(*cond);
-    cond->set_outputs({c.compare(param(cond, 0), c.constant(n, kI32), "LT")});
+    cond->set_outputs({c.compare(param(cond, 0), c.constant(n, kI32), Direction::kLt)});
   }
   auto body = b.loop_region(init);
   {
@@ -349,20 +352,21 @@ std::pair<Value, Value> cholesky_factor(Builder& b, Value a) {
     Value k2 = c.broadcast_to(k, d2), k3 = c.broadcast_to(k, d3);
     Value col = c.reshape(c.dynamic_slice(A, {zi, zi, k}, {B, n, 1}), d2);
     Value pivot = c.reshape(c.dynamic_slice(col, {zi, k}, {B, 1}), d1);
-    Value good = c.compare(pivot, zero(c, t, d1), "GT");
-    Value clean = c.compare(inf, c.constant(0, kI32, d1), "EQ");
+    Value good = c.compare(pivot, zero(c, t, d1), Direction::kGt);
+    Value clean = c.compare(inf, c.constant(0, kI32, d1), Direction::kEq);
     Value ok = land(c, good, clean);
-    inf = c.select(land(c, clean, lnot(c, good)), add(c, c.broadcast_to(k, d1), c.constant(1, kI32, d1)), inf);
-    Value s = c.unary("stablehlo.sqrt", pivot);
+    inf = c.select(land(c, clean, lnot(c, good)), c.add(c.broadcast_to(k, d1), c.constant(1, kI32, d1)), inf);
+    Value s = c.sqrt(pivot);
     // LAPACK scales the column by the reciprocal of the pivot's root.
-    Value l = mul(c, col, c.broadcast_in_dim(div(c, one(c, t, d1), s), d2, {0}));
-    l = c.select(c.compare(rows2, k2, "EQ"), c.broadcast_in_dim(s, d2, {0}), l);
+    Value l = c.mul(col, c.broadcast_in_dim(c.div(one(c, t, d1), s), d2, {0}));
+    l = c.select(c.compare(rows2, k2, Direction::kEq), c.broadcast_in_dim(s, d2, {0}), l);
     Value li = c.broadcast_in_dim(l, d3, {0, 1}), lj = c.broadcast_in_dim(l, d3, {0, 2});
     Value ok3 = c.broadcast_in_dim(ok, d3, {0});
-    Value trailing = land(c, land(c, c.compare(rows3, k3, "GT"), c.compare(cols3, k3, "GT")), ok3);
-    A = c.select(trailing, sub(c, A, mul(c, li, lj)), A);
-    A = c.select(land(c, land(c, c.compare(cols3, k3, "EQ"), c.compare(rows3, k3, "GE")), ok3), li, A);
-    body->set_outputs({add(c, k, c.constant(1, kI32)), A, inf});
+    Value trailing = land(c, land(c, c.compare(rows3, k3, Direction::kGt), c.compare(cols3, k3, Direction::kGt)), ok3);
+    A = c.select(trailing, c.sub(A, c.mul(li, lj)), A);
+    A = c.select(land(c, land(c, c.compare(cols3, k3, Direction::kEq), c.compare(rows3, k3, Direction::kGe)), ok3), li,
+                 A);
+    body->set_outputs({c.add(k, c.constant(1, kI32)), A, inf});
   }
   auto outs = b.while_loop(init, cond, body);
   return {keep_triangle(b, b.reshape(outs[1], d), true), b.reshape(outs[2], batch)};
@@ -378,7 +382,7 @@ void cholesky_into(const at::Tensor& A, bool upper, const at::Tensor& L, const a
     if (info.numel()) info.zero_();
     return;
   }
-  eager::OpCall call("linalg_cholesky");
+  record::OpCall call("linalg_cholesky");
   call.attr(upper);
   call.input(A);
   call.output(L);
@@ -423,7 +427,7 @@ at::Tensor cholesky(const at::Tensor& A, bool upper) {
 // LU of `A` (or of A^T when `transposed`) into LU/pivots/info; any may be undefined.
 void lu_into(const at::Tensor& A, bool transposed, const at::Tensor& LUt, const at::Tensor& piv,
              const at::Tensor& info) {
-  eager::OpCall call("linalg_lu_factor");
+  record::OpCall call("linalg_lu_factor");
   call.attr(transposed);
   call.input(A);
   call.output(LUt);
@@ -473,7 +477,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_lu_out(const at::Tensor
     if (U.numel()) U.zero_();
     return {P, L, U};
   }
-  eager::OpCall call("linalg_lu");
+  record::OpCall call("linalg_lu");
   call.input(A);
   call.output(P);
   call.output(L);
@@ -540,7 +544,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_solve_ex_o
     return {result, LUt, piv, info};
   }
   bool tr = false;
-  eager::OpCall call("linalg_solve_ex");
+  record::OpCall call("linalg_solve_ex");
   call.attr(left).attr(tr).attr(vector_case).attr(c10::IntArrayRef(batch));
   call.input(A);
   call.input(B);
@@ -582,7 +586,7 @@ std::tuple<at::Tensor&, at::Tensor&> linalg_inv_ex_out(const at::Tensor& A, bool
     if (info.numel()) info.zero_();
   } else {
     bool tr = false;
-    eager::OpCall call("linalg_inv_ex");
+    record::OpCall call("linalg_inv_ex");
     call.attr(tr);
     call.input(A);
     call.output(inverse);
@@ -607,7 +611,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_det_out(const at::Tenso
   prepare_linalg_out(piv, batch_of(A, 1), c10::kInt, "pivots");
   if (result.numel() == 0) return {result, LUt, piv};
   bool tr = use_transpose(A);
-  eager::OpCall call("linalg_det");
+  record::OpCall call("linalg_det");
   call.attr(tr);
   call.input(A);
   call.output(result);
@@ -618,8 +622,8 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_det_out(const at::Tenso
     LU f = lu_factor(b, tr ? mT(b, in[0]) : in[0]);
     Value d = diagonal(b, f.lu);
     int64_t r = b.dims(d).size();
-    Value prod = b.reduce(d, one(b, t), {r - 1}, "stablehlo.multiply");
-    return Values{mul(b, pivots_sign(b, f.piv, t), prod), f.lu, f.piv};
+    Value prod = b.reduce(d, one(b, t), {r - 1}, BinaryOp::kMul);
+    return Values{b.mul(pivots_sign(b, f.piv, t), prod), f.lu, f.piv};
   });
   return {result, LUt, piv};
 }
@@ -635,7 +639,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_slogdet_ou
   prepare_linalg_out(piv, batch_of(A, 1), c10::kInt, "pivots");
   if (sign.numel() == 0) return {sign, logabsdet, LUt, piv};
   bool tr = use_transpose(A);
-  eager::OpCall call("linalg_slogdet");
+  record::OpCall call("linalg_slogdet");
   call.attr(tr);
   call.input(A);
   call.output(sign);
@@ -647,10 +651,9 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_slogdet_ou
     LU f = lu_factor(b, tr ? mT(b, in[0]) : in[0]);
     Value d = diagonal(b, f.lu);
     int64_t r = b.dims(d).size();
-    Value sgn = b.reduce(b.unary("stablehlo.sign", d), one(b, t), {r - 1}, "stablehlo.multiply");
-    Value logabs =
-        b.reduce(b.unary("stablehlo.log", b.unary("stablehlo.abs", d)), zero(b, t), {r - 1}, "stablehlo.add");
-    return Values{mul(b, pivots_sign(b, f.piv, t), sgn), logabs, f.lu, f.piv};
+    Value sgn = b.reduce(b.sign(d), one(b, t), {r - 1}, BinaryOp::kMul);
+    Value logabs = b.reduce(b.log(b.abs(d)), zero(b, t), {r - 1}, BinaryOp::kAdd);
+    return Values{b.mul(pivots_sign(b, f.piv, t), sgn), logabs, f.lu, f.piv};
   });
   return {sign, logabsdet, LUt, piv};
 }

@@ -51,7 +51,7 @@ void gemm(Kind k, const at::Tensor& a, const at::Tensor& b, const at::Tensor& se
   // operands first gives the same result (bf16/f16 products are exact in
   // f32) and leaves TPUs/GPUs their native mixed-precision dot.
   bool widen = acc != to_elem(dtype) && client().platform_name() == "cpu";
-  eager::OpCall call("gemm");
+  record::OpCall call("gemm");
   call.attr(static_cast<int64_t>(k)).attr(use_self).attr(scaled).attr(std::string_view(prec)).attr(widen);
   call.input(a);
   call.input(b);
@@ -89,12 +89,12 @@ void gemm(Kind k, const at::Tensor& a, const at::Tensor& b, const at::Tensor& se
     }
     if (scaled) {
       Value al = bd.broadcast_to(bd.convert(in[2], acc), shape);
-      p = bd.binary("stablehlo.multiply", p, al);
+      p = bd.mul(p, al);
     }
     if (use_self) {
       Value s = bd.broadcast_to(bd.convert(in[3], acc), shape);
       Value be = bd.broadcast_to(bd.convert(in[4], acc), shape);
-      p = bd.binary("stablehlo.add", bd.binary("stablehlo.multiply", s, be), p);
+      p = bd.add(bd.mul(s, be), p);
     }
     return Values{p};
   });

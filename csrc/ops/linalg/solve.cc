@@ -29,7 +29,7 @@ void trisolve_into(const at::Tensor& A, const at::Tensor& B, const std::vector<i
     if (M.defined() && M.numel()) M.copy_(A.expand(M.sizes()));
     return;
   }
-  eager::OpCall call("linalg_trisolve");
+  record::OpCall call("linalg_trisolve");
   call.attr(left).attr(upper).attr(unit).attr(transpose).attr(c10::IntArrayRef(batch));
   auto dt = X.scalar_type();
   call.input(A);
@@ -102,7 +102,7 @@ at::Tensor& cholesky_inverse_out(const at::Tensor& L, bool upper, at::Tensor& ou
   check_solver_dtype(L.scalar_type(), "cholesky_inverse_tpu");
   prepare_out(out, L.sizes(), L.scalar_type(), "cholesky_inverse");
   if (L.numel() == 0) return out;
-  eager::OpCall call("cholesky_inverse");
+  record::OpCall call("cholesky_inverse");
   call.attr(upper);
   call.input(L);
   call.output(out);
@@ -125,7 +125,7 @@ at::Tensor cholesky_solve_helper(const at::Tensor& B, const at::Tensor& A, bool 
   at::Tensor out = empty_tpu(B.sizes(), B.scalar_type(), B.device());
   if (out.numel() == 0) return out;
   auto batch = broadcast_batch(B, A);
-  eager::OpCall call("cholesky_solve");
+  record::OpCall call("cholesky_solve");
   call.attr(upper).attr(c10::IntArrayRef(batch));
   call.input(B);
   call.input(A);
@@ -166,7 +166,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> lu_unpack_out(const at::Tensor
     prepare_linalg_out(P, {0}, t, "P");
   }
   if (L.numel() + U.numel() + P.numel() == 0) return {P, L, U};
-  eager::OpCall call("lu_unpack");
+  record::OpCall call("lu_unpack");
   call.attr(unpack_data).attr(unpack_pivots);
   call.input(LU);
   if (unpack_pivots) call.input(piv);
@@ -225,7 +225,7 @@ at::Tensor& lu_solve_out(const at::Tensor& LU, const at::Tensor& piv, const at::
   auto batch = broadcast_batch(LU, B);
   prepare_linalg_out(out, cat_shape(batch, {B.size(-2), B.size(-1)}), B.scalar_type(), "out");
   if (out.numel() == 0) return out;
-  eager::OpCall call("linalg_lu_solve");
+  record::OpCall call("linalg_lu_solve");
   call.attr(left).attr(adjoint).attr(c10::IntArrayRef(batch));
   call.input(LU);
   call.input(piv);
@@ -251,7 +251,7 @@ at::Tensor& linalg_cross_out(const at::Tensor& x, const at::Tensor& y, int64_t d
               y.scalar_type());
   prepare_out(out, shape, x.scalar_type(), "linalg.cross");
   if (out.numel() == 0) return out;
-  eager::OpCall call("linalg_cross");
+  record::OpCall call("linalg_cross");
   call.attr(d).attr(c10::IntArrayRef(shape));
   call.input(x);
   call.input(y);
@@ -266,9 +266,9 @@ at::Tensor& linalg_cross_out(const at::Tensor& x, const at::Tensor& y, int64_t d
       return b.slice(v, start, limit, strides);
     };
     Value a0 = comp(a, 0), a1 = comp(a, 1), a2 = comp(a, 2), c0 = comp(c, 0), c1 = comp(c, 1), c2 = comp(c, 2);
-    return Values{b.concatenate({sub(b, mul(b, a1, c2), mul(b, a2, c1)), sub(b, mul(b, a2, c0), mul(b, a0, c2)),
-                                 sub(b, mul(b, a0, c1), mul(b, a1, c0))},
-                                d)};
+    return Values{b.concatenate(
+        {b.sub(b.mul(a1, c2), b.mul(a2, c1)), b.sub(b.mul(a2, c0), b.mul(a0, c2)), b.sub(b.mul(a0, c1), b.mul(a1, c0))},
+        d)};
   });
   return out;
 }

@@ -24,14 +24,14 @@ at::Tensor trace(const at::Tensor& self) {
   auto ct = opmath(rt);
   ElemType e = to_elem(ct);
   Dims d = dims_of(self);
-  eager::OpCall call("trace");
+  record::OpCall call("trace");
   call.attr(static_cast<int64_t>(ct));
   call.input(self);
   call.output(out);
   call.run([&](Builder& b, const Values& in) {
     Value x = b.convert(in[0], e);
-    Value diag = b.compare(b.iota(d, 0, ElemType::kS64), b.iota(d, 1, ElemType::kS64), "EQ");
-    return Values{b.reduce(b.select(diag, x, zeros(b, x)), zero(b, e), {0, 1}, "stablehlo.add")};
+    Value diag = b.compare(b.iota(d, 0, ElemType::kS64), b.iota(d, 1, ElemType::kS64), Direction::kEq);
+    return Values{b.reduce(b.select(diag, x, zeros(b, x)), zero(b, e), {0, 1}, BinaryOp::kAdd)};
   });
   return out;
 }

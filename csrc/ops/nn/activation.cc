@@ -25,8 +25,7 @@ void check_float(const at::Tensor& t, const char* kernel) {
                               c10::toString(t.scalar_type()), "'");
 }
 
-Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
-Value gt(Builder& b, Value x, Value y) { return b.compare(x, y, "GT"); }
+Value gt(Builder& b, Value x, Value y) { return b.compare(x, y, Direction::kGt); }
 Value zeros(Builder& b, Value like) { return zero(b, b.elem(like), b.dims(like)); }
 
 // Forward: out has self's dtype. Operands: {self, scalars...}.
@@ -76,33 +75,33 @@ constexpr double kInvSqrt2Pi = 0.3989422804014327;   // 1/sqrt(2*pi)
 constexpr double kGeluC = 0.044715;
 
 Value gelu_fwd(Builder& b, Value x, int64_t mode) {
-  Value half_x = mul(b, cst(b, 0.5, x), x);
-  Value one = cst(b, 1.0, x);
+  Value half_x = b.mul(full_like(b, 0.5, x), x);
+  Value one = full_like(b, 1.0, x);
   if (mode == 0) {
-    Value e = b.unary("chlo.erf", mul(b, x, cst(b, 1.0 / kSqrt2, x)));
-    return mul(b, half_x, add(b, one, e));
+    Value e = b.erf(b.mul(x, full_like(b, 1.0 / kSqrt2, x)));
+    return b.mul(half_x, b.add(one, e));
   }
-  Value x3 = mul(b, mul(b, x, x), x);
-  Value inner = mul(b, cst(b, kSqrt2OverPi, x), add(b, x, mul(b, cst(b, kGeluC, x), x3)));
-  return mul(b, half_x, add(b, one, b.unary("stablehlo.tanh", inner)));
+  Value x3 = b.mul(b.mul(x, x), x);
+  Value inner = b.mul(full_like(b, kSqrt2OverPi, x), b.add(x, b.mul(full_like(b, kGeluC, x), x3)));
+  return b.mul(half_x, b.add(one, b.tanh(inner)));
 }
 
 // d gelu(x) / dx times grad.
 Value gelu_bwd(Builder& b, Value g, Value x, int64_t mode) {
-  Value one = cst(b, 1.0, x);
-  Value half = cst(b, 0.5, x);
+  Value one = full_like(b, 1.0, x);
+  Value half = full_like(b, 0.5, x);
   if (mode == 0) {
-    Value cdf = mul(b, half, add(b, one, b.unary("chlo.erf", mul(b, x, cst(b, 1.0 / kSqrt2, x)))));
-    Value pdf = mul(b, cst(b, kInvSqrt2Pi, x), b.unary("stablehlo.exponential", mul(b, cst(b, -0.5, x), mul(b, x, x))));
-    return mul(b, g, add(b, cdf, mul(b, x, pdf)));
+    Value cdf = b.mul(half, b.add(one, b.erf(b.mul(x, full_like(b, 1.0 / kSqrt2, x)))));
+    Value pdf = b.mul(full_like(b, kInvSqrt2Pi, x), b.exp(b.mul(full_like(b, -0.5, x), b.mul(x, x))));
+    return b.mul(g, b.add(cdf, b.mul(x, pdf)));
   }
-  Value x2 = mul(b, x, x);
-  Value inner = mul(b, cst(b, kSqrt2OverPi, x), add(b, x, mul(b, cst(b, kGeluC, x), mul(b, x2, x))));
-  Value t = b.unary("stablehlo.tanh", inner);
-  Value d_inner = mul(b, cst(b, kSqrt2OverPi, x), add(b, one, mul(b, cst(b, 3 * kGeluC, x), x2)));
-  Value left = mul(b, half, add(b, one, t));
-  Value right = mul(b, mul(b, mul(b, half, x), sub(b, one, mul(b, t, t))), d_inner);
-  return mul(b, g, add(b, left, right));
+  Value x2 = b.mul(x, x);
+  Value inner = b.mul(full_like(b, kSqrt2OverPi, x), b.add(x, b.mul(full_like(b, kGeluC, x), b.mul(x2, x))));
+  Value t = b.tanh(inner);
+  Value d_inner = b.mul(full_like(b, kSqrt2OverPi, x), b.add(one, b.mul(full_like(b, 3 * kGeluC, x), x2)));
+  Value left = b.mul(half, b.add(one, t));
+  Value right = b.mul(b.mul(b.mul(half, x), b.sub(one, b.mul(t, t))), d_inner);
+  return b.mul(g, b.add(left, right));
 }
 
 void gelu_into(const at::Tensor& self, int64_t mode, const at::Tensor& out) {
@@ -155,12 +154,12 @@ at::Tensor& gelu_backward_out(const at::Tensor& grad, const at::Tensor& self, st
 
 // --- silu --------------------------------------------------------------------
 
-Value silu_fn(Builder& b, const Values& x) { return mul(b, x[0], b.unary("stablehlo.logistic", x[0])); }
+Value silu_fn(Builder& b, const Values& x) { return b.mul(x[0], b.logistic(x[0])); }
 // grad * s * (1 + x * (1 - s)), s = sigmoid(x)
 Value silu_bwd_fn(Builder& b, const Values& x) {
-  Value s = b.unary("stablehlo.logistic", x[1]);
-  Value one = cst(b, 1.0, s);
-  return mul(b, mul(b, x[0], s), add(b, one, mul(b, x[1], sub(b, one, s))));
+  Value s = b.logistic(x[1]);
+  Value one = full_like(b, 1.0, s);
+  return b.mul(b.mul(x[0], s), b.add(one, b.mul(x[1], b.sub(one, s))));
 }
 
 at::Tensor silu(const at::Tensor& self) {
@@ -197,8 +196,8 @@ at::Tensor& silu_backward_out(const at::Tensor& grad, const at::Tensor& self, at
 // x = {self, alpha, scale, input_scale}
 Value elu_fn(Builder& b, const Values& x) {
   Value v = x[0];
-  Value neg = mul(b, mul(b, b.unary("stablehlo.exponential_minus_one", mul(b, v, x[3])), x[1]), x[2]);
-  return b.select(gt(b, v, zeros(b, v)), mul(b, v, x[2]), neg);
+  Value neg = b.mul(b.mul(b.expm1(b.mul(v, x[3])), x[1]), x[2]);
+  return b.select(gt(b, v, zeros(b, v)), b.mul(v, x[2]), neg);
 }
 at::Tensor elu(const at::Tensor& s, const c10::Scalar& a, const c10::Scalar& sc, const c10::Scalar& is) {
   check_float(s, "elu_cpu");
@@ -218,10 +217,10 @@ at::Tensor& elu_(at::Tensor& s, const c10::Scalar& a, const c10::Scalar& sc, con
 template <bool kIsResult>
 Value elu_bwd_fn(Builder& b, const Values& x) {
   Value g = x[0], v = x[1];
-  Value neg_coef = mul(b, x[2], x[3]);
-  Value neg = kIsResult ? mul(b, mul(b, g, x[4]), add(b, v, neg_coef))
-                        : mul(b, mul(b, mul(b, g, x[4]), neg_coef), b.unary("stablehlo.exponential", mul(b, v, x[4])));
-  return b.select(b.compare(v, zeros(b, v), "LE"), neg, mul(b, g, x[3]));
+  Value neg_coef = b.mul(x[2], x[3]);
+  Value neg = kIsResult ? b.mul(b.mul(g, x[4]), b.add(v, neg_coef))
+                        : b.mul(b.mul(b.mul(g, x[4]), neg_coef), b.exp(b.mul(v, x[4])));
+  return b.select(b.compare(v, zeros(b, v), Direction::kLe), neg, b.mul(g, x[3]));
 }
 void check_elu_bwd(const c10::Scalar& a, bool is_result) {
   TORCH_CHECK(!is_result || a.toDouble() >= 0.0,
@@ -246,8 +245,8 @@ at::Tensor& elu_backward_out(const at::Tensor& g, const c10::Scalar& a, const c1
 // Clamp that keeps NaN (as CPU's clamp does).
 Value hardtanh_fn(Builder& b, const Values& x) {
   Value v = x[0];
-  Value r = b.select(b.compare(v, x[1], "LT"), x[1], v);
-  return b.select(b.compare(v, x[2], "GT"), x[2], r);
+  Value r = b.select(b.compare(v, x[1], Direction::kLt), x[1], v);
+  return b.select(b.compare(v, x[2], Direction::kGt), x[2], r);
 }
 void check_hardtanh(const at::Tensor& s) {
   TORCH_CHECK(s.scalar_type() != c10::kBool, "Bool inputs not supported for hardtanh");
@@ -267,7 +266,7 @@ at::Tensor& hardtanh_(at::Tensor& s, const c10::Scalar& lo, const c10::Scalar& h
 }
 Value hardtanh_bwd_fn(Builder& b, const Values& x) {
   Value v = x[1];
-  Value outside = b.binary("stablehlo.or", b.compare(v, x[2], "LE"), b.compare(v, x[3], "GE"));
+  Value outside = b.or_(b.compare(v, x[2], Direction::kLe), b.compare(v, x[3], Direction::kGe));
   return b.select(outside, zeros(b, x[0]), x[0]);
 }
 at::Tensor hardtanh_backward(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& lo, const c10::Scalar& hi) {
@@ -279,7 +278,7 @@ at::Tensor& hardtanh_backward_out(const at::Tensor& g, const at::Tensor& s, cons
 }
 
 // --- leaky_relu --------------------------------------------------------------------------
-Value leaky_fn(Builder& b, const Values& x) { return b.select(gt(b, x[0], zeros(b, x[0])), x[0], mul(b, x[0], x[1])); }
+Value leaky_fn(Builder& b, const Values& x) { return b.select(gt(b, x[0], zeros(b, x[0])), x[0], b.mul(x[0], x[1])); }
 at::Tensor leaky_relu(const at::Tensor& s, const c10::Scalar& slope) {
   check_float(s, "leaky_relu_cpu");
   return fwd_new("leaky_relu", {s, slope}, leaky_fn);
@@ -294,7 +293,7 @@ at::Tensor& leaky_relu_(at::Tensor& s, const c10::Scalar& slope) {
   return s;
 }
 Value leaky_bwd_fn(Builder& b, const Values& x) {
-  return b.select(gt(b, x[1], zeros(b, x[1])), x[0], mul(b, x[0], x[2]));
+  return b.select(gt(b, x[1], zeros(b, x[1])), x[0], b.mul(x[0], x[2]));
 }
 void check_leaky_bwd(const c10::Scalar& slope, bool self_is_result) {
   TORCH_CHECK(!self_is_result || slope.toDouble() >= 0.0,
@@ -316,8 +315,8 @@ at::Tensor& leaky_relu_backward_out(const at::Tensor& g, const at::Tensor& s, co
 // --- softplus ------------------------------------------------------------------------------
 // x = {self, beta, threshold}
 Value softplus_fn(Builder& b, const Values& x) {
-  Value bx = mul(b, x[0], x[1]);
-  Value soft = div(b, b.unary("stablehlo.log_plus_one", b.unary("stablehlo.exponential", bx)), x[1]);
+  Value bx = b.mul(x[0], x[1]);
+  Value soft = b.div(b.log1p(b.exp(bx)), x[1]);
   return b.select(gt(b, bx, x[2]), x[0], soft);
 }
 at::Tensor softplus(const at::Tensor& s, const c10::Scalar& beta, const c10::Scalar& th) {
@@ -330,9 +329,9 @@ at::Tensor& softplus_out(const at::Tensor& s, const c10::Scalar& beta, const c10
 }
 // x = {grad, self, beta, threshold}
 Value softplus_bwd_fn(Builder& b, const Values& x) {
-  Value bx = mul(b, x[1], x[2]);
-  Value z = b.unary("stablehlo.exponential", bx);
-  Value soft = div(b, mul(b, x[0], z), add(b, z, cst(b, 1.0, z)));
+  Value bx = b.mul(x[1], x[2]);
+  Value z = b.exp(bx);
+  Value soft = b.div(b.mul(x[0], z), b.add(z, full_like(b, 1.0, z)));
   return b.select(gt(b, bx, x[3]), x[0], soft);
 }
 at::Tensor softplus_backward(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& beta, const c10::Scalar& th) {
@@ -345,28 +344,28 @@ at::Tensor& softplus_backward_out(const at::Tensor& g, const at::Tensor& s, cons
 
 // --- hardsigmoid / hardswish / mish ------------------------------------------------------------
 Value relu6_of(Builder& b, Value v) {  // min(max(v, 0), 6)
-  Value r = b.binary("stablehlo.maximum", v, zeros(b, v));
-  return b.binary("stablehlo.minimum", r, cst(b, 6.0, v));
+  Value r = b.max(v, zeros(b, v));
+  return b.min(r, full_like(b, 6.0, v));
 }
 Value hardsigmoid_fn(Builder& b, const Values& x) {
-  return div(b, relu6_of(b, add(b, x[0], cst(b, 3.0, x[0]))), cst(b, 6.0, x[0]));
+  return b.div(relu6_of(b, b.add(x[0], full_like(b, 3.0, x[0]))), full_like(b, 6.0, x[0]));
 }
-Value hardswish_fn(Builder& b, const Values& x) { return mul(b, x[0], hardsigmoid_fn(b, x)); }
+Value hardswish_fn(Builder& b, const Values& x) { return b.mul(x[0], hardsigmoid_fn(b, x)); }
 Value mish_fn(Builder& b, const Values& x) {
-  Value sp = b.unary("stablehlo.log_plus_one", b.unary("stablehlo.exponential", x[0]));
-  return mul(b, x[0], b.unary("stablehlo.tanh", sp));
+  Value sp = b.log1p(b.exp(x[0]));
+  return b.mul(x[0], b.tanh(sp));
 }
 Value hardsigmoid_bwd_fn(Builder& b, const Values& x) {
   Value v = x[1];
-  Value inside = b.binary("stablehlo.and", gt(b, v, cst(b, -3.0, v)), b.compare(v, cst(b, 3.0, v), "LT"));
-  return b.select(inside, div(b, x[0], cst(b, 6.0, x[0])), zeros(b, x[0]));
+  Value inside = b.and_(gt(b, v, full_like(b, -3.0, v)), b.compare(v, full_like(b, 3.0, v), Direction::kLt));
+  return b.select(inside, b.div(x[0], full_like(b, 6.0, x[0])), zeros(b, x[0]));
 }
 Value hardswish_bwd_fn(Builder& b, const Values& x) {
   Value g = x[0], v = x[1];
-  Value mid = mul(b, g, add(b, div(b, v, cst(b, 3.0, v)), cst(b, 0.5, v)));
+  Value mid = b.mul(g, b.add(b.div(v, full_like(b, 3.0, v)), full_like(b, 0.5, v)));
   // Boundaries as CPU: 0 at x <= -3, grad at x >= 3.
-  Value r = b.select(b.compare(v, cst(b, 3.0, v), "LT"), mid, g);
-  return b.select(b.compare(v, cst(b, -3.0, v), "LE"), zeros(b, g), r);
+  Value r = b.select(b.compare(v, full_like(b, 3.0, v), Direction::kLt), mid, g);
+  return b.select(b.compare(v, full_like(b, -3.0, v), Direction::kLe), zeros(b, g), r);
 }
 
 #define SIMPLE_ACT(n, kernel)                                 \
@@ -415,13 +414,13 @@ std::pair<Value, Value> halves(Builder& b, Value v, int64_t d) {
 }
 void glu_into(const at::Tensor& s, int64_t d, const at::Tensor& out) {
   ScalarType ct = opmath(s.scalar_type());
-  eager::OpCall call("glu");
+  record::OpCall call("glu");
   call.attr(d).attr(static_cast<int64_t>(ct));
   call.input(s);
   call.output(out);
   call.run([&](Builder& b, const Values& in) {
     auto [a, g] = halves(b, b.convert(in[0], to_elem(ct)), d);
-    return Values{mul(b, a, b.unary("stablehlo.logistic", g))};
+    return Values{b.mul(a, b.logistic(g))};
   });
 }
 std::vector<int64_t> glu_shape(const at::Tensor& s, int64_t d) {
@@ -446,7 +445,7 @@ at::Tensor& glu_out(const at::Tensor& s, int64_t dim, at::Tensor& out) {
 void glu_backward_into(const at::Tensor& g, const at::Tensor& s, int64_t d, const at::Tensor& out) {
   TORCH_CHECK(g.sizes().equals(glu_shape(s, d)), "glu_backward: grad_output has the wrong shape");
   ScalarType ct = opmath(s.scalar_type());
-  eager::OpCall call("glu_backward");
+  record::OpCall call("glu_backward");
   call.attr(d).attr(static_cast<int64_t>(ct));
   call.input(g);
   call.input(s);
@@ -455,9 +454,9 @@ void glu_backward_into(const at::Tensor& g, const at::Tensor& s, int64_t d, cons
     ElemType e = to_elem(ct);
     Value gr = b.convert(in[0], e);
     auto [a, h] = halves(b, b.convert(in[1], e), d);
-    Value sg = b.unary("stablehlo.logistic", h);
-    Value ga = mul(b, gr, sg);
-    Value gb = mul(b, mul(b, ga, a), sub(b, cst(b, 1.0, sg), sg));
+    Value sg = b.logistic(h);
+    Value ga = b.mul(gr, sg);
+    Value gb = b.mul(b.mul(ga, a), b.sub(full_like(b, 1.0, sg), sg));
     return Values{b.concatenate({ga, gb}, d)};
   });
 }
@@ -476,7 +475,7 @@ at::Tensor& glu_backward_out(const at::Tensor& g, const at::Tensor& s, int64_t d
 
 // --- threshold ---------------------------------------------------------------------
 // x = {self, threshold, value}: x <= threshold ? value : x (NaN stays NaN).
-Value threshold_fn(Builder& b, const Values& x) { return b.select(b.compare(x[0], x[1], "LE"), x[2], x[0]); }
+Value threshold_fn(Builder& b, const Values& x) { return b.select(b.compare(x[0], x[1], Direction::kLe), x[2], x[0]); }
 at::Tensor threshold(const at::Tensor& s, const c10::Scalar& th, const c10::Scalar& v) {
   return fwd_new("threshold", {s, th, v}, threshold_fn);
 }
@@ -494,20 +493,21 @@ void check_lambd(const c10::Scalar& l) {
 // x = {self, lambd}
 Value softshrink_fn(Builder& b, const Values& x) {
   Value v = x[0], l = x[1];
-  Value nl = b.unary("stablehlo.negate", l);
-  Value r = b.select(b.compare(v, l, "GT"), sub(b, v, l), b.select(b.compare(v, nl, "LT"), add(b, v, l), zeros(b, v)));
+  Value nl = b.neg(l);
+  Value r = b.select(b.compare(v, l, Direction::kGt), b.sub(v, l),
+                     b.select(b.compare(v, nl, Direction::kLt), b.add(v, l), zeros(b, v)));
   // NaN propagates like CPU.
-  return b.select(b.compare(v, v, "NE"), v, r);
+  return b.select(b.compare(v, v, Direction::kNe), v, r);
 }
 // Backward of both shrinks: grad where |x| > lambd, else 0. x = {grad, self, lambd}
 Value shrink_bwd_fn(Builder& b, const Values& x) {
   Value v = x[1], l = x[2];
-  Value inside = b.binary("stablehlo.and", b.compare(v, b.unary("stablehlo.negate", l), "GE"), b.compare(v, l, "LE"));
+  Value inside = b.and_(b.compare(v, b.neg(l), Direction::kGe), b.compare(v, l, Direction::kLe));
   return b.select(inside, zeros(b, x[0]), x[0]);
 }
 Value hardshrink_fn(Builder& b, const Values& x) {
   Value v = x[0], l = x[1];
-  Value inside = b.binary("stablehlo.and", b.compare(v, b.unary("stablehlo.negate", l), "GE"), b.compare(v, l, "LE"));
+  Value inside = b.and_(b.compare(v, b.neg(l), Direction::kGe), b.compare(v, l, Direction::kLe));
   return b.select(inside, zeros(b, v), v);
 }
 at::Tensor softshrink(const at::Tensor& s, const c10::Scalar& l) {
@@ -549,7 +549,7 @@ at::Tensor prelu_kernel(const at::Tensor& self, const at::Tensor& weight) {
   ScalarType t = at::result_type(self, weight);
   at::Tensor out = empty_tpu(broadcast_shape({self, weight}), t, self.device());
   pointwise("_prelu_kernel", {self, weight}, out, opmath(t), [](Builder& b, const Values& x) {
-    return b.select(b.compare(x[0], zeros(b, x[0]), "GT"), x[0], mul(b, x[1], x[0]));
+    return b.select(b.compare(x[0], zeros(b, x[0]), Direction::kGt), x[0], b.mul(x[1], x[0]));
   });
   return out;
 }
@@ -564,7 +564,7 @@ std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad,
   auto ct = opmath(t);
   ElemType e = to_elem(ct);
   Dims d(shape.begin(), shape.end());
-  eager::OpCall call("_prelu_kernel_backward");
+  record::OpCall call("_prelu_kernel_backward");
   call.attr(static_cast<int64_t>(ct));
   call.input(grad);
   call.input(self);
@@ -575,8 +575,8 @@ std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad,
     Value g = b.broadcast_to(b.convert(in[0], e), d);
     Value x = b.broadcast_to(b.convert(in[1], e), d);
     Value w = b.broadcast_to(b.convert(in[2], e), d);
-    Value pos = b.compare(x, zeros(b, x), "GT");
-    return Values{b.select(pos, g, mul(b, w, g)), b.select(pos, zeros(b, x), mul(b, x, g))};
+    Value pos = b.compare(x, zeros(b, x), Direction::kGt);
+    return Values{b.select(pos, g, b.mul(w, g)), b.select(pos, zeros(b, x), b.mul(x, g))};
   });
   return {gi, gw};
 }
@@ -591,7 +591,7 @@ void rrelu_into(const at::Tensor& self, const at::Tensor& noise, const c10::Scal
     double slope = (lower.toDouble() + upper.toDouble()) / 2;
     pointwise("rrelu_eval", {self, c10::Scalar(slope)}, out, opmath(self.scalar_type()),
               [](Builder& b, const Values& x) {
-                return b.select(b.compare(x[0], zeros(b, x[0]), "GE"), x[0], mul(b, x[0], x[1]));
+                return b.select(b.compare(x[0], zeros(b, x[0]), Direction::kGe), x[0], b.mul(x[0], x[1]));
               });
     return;
   }
@@ -602,7 +602,7 @@ void rrelu_into(const at::Tensor& self, const at::Tensor& noise, const c10::Scal
   u.uniform_(lower.toDouble(), upper.toDouble(), gen);
   auto ct = opmath(self.scalar_type());
   ElemType e = to_elem(ct);
-  eager::OpCall call("rrelu_train");
+  record::OpCall call("rrelu_train");
   call.attr(static_cast<int64_t>(ct));
   call.input(self);
   call.input(u);
@@ -610,8 +610,8 @@ void rrelu_into(const at::Tensor& self, const at::Tensor& noise, const c10::Scal
   call.output(noise);
   call.run([&](Builder& b, const Values& in) {
     Value x = b.convert(in[0], e), r = b.convert(in[1], e);
-    Value n = b.select(b.compare(x, zeros(b, x), "GE"), cst(b, 1.0, x), r);
-    return Values{mul(b, x, n), n};
+    Value n = b.select(b.compare(x, zeros(b, x), Direction::kGe), full_like(b, 1.0, x), r);
+    return Values{b.mul(x, n), n};
   });
 }
 at::Tensor rrelu_with_noise(const at::Tensor& self, at::Tensor& noise, const c10::Scalar& lower,
@@ -638,12 +638,12 @@ at::Tensor rrelu_with_noise_backward(const at::Tensor& grad, const at::Tensor& s
   double l = lower.toDouble(), u = upper.toDouble();
   if (training && u - l > 1e-6) {
     return bwd_new("rrelu_backward_train", {grad, noise},
-                   [](Builder& b, const Values& x) { return mul(b, x[0], x[1]); });
+                   [](Builder& b, const Values& x) { return b.mul(x[0], x[1]); });
   }
   TORCH_CHECK(!self_is_result || (l + u) / 2 >= 0.0,
               "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported.");
   return bwd_new("rrelu_backward_eval", {grad, self, c10::Scalar((l + u) / 2)}, [](Builder& b, const Values& x) {
-    return b.select(b.compare(x[1], zeros(b, x[1]), "GT"), x[0], mul(b, x[0], x[2]));
+    return b.select(b.compare(x[1], zeros(b, x[1]), Direction::kGt), x[0], b.mul(x[0], x[2]));
   });
 }
 
@@ -659,8 +659,8 @@ at::Tensor& logit_out(const at::Tensor& self, std::optional<double> eps, at::Ten
       "logit", {self, c10::Scalar(e)}, out, opmath(dt),
       [has_eps](Builder& b, const Values& x) {
         Value v = x[0];
-        if (has_eps) v = b.clamp(x[1], v, sub(b, one(b, b.elem(v), b.dims(v)), x[1]));
-        return b.unary("stablehlo.log", div(b, v, sub(b, one(b, b.elem(v), b.dims(v)), v)));
+        if (has_eps) v = b.clamp(x[1], v, b.sub(one(b, b.elem(v), b.dims(v)), x[1]));
+        return b.log(b.div(v, b.sub(one(b, b.elem(v), b.dims(v)), v)));
       },
       has_eps);
   return out;
@@ -683,9 +683,9 @@ at::Tensor& logit_backward_out(const at::Tensor& grad, const at::Tensor& self, s
       "logit_backward", {grad, self, c10::Scalar(lo), c10::Scalar(1.0 - lo)}, out, opmath(t),
       [has_eps](Builder& b, const Values& x) {
         Value g = x[0], v = x[1];
-        Value r = div(b, g, mul(b, v, sub(b, cst(b, 1.0, v), v)));
-        Value outside = b.binary("stablehlo.or", b.compare(v, x[2], "LT"), b.compare(v, x[3], "GT"));
-        Value fill = has_eps ? zeros(b, v) : cst(b, std::numeric_limits<double>::quiet_NaN(), v);
+        Value r = b.div(g, b.mul(v, b.sub(full_like(b, 1.0, v), v)));
+        Value outside = b.or_(b.compare(v, x[2], Direction::kLt), b.compare(v, x[3], Direction::kGt));
+        Value fill = has_eps ? zeros(b, v) : full_like(b, std::numeric_limits<double>::quiet_NaN(), v);
         return b.select(outside, fill, r);
       },
       has_eps);
@@ -709,8 +709,8 @@ std::tuple<at::Tensor&, at::Tensor&> log_sigmoid_forward_out(const at::Tensor& s
   // min(x, 0) - log1p(exp(-|x|)): stable for large |x|.
   pointwise("log_sigmoid_forward", {self}, output, ct, [](Builder& b, const Values& x) {
     Value z = zero(b, b.elem(x[0]), b.dims(x[0]));
-    Value e = b.unary("stablehlo.exponential", b.unary("stablehlo.negate", b.unary("stablehlo.abs", x[0])));
-    return sub(b, b.binary("stablehlo.minimum", x[0], z), b.unary("stablehlo.log_plus_one", e));
+    Value e = b.exp(b.neg(b.abs(x[0])));
+    return b.sub(b.min(x[0], z), b.log1p(e));
   });
   return {output, buffer};
 }
@@ -728,8 +728,8 @@ at::Tensor& log_sigmoid_backward_out(const at::Tensor& grad, const at::Tensor& s
   auto ct = opmath(self.scalar_type());
   // d/dx log(sigmoid(x)) = sigmoid(-x) = 1 / (1 + exp(x)).
   pointwise("log_sigmoid_backward", {grad, self}, grad_input, ct, [](Builder& b, const Values& x) {
-    Value s = b.unary("stablehlo.logistic", b.unary("stablehlo.negate", x[1]));
-    return mul(b, x[0], s);
+    Value s = b.logistic(b.neg(x[1]));
+    return b.mul(x[0], s);
   });
   return grad_input;
 }

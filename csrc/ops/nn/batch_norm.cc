@@ -25,7 +25,7 @@ Value sum_except(Builder& b, Value x, int64_t keep) {
   Dims red;
   for (int64_t i = 0; i < static_cast<int64_t>(b.dims(x).size()); ++i)
     if (i != keep) red.push_back(i);
-  return b.reduce(x, zero(b, b.elem(x)), red, "stablehlo.add");
+  return b.reduce(x, zero(b, b.elem(x)), red, BinaryOp::kAdd);
 }
 
 // Per-channel vector broadcast along dim 1 of shape d.
@@ -71,7 +71,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_impl(const at::Tensor&
   auto ct = opmath(input.scalar_type());
   int64_t n = input.numel() / c;
 
-  eager::OpCall call("native_batch_norm");
+  record::OpCall call("native_batch_norm");
   call.attr(training).attr(update).attr(weight.defined()).attr(bias.defined()).attr(static_cast<int64_t>(ct));
   call.input(input);
   call.scalar(eps, ct);
@@ -98,29 +98,29 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_impl(const at::Tensor&
     Value mom = b.broadcast_to(b.convert(in[2], e), cd);
     Value mean, var, invstd, var_sum;
     if (training) {
-      mean = div(b, sum_except(b, x, 1), splat(b, n, e, cd));
-      Value xc = sub(b, x, chan(b, mean, d));
-      var_sum = sum_except(b, mul(b, xc, xc), 1);
-      var = div(b, var_sum, splat(b, n, e, cd));
+      mean = b.div(sum_except(b, x, 1), splat(b, n, e, cd));
+      Value xc = b.sub(x, chan(b, mean, d));
+      var_sum = sum_except(b, b.mul(xc, xc), 1);
+      var = b.div(var_sum, splat(b, n, e, cd));
     } else {
       mean = b.convert(in[irm], e);
       var = b.convert(in[irv], e);
     }
-    invstd = div(b, one(b, e, cd), b.unary("stablehlo.sqrt", add(b, var, eps_v)));
+    invstd = b.div(one(b, e, cd), b.sqrt(b.add(var, eps_v)));
     // y = x * alpha + beta with alpha = invstd * w, beta = b - mean * alpha (as CPU).
-    Value alpha = iw >= 0 ? mul(b, invstd, b.convert(in[iw], e)) : invstd;
-    Value beta = b.unary("stablehlo.negate", mul(b, mean, alpha));
-    if (ib >= 0) beta = add(b, b.convert(in[ib], e), beta);
-    Values outs{add(b, mul(b, x, chan(b, alpha, d)), chan(b, beta, d))};
+    Value alpha = iw >= 0 ? b.mul(invstd, b.convert(in[iw], e)) : invstd;
+    Value beta = b.neg(b.mul(mean, alpha));
+    if (ib >= 0) beta = b.add(b.convert(in[ib], e), beta);
+    Values outs{b.add(b.mul(x, chan(b, alpha, d)), chan(b, beta, d))};
     if (training) {
       outs.push_back(mean);
       outs.push_back(invstd);
     }
     if (update) {
-      Value keep = sub(b, one(b, e, cd), mom);
-      Value unbiased = div(b, var_sum, splat(b, static_cast<double>(n - 1), e, cd));
-      outs.push_back(add(b, mul(b, mom, mean), mul(b, keep, b.convert(in[irm], e))));
-      outs.push_back(add(b, mul(b, mom, unbiased), mul(b, keep, b.convert(in[irv], e))));
+      Value keep = b.sub(one(b, e, cd), mom);
+      Value unbiased = b.div(var_sum, splat(b, static_cast<double>(n - 1), e, cd));
+      outs.push_back(b.add(b.mul(mom, mean), b.mul(keep, b.convert(in[irm], e))));
+      outs.push_back(b.add(b.mul(mom, unbiased), b.mul(keep, b.convert(in[irv], e))));
     }
     return outs;
   });
@@ -191,7 +191,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_impl(
   auto ct = opmath(input.scalar_type());
   int64_t n = input.numel() / c;
 
-  eager::OpCall call("native_batch_norm_backward");
+  record::OpCall call("native_batch_norm_backward");
   call.attr(train).attr(weight.defined()).attr(mask[0]).attr(mask[1]).attr(mask[2]).attr(static_cast<int64_t>(ct));
   call.input(grad_out);
   call.input(input);
@@ -211,27 +211,26 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_impl(
     Value mean = b.convert(in[2], e);
     Value invstd = b.convert(in[3], e);
     if (!train) {
-      invstd =
-          div(b, one(b, e, cd), b.unary("stablehlo.sqrt", add(b, invstd, b.broadcast_to(b.convert(in[4], e), cd))));
+      invstd = b.div(one(b, e, cd), b.sqrt(b.add(invstd, b.broadcast_to(b.convert(in[4], e), cd))));
     }
-    Value xc = sub(b, x, chan(b, mean, d));
+    Value xc = b.sub(x, chan(b, mean, d));
     Value gsum = sum_except(b, g, 1);
-    Value dotp = sum_except(b, mul(b, g, xc), 1);
+    Value dotp = sum_except(b, b.mul(g, xc), 1);
     Value w = iw >= 0 ? b.convert(in[iw], e) : one(b, e, cd);
     Values outs;
     if (mask[0]) {
       if (train) {
         // dx = (g - mean(g) - xc * invstd^2 * mean(g * xc)) * invstd * w
         Value nn = splat(b, n, e, cd);
-        Value k = div(b, mul(b, dotp, mul(b, invstd, invstd)), nn);
-        Value gm = div(b, gsum, nn);
-        Value t = sub(b, sub(b, g, mul(b, xc, chan(b, k, d))), chan(b, gm, d));
-        outs.push_back(mul(b, t, chan(b, mul(b, invstd, w), d)));
+        Value k = b.div(b.mul(dotp, b.mul(invstd, invstd)), nn);
+        Value gm = b.div(gsum, nn);
+        Value t = b.sub(b.sub(g, b.mul(xc, chan(b, k, d))), chan(b, gm, d));
+        outs.push_back(b.mul(t, chan(b, b.mul(invstd, w), d)));
       } else {
-        outs.push_back(mul(b, g, chan(b, mul(b, invstd, w), d)));
+        outs.push_back(b.mul(g, chan(b, b.mul(invstd, w), d)));
       }
     }
-    if (mask[1]) outs.push_back(mul(b, dotp, invstd));
+    if (mask[1]) outs.push_back(b.mul(dotp, invstd));
     if (mask[2]) outs.push_back(gsum);
     return outs;
   });
@@ -277,7 +276,7 @@ std::tuple<at::Tensor, at::Tensor> batch_norm_update_stats(const at::Tensor& inp
   at::Tensor var = empty_tpu({c}, stat_dtype, input.device());
   auto ct = opmath(input.scalar_type());
   int64_t n = input.numel() / c;
-  eager::OpCall call("batch_norm_update_stats");
+  record::OpCall call("batch_norm_update_stats");
   call.attr(rmean.defined()).attr(rvar.defined()).attr(static_cast<int64_t>(ct));
   call.input(input);
   call.scalar(momentum, ct);
@@ -292,15 +291,15 @@ std::tuple<at::Tensor, at::Tensor> batch_norm_update_stats(const at::Tensor& inp
     Value x = b.convert(in[0], e);
     Dims cd{c};
     Value mom = b.broadcast_to(b.convert(in[1], e), cd);
-    Value keep = sub(b, one(b, e, cd), mom);
-    Value m = div(b, sum_except(b, x, 1), splat(b, n, e, cd));
-    Value xc = sub(b, x, chan(b, m, b.dims(x)));
-    Value vs = sum_except(b, mul(b, xc, xc), 1);
-    Values outs{m, div(b, vs, splat(b, n, e, cd))};
-    if (irm >= 0) outs.push_back(add(b, mul(b, mom, m), mul(b, keep, b.convert(in[irm], e))));
+    Value keep = b.sub(one(b, e, cd), mom);
+    Value m = b.div(sum_except(b, x, 1), splat(b, n, e, cd));
+    Value xc = b.sub(x, chan(b, m, b.dims(x)));
+    Value vs = sum_except(b, b.mul(xc, xc), 1);
+    Values outs{m, b.div(vs, splat(b, n, e, cd))};
+    if (irm >= 0) outs.push_back(b.add(b.mul(mom, m), b.mul(keep, b.convert(in[irm], e))));
     if (irv >= 0) {
-      Value unbiased = div(b, vs, splat(b, static_cast<double>(n - 1), e, cd));
-      outs.push_back(add(b, mul(b, mom, unbiased), mul(b, keep, b.convert(in[irv], e))));
+      Value unbiased = b.div(vs, splat(b, static_cast<double>(n - 1), e, cd));
+      outs.push_back(b.add(b.mul(mom, unbiased), b.mul(keep, b.convert(in[irv], e))));
     }
     return outs;
   });
@@ -327,8 +326,8 @@ void check_group_norm(const at::Tensor& input, const at::Tensor& weight, const a
 // Mean over the last dim of a [N, G, K] value, broadcast back.
 Value group_mean(Builder& b, Value x) {
   const Dims& d = b.dims(x);
-  Value s = b.reduce(x, zero(b, b.elem(x)), {2}, "stablehlo.add");
-  s = div(b, s, splat(b, static_cast<double>(d[2]), b.elem(x), b.dims(s)));
+  Value s = b.reduce(x, zero(b, b.elem(x)), {2}, BinaryOp::kAdd);
+  s = b.div(s, splat(b, static_cast<double>(d[2]), b.elem(x), b.dims(s)));
   return b.broadcast_in_dim(s, d, {0, 1});
 }
 
@@ -350,7 +349,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm(const at::Tenso
   auto ct = opmath(input.scalar_type());
   int64_t k = C / group * HxW;
 
-  eager::OpCall call("native_group_norm");
+  record::OpCall call("native_group_norm");
   call.attr(group).attr(weight.defined()).attr(bias.defined()).attr(static_cast<int64_t>(ct));
   call.input(input);
   call.scalar(eps, ct);
@@ -365,15 +364,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm(const at::Tenso
     Value x = b.reshape(b.convert(in[0], e), {N, group, k});
     Dims gd{N, group};
     Value mu = group_mean(b, x);
-    Value xc = sub(b, x, mu);
-    Value var = group_mean(b, mul(b, xc, xc));
+    Value xc = b.sub(x, mu);
+    Value var = group_mean(b, b.mul(xc, xc));
     Value eps_v = b.broadcast_to(b.convert(in[1], e), b.dims(x));
-    Value r = div(b, one(b, e, b.dims(x)), b.unary("stablehlo.sqrt", add(b, var, eps_v)));
+    Value r = b.div(one(b, e, b.dims(x)), b.sqrt(b.add(var, eps_v)));
     // Back to [N, C, HxW] to apply the per-channel affine.
-    Value y = b.reshape(mul(b, xc, r), {N, C, HxW});
+    Value y = b.reshape(b.mul(xc, r), {N, C, HxW});
     Dims yd{N, C, HxW};
-    if (iw >= 0) y = mul(b, y, b.broadcast_in_dim(b.convert(in[iw], e), yd, {1}));
-    if (ib >= 0) y = add(b, y, b.broadcast_in_dim(b.convert(in[ib], e), yd, {1}));
+    if (iw >= 0) y = b.mul(y, b.broadcast_in_dim(b.convert(in[iw], e), yd, {1}));
+    if (ib >= 0) y = b.add(y, b.broadcast_in_dim(b.convert(in[ib], e), yd, {1}));
     Dims z{0, 0, 0}, one3{1, 1, 1};
     Value mu_s = b.reshape(b.slice(mu, z, {N, group, 1}, one3), gd);
     Value r_s = b.reshape(b.slice(r, z, {N, group, 1}, one3), gd);
@@ -407,7 +406,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm_backward(
   auto ct = opmath(input.scalar_type());
   int64_t d_per = C / group;
 
-  eager::OpCall call("native_group_norm_backward");
+  record::OpCall call("native_group_norm_backward");
   call.attr(group).attr(weight.defined()).attr(mask[0]).attr(mask[1]).attr(mask[2]).attr(static_cast<int64_t>(ct));
   call.input(grad_out);
   call.input(input);
@@ -430,19 +429,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm_backward(
     };
     Value mu = per_group(in[2]);
     Value r = per_group(in[3]);
-    Value xhat = mul(b, sub(b, x, mu), r);
+    Value xhat = b.mul(b.sub(x, mu), r);
     Values outs;
     if (mask[0]) {
-      Value gx = iw >= 0 ? mul(b, g, b.broadcast_in_dim(b.convert(in[iw], e), cd, {1})) : g;
+      Value gx = iw >= 0 ? b.mul(g, b.broadcast_in_dim(b.convert(in[iw], e), cd, {1})) : g;
       Dims gd3{N, group, d_per * HxW};
       Value gx3 = b.reshape(gx, gd3);
       Value xh3 = b.reshape(xhat, gd3);
       // dx = rstd * (gx - mean(gx) - xhat * mean(gx * xhat)) within each group.
-      Value t = sub(b, sub(b, gx3, group_mean(b, gx3)), mul(b, xh3, group_mean(b, mul(b, gx3, xh3))));
-      outs.push_back(b.reshape(mul(b, b.reshape(t, cd), r), Dims(shape.begin(), shape.end())));
+      Value t = b.sub(b.sub(gx3, group_mean(b, gx3)), b.mul(xh3, group_mean(b, b.mul(gx3, xh3))));
+      outs.push_back(b.reshape(b.mul(b.reshape(t, cd), r), Dims(shape.begin(), shape.end())));
     }
-    auto sum_nhw = [&](Value v) { return b.reduce(v, zero(b, e), {0, 2}, "stablehlo.add"); };
-    if (mask[1]) outs.push_back(sum_nhw(mul(b, g, xhat)));
+    auto sum_nhw = [&](Value v) { return b.reduce(v, zero(b, e), {0, 2}, BinaryOp::kAdd); };
+    if (mask[1]) outs.push_back(sum_nhw(b.mul(g, xhat)));
     if (mask[2]) outs.push_back(sum_nhw(g));
     return outs;
   });

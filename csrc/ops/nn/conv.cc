@@ -109,7 +109,7 @@ Value conv_wgrad(Builder& b, Value x, Value gy, const Params& p, const Dims& ksi
 
 Value add_bias(Builder& b, Value y, Value bias) {
   Value bb = b.broadcast_in_dim(b.convert(bias, b.elem(y)), b.dims(y), {1});
-  return b.binary("stablehlo.add", y, bb);
+  return b.add(y, bb);
 }
 
 void check_dtypes(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
@@ -151,7 +151,7 @@ Params make_params(c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntAr
   return p;
 }
 
-void key_params(eager::OpCall& call, const Params& p, bool transposed) {
+void key_params(record::OpCall& call, const Params& p, bool transposed) {
   call.attr(c10::IntArrayRef(p.stride)).attr(c10::IntArrayRef(p.padding)).attr(c10::IntArrayRef(p.dilation));
   call.attr(c10::IntArrayRef(p.output_padding)).attr(p.groups).attr(transposed).attr(std::string_view(p.prec));
 }
@@ -201,7 +201,7 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   }
   at::Tensor result = empty_tpu(out, input.scalar_type(), input.device());
   if (result.numel() == 0) return result;
-  eager::OpCall call("convolution");
+  record::OpCall call("convolution");
   key_params(call, p, transposed);
   call.attr(bias.defined());
   call.input(input);
@@ -236,7 +236,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   int64_t cout = grad_output.size(1);
   if (mask[2]) gb = empty_tpu({cout}, grad_output.scalar_type(), grad_output.device());
   if (!mask[0] && !mask[1] && !mask[2]) return {gi, gw, gb};
-  eager::OpCall call("convolution_backward");
+  record::OpCall call("convolution_backward");
   key_params(call, p, transposed);
   call.attr(mask[0]).attr(mask[1]).attr(mask[2]);
   call.input(grad_output);
@@ -264,7 +264,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     if (mask[2]) {
       Dims rd{0};
       for (int64_t i = 0; i < ns; ++i) rd.push_back(2 + i);
-      res.push_back(b.reduce(gy, zero(b, acc), rd, "stablehlo.add"));
+      res.push_back(b.reduce(gy, zero(b, acc), rd, BinaryOp::kAdd));
     }
     return res;
   });

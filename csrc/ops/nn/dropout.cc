@@ -42,7 +42,7 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
   double keep = 1.0 - p;
   double scale = keep == 0 ? 0.0 : 1.0 / keep;
 
-  eager::OpCall call("native_dropout");
+  record::OpCall call("native_dropout");
   call.attr(static_cast<int64_t>(ct));
   call.input(input);
   call.scalar(c10::Scalar(static_cast<int64_t>(seed)), c10::kLong);
@@ -60,13 +60,12 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
     Value state = b.concatenate({s, o}, 0);
     Value bits = b.rng_bit_generator(state, d, ElemType::kU32)[1];
     // Top 23 bits as the mantissa of a float in [1, 2), minus 1: uniform [0, 1).
-    Value mant = b.binary("stablehlo.shift_right_logical", bits, b.constant(9, ElemType::kU32, d));
-    Value f =
-        b.bitcast_convert(b.binary("stablehlo.or", mant, b.constant(0x3f800000, ElemType::kU32, d)), ElemType::kF32);
-    Value u = sub(b, f, b.constant(1.0, ElemType::kF32, d));
-    Value keep_mask = b.compare(u, b.broadcast_to(in[3], d), "GE");
+    Value mant = b.shr_logical(bits, b.constant(9, ElemType::kU32, d));
+    Value f = b.bitcast_convert(b.or_(mant, b.constant(0x3f800000, ElemType::kU32, d)), ElemType::kF32);
+    Value u = b.sub(f, b.constant(1.0, ElemType::kF32, d));
+    Value keep_mask = b.compare(u, b.broadcast_to(in[3], d), Direction::kGe);
     // x * mask * scale, as CPU (so NaN inputs stay NaN where dropped).
-    Value y = mul(b, mul(b, x, b.convert(keep_mask, e)), b.broadcast_to(b.convert(in[4], e), d));
+    Value y = b.mul(b.mul(x, b.convert(keep_mask, e)), b.broadcast_to(b.convert(in[4], e), d));
     return Values{y, keep_mask};
   });
   return {out, mask};
@@ -78,7 +77,7 @@ at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mas
   // to the default float dtype, as on CPU.
   at::Tensor out = empty_tpu(broadcast_shape({grad, mask}), float_result(grad.scalar_type()), grad.device());
   auto ct = opmath(out.scalar_type());
-  eager::OpCall call("native_dropout_backward");
+  record::OpCall call("native_dropout_backward");
   call.attr(static_cast<int64_t>(ct));
   call.input(grad);
   call.input(mask);
@@ -89,7 +88,7 @@ at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mas
     ElemType e = to_elem(ct);
     Value g = b.broadcast_to(b.convert(in[0], e), shape);
     Value m = b.broadcast_to(in[1], shape);
-    return Values{mul(b, mul(b, g, b.convert(m, e)), b.broadcast_to(b.convert(in[2], e), shape))};
+    return Values{b.mul(b.mul(g, b.convert(m, e)), b.broadcast_to(b.convert(in[2], e), shape))};
   });
   return out;
 }

@@ -9,12 +9,11 @@
 // offsets are not range-checked (CPU checks both on the host).
 #include <torch/library.h>
 
-#include "ops/misc_helpers.h"
+#include "ops/common.h"
 
 namespace torch_tpu::ops {
 namespace {
 
-using namespace misc;
 constexpr ElemType kS64 = ElemType::kS64;
 enum Mode : int64_t { kSum = 0, kMean = 1, kMax = 2 };
 
@@ -29,7 +28,7 @@ Value offset2bag(Builder& b, Value offsets, int64_t n, int64_t bags) {
   Value marks = zero(b, kS64, {n});
   if (bags > 1) {
     Value off = b.slice(b.convert(offsets, kS64), {1}, {bags}, {1});
-    marks = scatter_rows(b, marks, off, one(b, kS64, {bags - 1}), "stablehlo.add");
+    marks = scatter_rows(b, marks, off, one(b, kS64, {bags - 1}), BinaryOp::kAdd);
   }
   return cumsum(b, marks, 0);
 }
@@ -69,7 +68,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> embedding_bag(
   at::Tensor max_idx =
       empty_tpu(mode == kMax ? c10::IntArrayRef{bags, d} : c10::IntArrayRef{bags}, c10::kLong, weight.device());
   auto ct = opmath(weight.scalar_type());
-  eager::OpCall call("_embedding_bag");
+  record::OpCall call("_embedding_bag");
   call.attr(mode).attr(psw.defined()).attr(include_last_offset).attr(static_cast<int64_t>(ct));
   call.input(weight);
   call.input(indices);
@@ -84,36 +83,36 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> embedding_bag(
     ElemType e = to_elem(ct);
     Value idx = b.convert(in[1], kS64);
     Value bag = offset2bag(b, in[2], n, bags);
-    Value valid = b.compare(idx, b.broadcast_to(in[3], {n}), "NE");
+    Value valid = b.compare(idx, b.broadcast_to(in[3], {n}), Direction::kNe);
     if (include_last_offset) {
       // Indices past the last offset belong to no bag.
       Value last = b.reshape(b.slice(b.convert(in[2], kS64), {bags}, {bags + 1}, {1}), {});
-      valid = b.binary("stablehlo.and", valid, b.compare(b.iota({n}, 0, kS64), b.broadcast_to(last, {n}), "LT"));
+      valid = b.and_(valid, b.compare(b.iota({n}, 0, kS64), b.broadcast_to(last, {n}), Direction::kLt));
     }
     Value rows = gather_rows(b, b.convert(in[0], e), idx);  // [n, d]
     Value valid_nd = b.broadcast_in_dim(valid, {n, d}, {0});
     Value vbag = b.select(valid, bag, b.constant(bags, kS64, {n}));  // invalid -> dropped
-    Value size = scatter_rows(b, zero(b, kS64, {bags}), vbag, one(b, kS64, {n}), "stablehlo.add");
+    Value size = scatter_rows(b, zero(b, kS64, {bags}), vbag, one(b, kS64, {n}), BinaryOp::kAdd);
     Value res, midx;
     if (mode == kMax) {
-      Value m = scatter_rows(b, b.broadcast_to(lowest(b, e), {bags, d}), vbag, rows, "stablehlo.maximum");
-      Value nonempty = b.broadcast_in_dim(b.compare(size, zero(b, kS64, {bags}), "GT"), {bags, d}, {0});
+      Value m = scatter_rows(b, b.broadcast_to(lowest(b, e), {bags, d}), vbag, rows, BinaryOp::kMax);
+      Value nonempty = b.broadcast_in_dim(b.compare(size, zero(b, kS64, {bags}), Direction::kGt), {bags, d}, {0});
       res = b.select(nonempty, m, zero(b, e, {bags, d}));
       // First position reaching the max, then its weight row.
-      Value hit = b.binary("stablehlo.and", valid_nd, b.compare(rows, gather_rows(b, m, bag), "EQ"));
+      Value hit = b.and_(valid_nd, b.compare(rows, gather_rows(b, m, bag), Direction::kEq));
       Value pos = b.select(hit, b.broadcast_in_dim(b.iota({n}, 0, kS64), {n, d}, {0}), b.constant(n, kS64, {n, d}));
-      Value first = scatter_rows(b, b.constant(n, kS64, {bags, d}), vbag, pos, "stablehlo.minimum");
+      Value first = scatter_rows(b, b.constant(n, kS64, {bags, d}), vbag, pos, BinaryOp::kMin);
       Value firstc = b.clamp(zero(b, kS64), first, b.constant(std::max<int64_t>(n - 1, 0), kS64));
       // idx[first[b, j]] via a flat gather.
       Value picked = b.reshape(gather_rows(b, idx, b.reshape(firstc, {bags * d})), {bags, d});
       midx = b.select(nonempty, picked, b.constant(-1, kS64, {bags, d}));
     } else {
       Value contrib = b.select(valid_nd, rows, zero(b, e, {n, d}));
-      if (psw.defined()) contrib = mul(b, contrib, b.broadcast_in_dim(b.convert(in[4], e), {n, d}, {0}));
-      res = scatter_rows(b, zero(b, e, {bags, d}), vbag, contrib, "stablehlo.add");
+      if (psw.defined()) contrib = b.mul(contrib, b.broadcast_in_dim(b.convert(in[4], e), {n, d}, {0}));
+      res = scatter_rows(b, zero(b, e, {bags, d}), vbag, contrib, BinaryOp::kAdd);
       if (mode == kMean) {
-        Value denom = b.convert(b.binary("stablehlo.maximum", size, one(b, kS64, {bags})), e);
-        res = div(b, res, b.broadcast_in_dim(denom, {bags, d}, {0}));
+        Value denom = b.convert(b.max(size, one(b, kS64, {bags})), e);
+        res = b.div(res, b.broadcast_in_dim(denom, {bags, d}, {0}));
       }
       midx = zero(b, kS64, {bags});
     }
@@ -131,7 +130,7 @@ at::Tensor dense_backward(const at::Tensor& grad, const at::Tensor& indices, con
   int64_t n = indices.numel(), d = grad.size(1), bags = grad.size(0);
   at::Tensor gw = empty_tpu({nw, d}, grad.scalar_type(), grad.device());
   auto ct = opmath(grad.scalar_type());
-  eager::OpCall call("_embedding_bag_dense_backward");
+  record::OpCall call("_embedding_bag_dense_backward");
   call.attr(mode).attr(psw.defined()).attr(scale_grad_by_freq).attr(nw).attr(static_cast<int64_t>(ct));
   call.input(grad);
   call.input(indices);
@@ -150,26 +149,25 @@ at::Tensor dense_backward(const at::Tensor& grad, const at::Tensor& indices, con
       Value mi = b.reshape(b.convert(in[4], kS64), {bags, d, 1});
       Value col = b.reshape(b.iota({bags, d}, 1, kS64), {bags, d, 1});
       Value coords = b.concatenate({mi, col}, 2);
-      return Values{b.scatter(acc, coords, g, {}, {0, 1}, {0, 1}, 2, "stablehlo.add")};
+      return Values{b.scatter(acc, coords, g, {}, {0, 1}, {0, 1}, 2, BinaryOp::kAdd)};
     }
     if (n == 0) return Values{acc};
     Value idx = b.convert(b.reshape(in[1], {n}), kS64);
     Value bag = b.convert(in[2], kS64);
-    Value valid = b.compare(idx, b.broadcast_to(in[5], {n}), "NE");
+    Value valid = b.compare(idx, b.broadcast_to(in[5], {n}), Direction::kNe);
     Value gr = gather_rows(b, g, bag);  // [n, d]
     Value scale = b.select(valid, one(b, e, {n}), zero(b, e, {n}));
-    if (psw.defined()) scale = mul(b, scale, b.convert(in[6], e));
+    if (psw.defined()) scale = b.mul(scale, b.convert(in[6], e));
     if (mode == kMean) {
-      Value sz =
-          b.convert(b.binary("stablehlo.maximum", gather_rows(b, b.convert(in[3], kS64), bag), one(b, kS64, {n})), e);
-      scale = div(b, scale, sz);
+      Value sz = b.convert(b.max(gather_rows(b, b.convert(in[3], kS64), bag), one(b, kS64, {n})), e);
+      scale = b.div(scale, sz);
     }
     if (scale_grad_by_freq) {
-      Value cnt = scatter_rows(b, zero(b, kS64, {nw}), idx, one(b, kS64, {n}), "stablehlo.add");
-      scale = div(b, scale, b.convert(gather_rows(b, cnt, idx), e));
+      Value cnt = scatter_rows(b, zero(b, kS64, {nw}), idx, one(b, kS64, {n}), BinaryOp::kAdd);
+      scale = b.div(scale, b.convert(gather_rows(b, cnt, idx), e));
     }
-    Value upd = mul(b, gr, b.broadcast_in_dim(scale, {n, d}, {0}));
-    return Values{scatter_rows(b, acc, idx, upd, "stablehlo.add")};
+    Value upd = b.mul(gr, b.broadcast_in_dim(scale, {n, d}, {0}));
+    return Values{scatter_rows(b, acc, idx, upd, BinaryOp::kAdd)};
   });
   return gw;
 }
@@ -191,7 +189,7 @@ at::Tensor psw_backward(const at::Tensor& grad, const at::Tensor& weight, const 
   at::Tensor out = empty_tpu({n}, grad.scalar_type(), grad.device());
   if (n == 0) return out;
   auto ct = opmath(grad.scalar_type());
-  eager::OpCall call("_embedding_bag_per_sample_weights_backward");
+  record::OpCall call("_embedding_bag_per_sample_weights_backward");
   call.attr(static_cast<int64_t>(ct));
   call.input(grad);
   call.input(weight);
@@ -204,8 +202,8 @@ at::Tensor psw_backward(const at::Tensor& grad, const at::Tensor& weight, const 
     Value idx = b.convert(b.reshape(in[2], {n}), kS64);
     Value gr = gather_rows(b, b.convert(in[0], e), b.convert(in[3], kS64));
     Value wr = gather_rows(b, b.convert(in[1], e), idx);
-    Value dot = b.reduce(mul(b, gr, wr), zero(b, e), {1}, "stablehlo.add");
-    Value valid = b.compare(idx, b.broadcast_to(in[4], {n}), "NE");
+    Value dot = b.reduce(b.mul(gr, wr), zero(b, e), {1}, BinaryOp::kAdd);
+    Value valid = b.compare(idx, b.broadcast_to(in[4], {n}), Direction::kNe);
     return Values{b.select(valid, dot, zero(b, e, {n}))};
   });
   (void)d;

@@ -10,7 +10,6 @@
 #include <limits>
 
 #include "ops/common.h"
-#include "ops/misc_helpers.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -86,11 +85,12 @@ Value starts(Builder& b, Value samples, const Geometry& g, int64_t d) {
   u = b.broadcast_in_dim(u, full, {0, 1});
   Value alpha = b.constant(static_cast<float>(in - k) / static_cast<float>(out - 1), ElemType::kF32, full);
   Value i = b.iota(full, 2 + d, ElemType::kF32);
-  Value a = b.convert(mul(b, add(b, i, u), alpha), ElemType::kS64);
-  Value s = b.convert(mul(b, u, alpha), ElemType::kS64);
-  Value seq = sub(b, a, s);
-  return b.select(b.compare(b.iota(full, 2 + d, ElemType::kS64), b.constant(out - 1, ElemType::kS64, full), "EQ"), last,
-                  seq);
+  Value a = b.convert(b.mul(b.add(i, u), alpha), ElemType::kS64);
+  Value s = b.convert(b.mul(u, alpha), ElemType::kS64);
+  Value seq = b.sub(a, s);
+  return b.select(
+      b.compare(b.iota(full, 2 + d, ElemType::kS64), b.constant(out - 1, ElemType::kS64, full), Direction::kEq), last,
+      seq);
 }
 
 template <int64_t kNd>
@@ -104,7 +104,7 @@ std::tuple<at::Tensor&, at::Tensor&> pool_out(const at::Tensor& self, c10::IntAr
   prepare_out(indices, shape, c10::kLong, pool_name<kNd>());
   if (out.numel() == 0) return {out, indices};
   ElemType e = to_elem(self.scalar_type());
-  eager::OpCall call(pool_name<kNd>());
+  record::OpCall call(pool_name<kNd>());
   call.attr(k).attr(os);
   call.input(self);
   call.input(samples);
@@ -119,11 +119,9 @@ std::tuple<at::Tensor&, at::Tensor&> pool_out(const at::Tensor& self, c10::IntAr
     Value smp = b.convert(b.slice(in[1], {0, 0, 0}, {g.b, g.c, kNd}, {1, 1, 1}), ElemType::kF32);
     std::vector<Value> st(kNd);
     for (int64_t d = 0; d < kNd; ++d) st[d] = starts<kNd>(b, smp, g, d);
-    Value plane = b.binary(
-        "stablehlo.multiply",
-        add(b, b.binary("stablehlo.multiply", b.iota(full, 0, ElemType::kS64), b.constant(g.c, ElemType::kS64, full)),
-            b.iota(full, 1, ElemType::kS64)),
-        b.constant(static_cast<double>(g.st), ElemType::kS64, full));
+    Value plane = b.mul(b.add(b.mul(b.iota(full, 0, ElemType::kS64), b.constant(g.c, ElemType::kS64, full)),
+                              b.iota(full, 1, ElemType::kS64)),
+                        b.constant(static_cast<double>(g.st), ElemType::kS64, full));
     Value best = b.constant(-std::numeric_limits<double>::infinity(), e, full);
     Value best_idx;
     std::vector<int64_t> off(kNd, 0);
@@ -131,13 +129,13 @@ std::tuple<at::Tensor&, at::Tensor&> pool_out(const at::Tensor& self, c10::IntAr
     while (true) {
       Value idx = b.constant(0, ElemType::kS64, full);
       for (int64_t d = 0; d < kNd; ++d) {
-        Value p = add(b, st[d], b.constant(off[d], ElemType::kS64, full));
-        idx = add(b, b.binary("stablehlo.multiply", idx, b.constant(g.sp[d], ElemType::kS64, full)), p);
+        Value p = b.add(st[d], b.constant(off[d], ElemType::kS64, full));
+        idx = b.add(b.mul(idx, b.constant(g.sp[d], ElemType::kS64, full)), p);
       }
       if (first) best_idx = idx;
       first = false;
-      Value v = b.reshape(misc::gather_rows(b, flat, b.reshape(add(b, plane, idx), {n})), full);
-      Value take = b.binary("stablehlo.or", b.compare(v, best, "GT"), b.compare(v, v, "NE"));
+      Value v = b.reshape(gather_rows(b, flat, b.reshape(b.add(plane, idx), {n})), full);
+      Value take = b.or_(b.compare(v, best, Direction::kGt), b.compare(v, v, Direction::kNe));
       best = b.select(take, v, best);
       best_idx = b.select(take, idx, best_idx);
       int64_t d = kNd - 1;
@@ -169,7 +167,7 @@ at::Tensor& pool_backward_out(const at::Tensor& grad, const at::Tensor& self, c1
   if (gi.numel() == 0) return gi;
   auto ct = opmath(grad.scalar_type());
   ElemType e = to_elem(ct);
-  eager::OpCall call("fractional_max_pool_backward");
+  record::OpCall call("fractional_max_pool_backward");
   call.attr(k).attr(os).attr(static_cast<int64_t>(ct));
   call.input(grad);
   call.input(indices);
@@ -178,11 +176,10 @@ at::Tensor& pool_backward_out(const at::Tensor& grad, const at::Tensor& self, c1
   call.run([&](Builder& b, const Values& in) {
     int64_t n = g.b * g.c * g.ot;
     Dims bco = {g.b * g.c, g.ot};
-    Value plane = b.binary("stablehlo.multiply", b.iota(bco, 0, ElemType::kS64),
-                           b.constant(static_cast<double>(g.st), ElemType::kS64, bco));
-    Value idx = b.reshape(add(b, plane, b.reshape(b.convert(in[1], ElemType::kS64), bco)), {n});
+    Value plane = b.mul(b.iota(bco, 0, ElemType::kS64), b.constant(static_cast<double>(g.st), ElemType::kS64, bco));
+    Value idx = b.reshape(b.add(plane, b.reshape(b.convert(in[1], ElemType::kS64), bco)), {n});
     Value upd = b.reshape(b.convert(in[0], e), {n, 1});
-    Value r = misc::scatter_rows(b, zero(b, e, {g.b * g.c * g.st, 1}), idx, upd, "stablehlo.add");
+    Value r = scatter_rows(b, zero(b, e, {g.b * g.c * g.st, 1}), idx, upd, BinaryOp::kAdd);
     return Values{b.reshape(r, sd)};
   });
   return gi;

@@ -14,7 +14,6 @@
 #include <functional>
 
 #include "ops/common.h"
-#include "ops/misc_helpers.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -25,8 +24,7 @@ enum Interp : int64_t { kBilinear = 0, kNearest = 1, kBicubic = 2 };
 enum Padding : int64_t { kZeros = 0, kBorder = 1, kReflection = 2 };
 constexpr double kCubicA = -0.75;
 
-Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
-Value floor_(Builder& b, Value x) { return b.unary("stablehlo.floor", x); }
+Value floor_(Builder& b, Value x) { return b.floor(x); }
 
 struct Coord {
   Value x;     // source coordinate (float, [NO])
@@ -35,26 +33,26 @@ struct Coord {
 
 // clip to [0, size - 1]; gradient 1 inside (inclusive), 0 outside.
 Coord clip(Builder& b, Coord c, int64_t size) {
-  Value lo = cst(b, 0, c.x), hi = cst(b, static_cast<double>(size - 1), c.x);
-  Value inside = b.binary("stablehlo.and", b.compare(c.x, lo, "GE"), b.compare(c.x, hi, "LE"));
-  return {b.clamp(lo, c.x, hi), b.select(inside, c.mult, cst(b, 0, c.x))};
+  Value lo = full_like(b, 0, c.x), hi = full_like(b, static_cast<double>(size - 1), c.x);
+  Value inside = b.and_(b.compare(c.x, lo, Direction::kGe), b.compare(c.x, hi, Direction::kLe));
+  return {b.clamp(lo, c.x, hi), b.select(inside, c.mult, full_like(b, 0, c.x))};
 }
 
 // Reflects into [twice_low / 2, twice_high / 2], tracking the sign of the gradient.
 Coord reflect(Builder& b, Coord c, int64_t twice_low, int64_t twice_high) {
-  if (twice_low == twice_high) return {cst(b, 0, c.x), cst(b, 0, c.x)};
+  if (twice_low == twice_high) return {full_like(b, 0, c.x), full_like(b, 0, c.x)};
   double mn = twice_low / 2.0, span = (twice_high - twice_low) / 2.0;
-  Value in = sub(b, c.x, cst(b, mn, c.x));
-  Value neg = b.compare(in, cst(b, 0, in), "LT");
-  Value sgn = b.select(neg, cst(b, -1, in), cst(b, 1, in));
-  in = b.unary("stablehlo.abs", in);
-  Value spanv = cst(b, span, in);
-  Value extra = b.binary("stablehlo.remainder", in, spanv);
-  Value flips = floor_(b, div(b, in, spanv));
-  Value even = b.compare(b.binary("stablehlo.remainder", flips, cst(b, 2, in)), cst(b, 0, in), "EQ");
-  Value x = b.select(even, add(b, extra, cst(b, mn, in)), add(b, sub(b, spanv, extra), cst(b, mn, in)));
-  Value m = b.select(even, sgn, b.unary("stablehlo.negate", sgn));
-  return {x, mul(b, c.mult, m)};
+  Value in = b.sub(c.x, full_like(b, mn, c.x));
+  Value neg = b.compare(in, full_like(b, 0, in), Direction::kLt);
+  Value sgn = b.select(neg, full_like(b, -1, in), full_like(b, 1, in));
+  in = b.abs(in);
+  Value spanv = full_like(b, span, in);
+  Value extra = b.rem(in, spanv);
+  Value flips = floor_(b, b.div(in, spanv));
+  Value even = b.compare(b.rem(flips, full_like(b, 2, in)), full_like(b, 0, in), Direction::kEq);
+  Value x = b.select(even, b.add(extra, full_like(b, mn, in)), b.add(b.sub(spanv, extra), full_like(b, mn, in)));
+  Value m = b.select(even, sgn, b.neg(sgn));
+  return {x, b.mul(c.mult, m)};
 }
 
 Coord pad_coord(Builder& b, Coord c, int64_t size, int64_t padding, bool align) {
@@ -73,49 +71,49 @@ struct Tap {
 
 // cubic convolution kernels (PyTorch's A = -0.75) and their derivatives.
 Value cc1(Builder& b, Value x) {  // |x| <= 1
-  Value a2 = cst(b, kCubicA + 2, x), a3 = cst(b, kCubicA + 3, x);
-  return add(b, mul(b, sub(b, mul(b, a2, x), a3), mul(b, x, x)), cst(b, 1, x));
+  Value a2 = full_like(b, kCubicA + 2, x), a3 = full_like(b, kCubicA + 3, x);
+  return b.add(b.mul(b.sub(b.mul(a2, x), a3), b.mul(x, x)), full_like(b, 1, x));
 }
 Value dcc1(Builder& b, Value x) {
-  return sub(b, mul(b, cst(b, 3 * (kCubicA + 2), x), mul(b, x, x)), mul(b, cst(b, 2 * (kCubicA + 3), x), x));
+  return b.sub(b.mul(full_like(b, 3 * (kCubicA + 2), x), b.mul(x, x)), b.mul(full_like(b, 2 * (kCubicA + 3), x), x));
 }
 Value cc2(Builder& b, Value x) {  // 1 < |x| < 2
-  Value a = cst(b, kCubicA, x);
-  Value t = add(b, mul(b, sub(b, mul(b, a, x), cst(b, 5 * kCubicA, x)), x), cst(b, 8 * kCubicA, x));
-  return sub(b, mul(b, t, x), cst(b, 4 * kCubicA, x));
+  Value a = full_like(b, kCubicA, x);
+  Value t = b.add(b.mul(b.sub(b.mul(a, x), full_like(b, 5 * kCubicA, x)), x), full_like(b, 8 * kCubicA, x));
+  return b.sub(b.mul(t, x), full_like(b, 4 * kCubicA, x));
 }
 Value dcc2(Builder& b, Value x) {
-  return add(b, sub(b, mul(b, cst(b, 3 * kCubicA, x), mul(b, x, x)), mul(b, cst(b, 10 * kCubicA, x), x)),
-             cst(b, 8 * kCubicA, x));
+  return b.add(b.sub(b.mul(full_like(b, 3 * kCubicA, x), b.mul(x, x)), b.mul(full_like(b, 10 * kCubicA, x), x)),
+               full_like(b, 8 * kCubicA, x));
 }
 
 // Taps of one spatial dim for grid component `g` ([NO]); `mult` receives d coord / d grid.
 std::vector<Tap> taps_for(Builder& b, Value g, int64_t size, int64_t interp, int64_t padding, bool align, Value* mult) {
   // Unnormalize from [-1, 1] to pixel coordinates.
   double scale = align ? (size - 1) / 2.0 : size / 2.0;
-  Value x = align ? mul(b, add(b, g, cst(b, 1, g)), cst(b, scale, g))
-                  : div(b, sub(b, mul(b, add(b, g, cst(b, 1, g)), cst(b, static_cast<double>(size), g)), cst(b, 1, g)),
-                        cst(b, 2, g));
-  Coord c{x, cst(b, scale, g)};
+  Value x = align ? b.mul(b.add(g, full_like(b, 1, g)), full_like(b, scale, g))
+                  : b.div(b.sub(b.mul(b.add(g, full_like(b, 1, g)), full_like(b, static_cast<double>(size), g)),
+                                full_like(b, 1, g)),
+                          full_like(b, 2, g));
+  Coord c{x, full_like(b, scale, g)};
   if (interp != kBicubic) c = pad_coord(b, c, size, padding, align);
   *mult = c.mult;
-  Value one_v = cst(b, 1, g), zero_v = cst(b, 0, g);
-  if (interp == kNearest) return {{b.unary("stablehlo.round_nearest_even", c.x), one_v, zero_v}};
+  Value one_v = full_like(b, 1, g), zero_v = full_like(b, 0, g);
+  if (interp == kNearest) return {{b.round_even(c.x), one_v, zero_v}};
   Value x0 = floor_(b, c.x);
-  Value t = sub(b, c.x, x0);
-  if (interp == kBilinear) return {{x0, sub(b, one_v, t), cst(b, -1, g)}, {add(b, x0, one_v), t, one_v}};
+  Value t = b.sub(c.x, x0);
+  if (interp == kBilinear) return {{x0, b.sub(one_v, t), full_like(b, -1, g)}, {b.add(x0, one_v), t, one_v}};
   // Bicubic: taps x0-1..x0+2; the padding mode applies to each tap position.
-  Value s = sub(b, one_v, t);
-  Value tp1 = add(b, t, one_v), sp1 = add(b, s, one_v);
+  Value s = b.sub(one_v, t);
+  Value tp1 = b.add(t, one_v), sp1 = b.add(s, one_v);
   std::vector<Value> w = {cc2(b, tp1), cc1(b, t), cc1(b, s), cc2(b, sp1)};
-  std::vector<Value> dw = {dcc2(b, tp1), dcc1(b, t), b.unary("stablehlo.negate", dcc1(b, s)),
-                           b.unary("stablehlo.negate", dcc2(b, sp1))};
+  std::vector<Value> dw = {dcc2(b, tp1), dcc1(b, t), b.neg(dcc1(b, s)), b.neg(dcc2(b, sp1))};
   std::vector<Tap> out;
   for (int k = 0; k < 4; ++k) {
-    Value p = add(b, x0, cst(b, k - 1, g));
+    Value p = b.add(x0, full_like(b, k - 1, g));
     if (padding != kZeros) p = pad_coord(b, {p, one_v}, size, padding, align).x;
     // Truncate toward zero like CPU's integer cast.
-    p = mul(b, b.unary("stablehlo.sign", p), floor_(b, b.unary("stablehlo.abs", p)));
+    p = b.mul(b.sign(p), floor_(b, b.abs(p)));
     out.push_back({p, w[k], dw[k]});
   }
   return out;
@@ -141,9 +139,8 @@ std::vector<Combo> combos(Builder& b, Value grid, int64_t n, int64_t o, const Di
     Value g = b.reshape(b.slice(grid, {0, comp}, {no, comp + 1}, {1, 1}), {no});
     taps[d] = taps_for(b, g, sp[d], interp, padding, align, &(*mults)[d]);
   }
-  Value base = b.reshape(b.binary("stablehlo.multiply", b.iota({n, o}, 0, ElemType::kS64),
-                                  b.constant(static_cast<double>(st), ElemType::kS64, {n, o})),
-                         {no});
+  Value base = b.reshape(
+      b.mul(b.iota({n, o}, 0, ElemType::kS64), b.constant(static_cast<double>(st), ElemType::kS64, {n, o})), {no});
   std::vector<Combo> out;
   std::vector<size_t> k(nd, 0);
   while (true) {
@@ -154,21 +151,20 @@ std::vector<Combo> combos(Builder& b, Value grid, int64_t n, int64_t o, const Di
     for (int64_t d = 0; d < nd; ++d) {
       stride /= sp[d];
       Value p = taps[d][k[d]].pos;
-      Value hi = cst(b, static_cast<double>(sp[d] - 1), p), lo = cst(b, 0, p);
-      Value ok = b.binary("stablehlo.and", b.compare(p, lo, "GE"), b.compare(p, hi, "LE"));
-      valid = d == 0 ? ok : b.binary("stablehlo.and", valid, ok);
+      Value hi = full_like(b, static_cast<double>(sp[d] - 1), p), lo = full_like(b, 0, p);
+      Value ok = b.and_(b.compare(p, lo, Direction::kGe), b.compare(p, hi, Direction::kLe));
+      valid = d == 0 ? ok : b.and_(valid, ok);
       Value pi = b.convert(b.clamp(lo, p, hi), ElemType::kS64);
-      idx = add(b, idx,
-                b.binary("stablehlo.multiply", pi, b.constant(static_cast<double>(stride), ElemType::kS64, {no})));
+      idx = b.add(idx, b.mul(pi, b.constant(static_cast<double>(stride), ElemType::kS64, {no})));
     }
     c.idx = idx;
     c.valid = valid;
     for (int64_t d = 0; d < nd; ++d) {
       Value w = taps[d][k[d]].w;
-      c.w = d == 0 ? w : mul(b, c.w, w);
+      c.w = d == 0 ? w : b.mul(c.w, w);
       Value dd = taps[d][k[d]].dw;
       for (int64_t e = 0; e < nd; ++e)
-        if (e != d) dd = mul(b, dd, taps[e][k[e]].w);
+        if (e != d) dd = b.mul(dd, taps[e][k[e]].w);
       c.dw.push_back(dd);
     }
     out.push_back(c);
@@ -253,7 +249,7 @@ at::Tensor grid_sampler(const at::Tensor& input, const at::Tensor& grid, int64_t
   auto ct = opmath(input.scalar_type());
   ElemType e = to_elem(ct);
   int64_t no = s.n * s.o;
-  eager::OpCall call(kNd == 2 ? "grid_sampler_2d" : "grid_sampler_3d");
+  record::OpCall call(kNd == 2 ? "grid_sampler_2d" : "grid_sampler_3d");
   call.attr(interp).attr(padding).attr(align).attr(static_cast<int64_t>(ct));
   call.input(input);
   call.input(grid);
@@ -266,10 +262,10 @@ at::Tensor grid_sampler(const at::Tensor& input, const at::Tensor& grid, int64_t
     Dims rc = {no, s.c};
     Value acc = zero(b, e, rc);
     for (auto& c : cs) {
-      Value v = misc::gather_rows(b, rows, c.idx);
-      Value w = b.broadcast_in_dim(b.select(c.valid, c.w, cst(b, 0, c.w)), rc, {0});
+      Value v = gather_rows(b, rows, c.idx);
+      Value w = b.broadcast_in_dim(b.select(c.valid, c.w, full_like(b, 0, c.w)), rc, {0});
       v = b.select(b.broadcast_in_dim(c.valid, rc, {0}), v, zero(b, e, rc));
-      acc = add(b, acc, mul(b, v, w));
+      acc = b.add(acc, b.mul(v, w));
     }
     return Values{from_rows(b, acc, s.n, s.c, s.osp)};
   });
@@ -293,7 +289,7 @@ std::tuple<at::Tensor, at::Tensor> grid_sampler_backward(const at::Tensor& grad,
   }
   auto ct = opmath(input.scalar_type());
   ElemType e = to_elem(ct);
-  eager::OpCall call(kNd == 2 ? "grid_sampler_2d_backward" : "grid_sampler_3d_backward");
+  record::OpCall call(kNd == 2 ? "grid_sampler_2d_backward" : "grid_sampler_3d_backward");
   call.attr(interp).attr(padding).attr(align).attr(want_input).attr(static_cast<int64_t>(ct));
   call.input(grad);
   call.input(input);
@@ -314,16 +310,16 @@ std::tuple<at::Tensor, at::Tensor> grid_sampler_backward(const at::Tensor& grad,
     for (auto& c : cs) {
       Value validb = b.broadcast_in_dim(c.valid, rc, {0});
       if (want_input) {
-        Value w = b.broadcast_in_dim(b.select(c.valid, c.w, cst(b, 0, c.w)), rc, {0});
-        gin = misc::scatter_rows(b, gin, c.idx, mul(b, go, w), "stablehlo.add");
+        Value w = b.broadcast_in_dim(b.select(c.valid, c.w, full_like(b, 0, c.w)), rc, {0});
+        gin = scatter_rows(b, gin, c.idx, b.mul(go, w), BinaryOp::kAdd);
       }
       if (interp == kNearest) continue;
-      Value v = b.select(validb, misc::gather_rows(b, rows, c.idx), zero(b, e, rc));
-      Value gv = b.reduce(mul(b, go, v), zero(b, e), {1}, "stablehlo.add");
-      for (int64_t d = 0; d < kNd; ++d) ggd[d] = add(b, ggd[d], mul(b, gv, c.dw[d]));
+      Value v = b.select(validb, gather_rows(b, rows, c.idx), zero(b, e, rc));
+      Value gv = b.reduce(b.mul(go, v), zero(b, e), {1}, BinaryOp::kAdd);
+      for (int64_t d = 0; d < kNd; ++d) ggd[d] = b.add(ggd[d], b.mul(gv, c.dw[d]));
     }
     std::vector<Value> comps(kNd);
-    for (int64_t d = 0; d < kNd; ++d) comps[kNd - 1 - d] = b.reshape(mul(b, ggd[d], mults[d]), {no, 1});
+    for (int64_t d = 0; d < kNd; ++d) comps[kNd - 1 - d] = b.reshape(b.mul(ggd[d], mults[d]), {no, 1});
     Value ggv = b.reshape(b.concatenate(comps, 1), gd);
     Values outs;
     if (want_input) {

@@ -25,8 +25,8 @@ Value mean_keep(Builder& b, Value x, int64_t axis) {
       keep.push_back(i);
     }
   }
-  Value s = b.reduce(x, zero(b, b.elem(x)), red, "stablehlo.add");
-  s = b.binary("stablehlo.divide", s, b.constant(static_cast<double>(n), b.elem(x), b.dims(s)));
+  Value s = b.reduce(x, zero(b, b.elem(x)), red, BinaryOp::kAdd);
+  s = b.div(s, b.constant(static_cast<double>(n), b.elem(x), b.dims(s)));
   return b.broadcast_in_dim(s, d, keep);
 }
 
@@ -34,7 +34,7 @@ Value mean_keep(Builder& b, Value x, int64_t axis) {
 Value sum_batch(Builder& b, Value x, int64_t axis) {
   Dims red;
   for (int64_t i = 0; i < axis; ++i) red.push_back(i);
-  return b.reduce(x, zero(b, b.elem(x)), red, "stablehlo.add");
+  return b.reduce(x, zero(b, b.elem(x)), red, BinaryOp::kAdd);
 }
 
 // --- layer norm -----------------------------------------------------------------
@@ -84,7 +84,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(const at::Tenso
   at::Tensor rstd = empty_tpu(stat_shape, stat_dtype, input.device());
   auto ct = opmath(input.scalar_type());
 
-  eager::OpCall call("native_layer_norm");
+  record::OpCall call("native_layer_norm");
   call.attr(axis).attr(weight.defined()).attr(bias.defined()).attr(static_cast<int64_t>(ct));
   call.input(input);
   call.scalar(eps, ct);
@@ -98,13 +98,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(const at::Tenso
     Value x = b.convert(in[0], e);
     const Dims& d = b.dims(x);
     Value mu = mean_keep(b, x, axis);
-    Value xc = sub(b, x, mu);
-    Value var = mean_keep(b, mul(b, xc, xc), axis);
-    Value r = b.unary("stablehlo.rsqrt", add(b, var, b.broadcast_to(b.convert(in[1], e), d)));
-    Value y = mul(b, xc, r);
+    Value xc = b.sub(x, mu);
+    Value var = mean_keep(b, b.mul(xc, xc), axis);
+    Value r = b.rsqrt(b.add(var, b.broadcast_to(b.convert(in[1], e), d)));
+    Value y = b.mul(xc, r);
     size_t i = 2;
-    if (weight.defined()) y = mul(b, y, b.broadcast_to(b.convert(in[i++], e), d));
-    if (bias.defined()) y = add(b, y, b.broadcast_to(b.convert(in[i++], e), d));
+    if (weight.defined()) y = b.mul(y, b.broadcast_to(b.convert(in[i++], e), d));
+    if (bias.defined()) y = b.add(y, b.broadcast_to(b.convert(in[i++], e), d));
     Dims sd(stat_shape.begin(), stat_shape.end());
     // mu and r are constant over the normalized dims; slice one element.
     Dims zeros(d.size(), 0), ones_stride(d.size(), 1);
@@ -129,7 +129,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(
   if (!gi.defined() && !gw.defined() && !gb.defined()) return {gi, gw, gb};
   auto ct = opmath(input.scalar_type());
 
-  eager::OpCall call("native_layer_norm_backward");
+  record::OpCall call("native_layer_norm_backward");
   call.attr(axis).attr(weight.defined()).attr(gi.defined()).attr(gw.defined()).attr(gb.defined());
   call.attr(static_cast<int64_t>(ct));
   call.input(grad_out);
@@ -147,15 +147,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(
     const Dims& d = b.dims(x);
     Value mu = b.broadcast_to(b.convert(in[2], e), d);
     Value r = b.broadcast_to(b.convert(in[3], e), d);
-    Value xhat = mul(b, sub(b, x, mu), r);
+    Value xhat = b.mul(b.sub(x, mu), r);
     Values outs;
     if (gi.defined()) {
-      Value gx = weight.defined() ? mul(b, g, b.broadcast_to(b.convert(in[4], e), d)) : g;
+      Value gx = weight.defined() ? b.mul(g, b.broadcast_to(b.convert(in[4], e), d)) : g;
       // dx = rstd * (gx - mean(gx) - xhat * mean(gx * xhat))
-      Value t = sub(b, sub(b, gx, mean_keep(b, gx, axis)), mul(b, xhat, mean_keep(b, mul(b, gx, xhat), axis)));
-      outs.push_back(mul(b, r, t));
+      Value t = b.sub(b.sub(gx, mean_keep(b, gx, axis)), b.mul(xhat, mean_keep(b, b.mul(gx, xhat), axis)));
+      outs.push_back(b.mul(r, t));
     }
-    if (gw.defined()) outs.push_back(sum_batch(b, mul(b, g, xhat), axis));
+    if (gw.defined()) outs.push_back(sum_batch(b, b.mul(g, xhat), axis));
     if (gb.defined()) outs.push_back(sum_batch(b, g, axis));
     return outs;
   });

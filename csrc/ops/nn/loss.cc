@@ -17,7 +17,6 @@
 #include <torch/library.h>
 
 #include "ops/common.h"
-#include "ops/misc_helpers.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -31,7 +30,7 @@ Value full(Builder& b, double v, Value like) { return b.constant(v, b.elem(like)
 Value sum_all(Builder& b, Value x) {
   Dims all;
   for (int64_t i = 0; i < (int64_t)b.dims(x).size(); ++i) all.push_back(i);
-  return b.reduce(x, zero(b, b.elem(x)), all, "stablehlo.add");
+  return b.reduce(x, zero(b, b.elem(x)), all, BinaryOp::kAdd);
 }
 
 Dims except(int64_t rank, int64_t dim) {
@@ -91,12 +90,12 @@ NllParts nll_parts(Builder& b, Value x, Value target, Value weight, bool has_wei
   const Dims& td = b.dims(t);
   Value tb = b.broadcast_in_dim(t, xd, except(rank, cdim));
   NllParts p;
-  p.onehot = b.compare(b.iota(xd, cdim, ElemType::kS64), tb, "EQ");
-  p.valid = b.compare(t, b.broadcast_to(ignore, td), "NE");
+  p.onehot = b.compare(b.iota(xd, cdim, ElemType::kS64), tb, Direction::kEq);
+  p.valid = b.compare(t, b.broadcast_to(ignore, td), Direction::kNe);
   Value w;
   if (has_weight) {
     Value wb = b.broadcast_in_dim(b.convert(weight, e), xd, {cdim});
-    w = b.reduce(b.select(p.onehot, wb, zero(b, e, xd)), zero(b, e), {cdim}, "stablehlo.add");
+    w = b.reduce(b.select(p.onehot, wb, zero(b, e, xd)), zero(b, e), {cdim}, BinaryOp::kAdd);
   } else {
     w = b.constant(1.0, e, td);
   }
@@ -107,7 +106,7 @@ NllParts nll_parts(Builder& b, Value x, Value target, Value weight, bool has_wei
 void nll_forward_into(const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, int64_t reduction,
                       int64_t ignore_index, const at::Tensor& out, const at::Tensor& total_weight) {
   auto ct = opmath(self.scalar_type());
-  eager::OpCall call("nll_loss_forward");
+  record::OpCall call("nll_loss_forward");
   call.attr(reduction).attr(weight.defined()).attr(static_cast<int64_t>(ct));
   call.input(self);
   call.input(target);
@@ -120,12 +119,12 @@ void nll_forward_into(const at::Tensor& self, const at::Tensor& target, const at
     Value x = b.convert(in[0], e);
     NllParts p = nll_parts(b, x, in[1], weight.defined() ? in[3] : in[0], weight.defined(), in[2], e);
     int64_t cdim = b.dims(x).size() == 1 ? 0 : 1;
-    Value picked = b.reduce(b.select(p.onehot, x, zero(b, e, b.dims(x))), zero(b, e), {cdim}, "stablehlo.add");
-    Value loss = b.select(p.valid, b.unary("stablehlo.negate", mul(b, p.w, picked)), zero(b, e, b.dims(picked)));
+    Value picked = b.reduce(b.select(p.onehot, x, zero(b, e, b.dims(x))), zero(b, e), {cdim}, BinaryOp::kAdd);
+    Value loss = b.select(p.valid, b.neg(b.mul(p.w, picked)), zero(b, e, b.dims(picked)));
     if (reduction == kNone) return Values{loss, zero(b, e)};
     Value total = sum_all(b, p.w);
     Value s = sum_all(b, loss);
-    if (reduction == kMean) s = b.binary("stablehlo.divide", s, total);
+    if (reduction == kMean) s = b.div(s, total);
     return Values{s, total};
   });
 }
@@ -161,7 +160,7 @@ void nll_backward_into(const at::Tensor& grad, const at::Tensor& self, const at:
                        const at::Tensor& weight, int64_t reduction, int64_t ignore_index,
                        const at::Tensor& total_weight, const at::Tensor& out) {
   auto ct = opmath(self.scalar_type());
-  eager::OpCall call("nll_loss_backward");
+  record::OpCall call("nll_loss_backward");
   call.attr(reduction).attr(weight.defined()).attr(static_cast<int64_t>(ct));
   call.input(grad);
   call.input(self);
@@ -183,11 +182,11 @@ void nll_backward_into(const at::Tensor& grad, const at::Tensor& self, const at:
       g = b.reshape(g, td);
     } else {
       g = b.broadcast_to(b.reshape(g, {}), td);
-      if (reduction == kMean) g = b.binary("stablehlo.divide", g, b.broadcast_to(b.convert(in[4], e), td));
+      if (reduction == kMean) g = b.div(g, b.broadcast_to(b.convert(in[4], e), td));
     }
-    Value per = b.unary("stablehlo.negate", mul(b, p.w, g));  // target's shape
+    Value per = b.neg(b.mul(p.w, g));  // target's shape
     Value pb = b.broadcast_in_dim(per, xd, except(rank, cdim));
-    Value hit = b.binary("stablehlo.and", p.onehot, b.broadcast_in_dim(p.valid, xd, except(rank, cdim)));
+    Value hit = b.and_(p.onehot, b.broadcast_in_dim(p.valid, xd, except(rank, cdim)));
     return Values{b.select(hit, pb, zero(b, e, xd))};
   });
 }
@@ -229,25 +228,25 @@ const char* loss_name(int64_t k) { return k == kMse ? "mse_loss" : k == kSmoothL
 
 // Per-element loss of d = x - t with parameter `p` (beta or delta).
 Value loss_fwd(Builder& b, int64_t kind, Value d, Value p) {
-  if (kind == kMse) return mul(b, d, d);
-  Value ad = b.unary("stablehlo.abs", d);
+  if (kind == kMse) return b.mul(d, d);
+  Value ad = b.abs(d);
   Value half = full(b, 0.5, d);
-  Value small = b.compare(ad, p, "LT");
+  Value small = b.compare(ad, p, Direction::kLt);
   if (kind == kSmoothL1) {
-    Value quad = b.binary("stablehlo.divide", mul(b, half, mul(b, d, d)), p);
-    return b.select(small, quad, sub(b, ad, mul(b, half, p)));
+    Value quad = b.div(b.mul(half, b.mul(d, d)), p);
+    return b.select(small, quad, b.sub(ad, b.mul(half, p)));
   }
-  return b.select(small, mul(b, half, mul(b, d, d)), mul(b, p, sub(b, ad, mul(b, half, p))));
+  return b.select(small, b.mul(half, b.mul(d, d)), b.mul(p, b.sub(ad, b.mul(half, p))));
 }
 
 // d loss / d x (before the grad and mean scaling), PyTorch CPU's formulas.
 Value loss_bwd(Builder& b, int64_t kind, Value d, Value p) {
-  if (kind == kMse) return mul(b, full(b, 2.0, d), d);
-  Value neg_p = b.unary("stablehlo.negate", p);
-  Value lo = b.compare(d, neg_p, "LT");
-  Value hi = b.compare(d, p, "GT");
+  if (kind == kMse) return b.mul(full(b, 2.0, d), d);
+  Value neg_p = b.neg(p);
+  Value lo = b.compare(d, neg_p, Direction::kLt);
+  Value hi = b.compare(d, p, Direction::kGt);
   if (kind == kSmoothL1) {
-    Value mid = b.binary("stablehlo.divide", d, p);
+    Value mid = b.div(d, p);
     return b.select(lo, full(b, -1.0, d), b.select(hi, full(b, 1.0, d), mid));
   }
   return b.select(lo, neg_p, b.select(hi, p, d));
@@ -267,7 +266,7 @@ void loss_into(int64_t kind, const at::Tensor& self, const at::Tensor& target, i
   auto ct = opmath(dtype);
   auto shape = broadcast_shape({self, target});
   int64_t n = c10::multiply_integers(shape);
-  eager::OpCall call(loss_name(kind));
+  record::OpCall call(loss_name(kind));
   call.attr(reduction).attr(static_cast<int64_t>(ct));
   call.input(self);
   call.input(target);
@@ -276,11 +275,11 @@ void loss_into(int64_t kind, const at::Tensor& self, const at::Tensor& target, i
   call.run([&](Builder& b, const Values& in) {
     ElemType e = to_elem(ct);
     Dims d(shape.begin(), shape.end());
-    Value diff = sub(b, b.broadcast_to(b.convert(in[0], e), d), b.broadcast_to(b.convert(in[1], e), d));
+    Value diff = b.sub(b.broadcast_to(b.convert(in[0], e), d), b.broadcast_to(b.convert(in[1], e), d));
     Value l = loss_fwd(b, kind, diff, b.broadcast_to(b.convert(in[2], e), d));
     if (reduction == kNone) return Values{l};
     Value s = sum_all(b, l);
-    if (reduction == kMean) s = b.binary("stablehlo.divide", s, b.constant(static_cast<double>(n), e));
+    if (reduction == kMean) s = b.div(s, b.constant(static_cast<double>(n), e));
     return Values{s};
   });
 }
@@ -316,7 +315,7 @@ void loss_backward_into(int64_t kind, const at::Tensor& grad, const at::Tensor& 
   auto ct = opmath(out.scalar_type());
   std::vector<int64_t> shape(out.sizes().begin(), out.sizes().end());
   int64_t n = c10::multiply_integers(broadcast_shape({self, target}));
-  eager::OpCall call(loss_name(kind));
+  record::OpCall call(loss_name(kind));
   call.attr(reduction).attr(static_cast<int64_t>(ct)).attr(int64_t{1});  // 1: backward
   call.input(grad);
   call.input(self);
@@ -326,11 +325,11 @@ void loss_backward_into(int64_t kind, const at::Tensor& grad, const at::Tensor& 
   call.run([&](Builder& b, const Values& in) {
     ElemType e = to_elem(ct);
     Dims d(shape.begin(), shape.end());
-    Value diff = sub(b, b.broadcast_to(b.convert(in[1], e), d), b.broadcast_to(b.convert(in[2], e), d));
+    Value diff = b.sub(b.broadcast_to(b.convert(in[1], e), d), b.broadcast_to(b.convert(in[2], e), d));
     Value dl = loss_bwd(b, kind, diff, b.broadcast_to(b.convert(in[3], e), d));
     Value g = b.broadcast_to(b.convert(in[0], e), d);
-    if (reduction == kMean) g = b.binary("stablehlo.divide", g, b.constant(static_cast<double>(n), e, d));
-    return Values{mul(b, dl, g)};
+    if (reduction == kMean) g = b.div(g, b.constant(static_cast<double>(n), e, d));
+    return Values{b.mul(dl, g)};
   });
 }
 
@@ -372,7 +371,6 @@ at::Tensor& mse_bwd_out(const at::Tensor& g, const at::Tensor& s, const at::Tens
 
 // --- binary_cross_entropy ---------------------------------------------------------
 
-using misc::dims_of;
 
 void check_bce(const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight) {
   TORCH_CHECK(self.sizes().equals(target.sizes()), "Using a target size (", target.sizes(),
@@ -386,7 +384,7 @@ void check_bce(const at::Tensor& self, const at::Tensor& target, const at::Tenso
 void bce_into(const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, int64_t reduction,
               const at::Tensor& out) {
   auto ct = opmath(self.scalar_type());
-  eager::OpCall call("binary_cross_entropy");
+  record::OpCall call("binary_cross_entropy");
   call.attr(reduction).attr(weight.defined()).attr(static_cast<int64_t>(ct));
   call.input(self);
   call.input(target);
@@ -397,14 +395,14 @@ void bce_into(const at::Tensor& self, const at::Tensor& target, const at::Tensor
     ElemType e = to_elem(ct);
     Value x = b.convert(in[0], e), t = b.convert(in[1], e);
     Value floor = b.constant(-100.0, e, shape);
-    Value lx = b.binary("stablehlo.maximum", b.unary("stablehlo.log", x), floor);
-    Value l1x = b.binary("stablehlo.maximum", b.unary("stablehlo.log_plus_one", b.unary("stablehlo.negate", x)), floor);
-    Value onem = sub(b, one(b, e, shape), t);
-    Value loss = b.unary("stablehlo.negate", add(b, mul(b, t, lx), mul(b, onem, l1x)));
-    if (weight.defined()) loss = mul(b, loss, b.broadcast_to(b.convert(in[2], e), shape));
+    Value lx = b.max(b.log(x), floor);
+    Value l1x = b.max(b.log1p(b.neg(x)), floor);
+    Value onem = b.sub(one(b, e, shape), t);
+    Value loss = b.neg(b.add(b.mul(t, lx), b.mul(onem, l1x)));
+    if (weight.defined()) loss = b.mul(loss, b.broadcast_to(b.convert(in[2], e), shape));
     if (reduction == kNone) return Values{loss};
     Value s = sum_all(b, loss);
-    if (reduction == kMean) s = div(b, s, b.constant(static_cast<double>(b.type(loss).numel()), e));
+    if (reduction == kMean) s = b.div(s, b.constant(static_cast<double>(b.type(loss).numel()), e));
     return Values{s};
   });
 }
@@ -430,7 +428,7 @@ at::Tensor& bce_backward_out(const at::Tensor& grad, const at::Tensor& self, con
   check_bce(self, target, weight);
   prepare_out(grad_input, self.sizes(), self.scalar_type(), "binary_cross_entropy_backward");
   auto ct = opmath(self.scalar_type());
-  eager::OpCall call("binary_cross_entropy_backward");
+  record::OpCall call("binary_cross_entropy_backward");
   call.attr(reduction).attr(weight.defined()).attr(static_cast<int64_t>(ct));
   call.input(grad);
   call.input(self);
@@ -442,10 +440,10 @@ at::Tensor& bce_backward_out(const at::Tensor& grad, const at::Tensor& self, con
     ElemType e = to_elem(ct);
     Value g = b.broadcast_to(b.convert(in[0], e), shape);
     Value x = b.convert(in[1], e), t = b.convert(in[2], e);
-    Value denom = b.binary("stablehlo.maximum", mul(b, x, sub(b, one(b, e, shape), x)), b.constant(1e-12, e, shape));
-    Value r = mul(b, g, div(b, sub(b, x, t), denom));
-    if (weight.defined()) r = mul(b, r, b.broadcast_to(b.convert(in[3], e), shape));
-    if (reduction == kMean) r = div(b, r, b.constant(static_cast<double>(b.type(x).numel()), e, shape));
+    Value denom = b.max(b.mul(x, b.sub(one(b, e, shape), x)), b.constant(1e-12, e, shape));
+    Value r = b.mul(g, b.div(b.sub(x, t), denom));
+    if (weight.defined()) r = b.mul(r, b.broadcast_to(b.convert(in[3], e), shape));
+    if (reduction == kMean) r = b.div(r, b.constant(static_cast<double>(b.type(x).numel()), e, shape));
     return Values{r};
   });
   return grad_input;

@@ -13,8 +13,6 @@ using ir::Dims;
 
 constexpr int64_t kNone = 0, kMean = 1;
 
-Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
-
 struct Frames {
   int64_t n, c;
 };
@@ -30,8 +28,8 @@ Frames frames_of(const at::Tensor& self) {
 // Per-sample loss [N] reduced as `reduction` asks.
 Value reduce_loss(Builder& b, Value per, int64_t reduction, int64_t n, const Dims& out_dims) {
   if (reduction == kNone) return b.reshape(per, out_dims);
-  Value s = b.reduce(per, zero(b, b.elem(per)), {0}, "stablehlo.add");
-  if (reduction == kMean) s = div(b, s, b.constant(static_cast<double>(n), b.elem(per)));
+  Value s = b.reduce(per, zero(b, b.elem(per)), {0}, BinaryOp::kAdd);
+  if (reduction == kMean) s = b.div(s, b.constant(static_cast<double>(n), b.elem(per)));
   return s;
 }
 
@@ -40,7 +38,7 @@ Value grad_scale(Builder& b, Value g, int64_t reduction, int64_t n) {
   ElemType e = b.elem(g);
   if (reduction == kNone && b.dims(g).size() == 1) return g;
   Value s = b.reshape(g, {});
-  if (reduction == kMean) s = div(b, s, b.constant(static_cast<double>(n), e));
+  if (reduction == kMean) s = b.div(s, b.constant(static_cast<double>(n), e));
   return b.broadcast_in_dim(s, {n}, {});
 }
 
@@ -68,14 +66,14 @@ MultiMargin multi_margin_parts(Builder& b, Value x0, Value t0, Value margin, con
   Dims nc = {f.n, f.c};
   Value x = b.reshape(b.convert(x0, e), nc);
   Value t = b.broadcast_in_dim(b.reshape(b.convert(t0, ElemType::kS64), {f.n}), nc, {0});
-  Value onehot = b.compare(t, b.iota(nc, 1, ElemType::kS64), "EQ");
+  Value onehot = b.compare(t, b.iota(nc, 1, ElemType::kS64), Direction::kEq);
   Value zeros = zero(b, e, nc);
-  Value xy = b.reduce(b.select(onehot, x, zeros), zero(b, e), {1}, "stablehlo.add");
-  Value z = add(b, sub(b, b.broadcast_to(margin, nc), b.broadcast_in_dim(xy, nc, {0})), x);
+  Value xy = b.reduce(b.select(onehot, x, zeros), zero(b, e), {1}, BinaryOp::kAdd);
+  Value z = b.add(b.sub(b.broadcast_to(margin, nc), b.broadcast_in_dim(xy, nc, {0})), x);
   Value wy = b.constant(1.0, e, {f.n});
   if (w) {
     Value wb = b.broadcast_in_dim(b.reshape(b.convert(*w, e), {f.c}), nc, {1});
-    wy = b.reduce(b.select(onehot, wb, zeros), zero(b, e), {1}, "stablehlo.add");
+    wy = b.reduce(b.select(onehot, wb, zeros), zero(b, e), {1}, BinaryOp::kAdd);
   }
   return {x, onehot, z, wy};
 }
@@ -91,7 +89,7 @@ at::Tensor multi_margin_loss(const at::Tensor& self, const at::Tensor& target, c
   auto ct = opmath(self.scalar_type());
   ElemType e = to_elem(ct);
   bool p2 = p.toDouble() == 2;
-  eager::OpCall call("multi_margin_loss");
+  record::OpCall call("multi_margin_loss");
   call.attr(p2).attr(has_w).attr(reduction).attr(static_cast<int64_t>(ct));
   call.input(self);
   call.input(target);
@@ -102,11 +100,11 @@ at::Tensor multi_margin_loss(const at::Tensor& self, const at::Tensor& target, c
     Value m = in[has_w ? 3 : 2];
     MultiMargin mm = multi_margin_parts(b, in[0], in[1], m, has_w ? &in[2] : nullptr, f, e);
     Dims nc = {f.n, f.c};
-    Value h = b.binary("stablehlo.maximum", mm.z, zero(b, e, nc));
-    if (p2) h = mul(b, h, h);
+    Value h = b.max(mm.z, zero(b, e, nc));
+    if (p2) h = b.mul(h, h);
     h = b.select(mm.onehot, zero(b, e, nc), h);
-    Value per = b.reduce(h, zero(b, e), {1}, "stablehlo.add");
-    per = div(b, mul(b, per, mm.wy), b.constant(static_cast<double>(f.c), e, {f.n}));
+    Value per = b.reduce(h, zero(b, e), {1}, BinaryOp::kAdd);
+    per = b.div(b.mul(per, mm.wy), b.constant(static_cast<double>(f.c), e, {f.n}));
     return Values{reduce_loss(b, per, reduction, f.n, Dims(shape.begin(), shape.end()))};
   });
   return out;
@@ -123,7 +121,7 @@ at::Tensor multi_margin_loss_backward(const at::Tensor& grad, const at::Tensor& 
   ElemType e = to_elem(ct);
   bool p2 = p.toDouble() == 2;
   Dims sd(self.sizes().begin(), self.sizes().end());
-  eager::OpCall call("multi_margin_loss_backward");
+  record::OpCall call("multi_margin_loss_backward");
   call.attr(p2).attr(has_w).attr(reduction).attr(static_cast<int64_t>(ct));
   call.input(grad);
   call.input(self);
@@ -136,12 +134,13 @@ at::Tensor multi_margin_loss_backward(const at::Tensor& grad, const at::Tensor& 
     MultiMargin mm = multi_margin_parts(b, in[1], in[2], m, has_w ? &in[3] : nullptr, f, e);
     Dims nc = {f.n, f.c};
     Value gs = grad_scale(b, b.convert(in[0], e), reduction, f.n);
-    Value coef = div(b, mul(b, gs, mm.wy), b.constant(static_cast<double>(f.c), e, {f.n}));
+    Value coef = b.div(b.mul(gs, mm.wy), b.constant(static_cast<double>(f.c), e, {f.n}));
     Value zero_nc = zero(b, e, nc);
-    Value d = b.select(b.compare(mm.z, zero_nc, "GT"), p2 ? mul(b, cst(b, 2, mm.z), mm.z) : cst(b, 1, mm.z), zero_nc);
-    d = b.select(mm.onehot, zero_nc, mul(b, d, b.broadcast_in_dim(coef, nc, {0})));
-    Value tot = b.broadcast_in_dim(b.reduce(d, zero(b, e), {1}, "stablehlo.add"), nc, {0});
-    Value r = b.select(mm.onehot, b.unary("stablehlo.negate", tot), d);
+    Value d = b.select(b.compare(mm.z, zero_nc, Direction::kGt),
+                       p2 ? b.mul(full_like(b, 2, mm.z), mm.z) : full_like(b, 1, mm.z), zero_nc);
+    d = b.select(mm.onehot, zero_nc, b.mul(d, b.broadcast_in_dim(coef, nc, {0})));
+    Value tot = b.broadcast_in_dim(b.reduce(d, zero(b, e), {1}, BinaryOp::kAdd), nc, {0});
+    Value r = b.select(mm.onehot, b.neg(tot), d);
     return Values{b.reshape(r, sd)};
   });
   return out;
@@ -171,26 +170,26 @@ Multilabel multilabel_parts(Builder& b, Value x0, Value t0, Frames f, ElemType e
   Value x = b.reshape(b.convert(x0, e), nc);
   Value t = b.reshape(t0, nc);
   // Targets count up to the first -1 (a running minimum of t >= 0).
-  Value nonneg = b.select(b.compare(t, zero(b, ElemType::kS64, nc), "GE"), one(b, ElemType::kS64, nc),
+  Value nonneg = b.select(b.compare(t, zero(b, ElemType::kS64, nc), Direction::kGe), one(b, ElemType::kS64, nc),
                           zero(b, ElemType::kS64, nc));
   Value run = b.reduce_window(nonneg, one(b, ElemType::kS64), {1, f.c}, {1, 1}, {1, 1}, {1, 1}, {{0, 0}, {f.c - 1, 0}},
-                              "stablehlo.minimum");
-  Value valid = b.compare(run, one(b, ElemType::kS64, nc), "EQ");
-  Value onehot = b.binary("stablehlo.and", b.broadcast_in_dim(valid, ncc, {0, 1}),
-                          b.compare(b.broadcast_in_dim(t, ncc, {0, 1}), b.iota(ncc, 2, ElemType::kS64), "EQ"));
+                              BinaryOp::kMin);
+  Value valid = b.compare(run, one(b, ElemType::kS64, nc), Direction::kEq);
+  Value onehot = b.and_(b.broadcast_in_dim(valid, ncc, {0, 1}),
+                        b.compare(b.broadcast_in_dim(t, ncc, {0, 1}), b.iota(ncc, 2, ElemType::kS64), Direction::kEq));
   Value zeros3 = zero(b, e, ncc), ones3 = one(b, e, ncc);
   Value oh = b.select(onehot, ones3, zeros3);
-  Value is_t = b.reduce(oh, zero(b, e), {1}, "stablehlo.maximum");
+  Value is_t = b.reduce(oh, zero(b, e), {1}, BinaryOp::kMax);
   Value xk = b.broadcast_in_dim(x, ncc, {0, 2});
-  Value xy = b.reduce(b.select(onehot, xk, zeros3), zero(b, e), {2}, "stablehlo.add");
-  Value z = add(b, sub(b, ones3, b.broadcast_in_dim(xy, ncc, {0, 1})), xk);
+  Value xy = b.reduce(b.select(onehot, xk, zeros3), zero(b, e), {2}, BinaryOp::kAdd);
+  Value z = b.add(b.sub(ones3, b.broadcast_in_dim(xy, ncc, {0, 1})), xk);
   return {x, onehot, is_t, valid, z};
 }
 // Mask of (j, k) terms that count: j a valid target, k not a target.
 Value term_mask(Builder& b, const Multilabel& ml, Frames f, ElemType e) {
   Dims ncc = {f.n, f.c, f.c};
-  Value not_t = b.compare(b.broadcast_in_dim(ml.is_t, ncc, {0, 2}), zero(b, e, ncc), "EQ");
-  return b.binary("stablehlo.and", b.broadcast_in_dim(ml.valid, ncc, {0, 1}), not_t);
+  Value not_t = b.compare(b.broadcast_in_dim(ml.is_t, ncc, {0, 2}), zero(b, e, ncc), Direction::kEq);
+  return b.and_(b.broadcast_in_dim(ml.valid, ncc, {0, 1}), not_t);
 }
 
 std::tuple<at::Tensor, at::Tensor> multilabel_margin_loss_forward(const at::Tensor& self, const at::Tensor& target,
@@ -204,7 +203,7 @@ std::tuple<at::Tensor, at::Tensor> multilabel_margin_loss_forward(const at::Tens
   auto ct = opmath(self.scalar_type());
   ElemType e = to_elem(ct);
   Dims td(target.sizes().begin(), target.sizes().end());
-  eager::OpCall call("multilabel_margin_loss_forward");
+  record::OpCall call("multilabel_margin_loss_forward");
   call.attr(reduction).attr(static_cast<int64_t>(ct));
   call.input(self);
   call.input(target);
@@ -213,10 +212,10 @@ std::tuple<at::Tensor, at::Tensor> multilabel_margin_loss_forward(const at::Tens
   call.run([&](Builder& b, const Values& in) {
     Multilabel ml = multilabel_parts(b, in[0], in[1], f, e);
     Dims ncc = {f.n, f.c, f.c};
-    Value h = b.binary("stablehlo.maximum", ml.z, zero(b, e, ncc));
+    Value h = b.max(ml.z, zero(b, e, ncc));
     h = b.select(term_mask(b, ml, f, e), h, zero(b, e, ncc));
-    Value per = b.reduce(h, zero(b, e), {1, 2}, "stablehlo.add");
-    per = div(b, per, b.constant(static_cast<double>(f.c), e, {f.n}));
+    Value per = b.reduce(h, zero(b, e), {1, 2}, BinaryOp::kAdd);
+    per = b.div(per, b.constant(static_cast<double>(f.c), e, {f.n}));
     return Values{reduce_loss(b, per, reduction, f.n, Dims(shape.begin(), shape.end())), b.reshape(ml.is_t, td)};
   });
   return {out, is_target};
@@ -230,7 +229,7 @@ at::Tensor multilabel_margin_loss_backward(const at::Tensor& grad, const at::Ten
   auto ct = opmath(self.scalar_type());
   ElemType e = to_elem(ct);
   Dims sd(self.sizes().begin(), self.sizes().end());
-  eager::OpCall call("multilabel_margin_loss_backward");
+  record::OpCall call("multilabel_margin_loss_backward");
   call.attr(reduction).attr(static_cast<int64_t>(ct));
   call.input(grad);
   call.input(self);
@@ -240,14 +239,14 @@ at::Tensor multilabel_margin_loss_backward(const at::Tensor& grad, const at::Ten
     Multilabel ml = multilabel_parts(b, in[1], in[2], f, e);
     Dims nc = {f.n, f.c}, ncc = {f.n, f.c, f.c};
     Value zeros3 = zero(b, e, ncc);
-    Value active = b.binary("stablehlo.and", term_mask(b, ml, f, e), b.compare(ml.z, zeros3, "GT"));
+    Value active = b.and_(term_mask(b, ml, f, e), b.compare(ml.z, zeros3, Direction::kGt));
     Value m = b.select(active, one(b, e, ncc), zeros3);
-    Value plus = b.reduce(m, zero(b, e), {1}, "stablehlo.add");  // [N, k]
-    Value per_j = b.broadcast_in_dim(b.reduce(m, zero(b, e), {2}, "stablehlo.add"), ncc, {0, 1});
-    Value minus = b.reduce(b.select(ml.onehot, per_j, zeros3), zero(b, e), {1}, "stablehlo.add");  // [N, k]
+    Value plus = b.reduce(m, zero(b, e), {1}, BinaryOp::kAdd);  // [N, k]
+    Value per_j = b.broadcast_in_dim(b.reduce(m, zero(b, e), {2}, BinaryOp::kAdd), ncc, {0, 1});
+    Value minus = b.reduce(b.select(ml.onehot, per_j, zeros3), zero(b, e), {1}, BinaryOp::kAdd);  // [N, k]
     Value gs = grad_scale(b, b.convert(in[0], e), reduction, f.n);
-    Value coef = b.broadcast_in_dim(div(b, gs, b.constant(static_cast<double>(f.c), e, {f.n})), nc, {0});
-    return Values{b.reshape(mul(b, sub(b, plus, minus), coef), sd)};
+    Value coef = b.broadcast_in_dim(b.div(gs, b.constant(static_cast<double>(f.c), e, {f.n})), nc, {0});
+    return Values{b.reshape(b.mul(b.sub(plus, minus), coef), sd)};
   });
   return out;
 }

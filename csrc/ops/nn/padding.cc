@@ -46,7 +46,7 @@ at::Tensor constant_pad_nd(const at::Tensor& self, c10::IntArrayRef pad, const c
     if (self.size(d) + std::min<int64_t>(lo[d], 0) + std::min<int64_t>(hi[d], 0) <= 0) return out.fill_(value);
   }
 
-  eager::OpCall call("constant_pad_nd");
+  record::OpCall call("constant_pad_nd");
   call.attr(c10::IntArrayRef(lo)).attr(c10::IntArrayRef(hi));
   call.input(self);
   call.scalar(value, self.scalar_type());
@@ -98,12 +98,12 @@ std::vector<int64_t> pad_output_size(PadMode mode, const at::Tensor& input, c10:
 // Source index along one padded dim for output positions [0, out).
 Value source_index(Builder& b, PadMode mode, int64_t in, int64_t out, int64_t lo) {
   ElemType s32 = ElemType::kS32;
-  Value j = b.binary("stablehlo.subtract", b.iota({out}, 0, s32), b.constant(static_cast<double>(lo), s32, {out}));
+  Value j = b.sub(b.iota({out}, 0, s32), b.constant(static_cast<double>(lo), s32, {out}));
   Value last = b.constant(static_cast<double>(in - 1), s32, {out});
   if (mode == PadMode::kReplicate) return b.clamp(b.constant(0, s32), j, b.constant(static_cast<double>(in - 1), s32));
   // Mirror about 0, then about in-1 (pads are < in, so one fold each suffices).
-  j = b.unary("stablehlo.abs", j);
-  return b.binary("stablehlo.subtract", last, b.unary("stablehlo.abs", b.binary("stablehlo.subtract", last, j)));
+  j = b.abs(j);
+  return b.sub(last, b.abs(b.sub(last, j)));
 }
 
 Value scatter_add_dim(Builder& b, Value acc, int64_t d, Value idx, Value upd) {
@@ -111,7 +111,7 @@ Value scatter_add_dim(Builder& b, Value acc, int64_t d, Value idx, Value upd) {
   for (int64_t i = 0; i < static_cast<int64_t>(b.dims(upd).size()); ++i)
     if (i != d) wins.push_back(i);
   int64_t n = b.dims(idx)[0];
-  return b.scatter(acc, b.reshape(idx, {n, 1}), upd, wins, {d}, {d}, 1, "stablehlo.add");
+  return b.scatter(acc, b.reshape(idx, {n, 1}), upd, wins, {d}, {d}, 1, BinaryOp::kAdd);
 }
 
 void pad_into(PadMode mode, int64_t nsp, const at::Tensor& input, c10::IntArrayRef padding, at::Tensor& out) {
@@ -126,7 +126,7 @@ void pad_into(PadMode mode, int64_t nsp, const at::Tensor& input, c10::IntArrayR
   std::vector<int64_t> in_size(input.sizes().begin(), input.sizes().end());
   std::vector<int64_t> pads(padding.begin(), padding.end());
 
-  eager::OpCall call(mode == PadMode::kReflect ? "reflection_pad" : "replication_pad");
+  record::OpCall call(mode == PadMode::kReflect ? "reflection_pad" : "replication_pad");
   call.attr(static_cast<int64_t>(mode)).attr(nsp).attr(c10::IntArrayRef(pads));
   call.input(input);
   call.output(out);
@@ -154,7 +154,7 @@ void pad_backward_into(PadMode mode, int64_t nsp, const at::Tensor& grad, const 
   std::vector<int64_t> pads(padding.begin(), padding.end());
   auto ct = grad.scalar_type() == c10::kDouble ? c10::kDouble : c10::kFloat;
 
-  eager::OpCall call(mode == PadMode::kReflect ? "reflection_pad_backward" : "replication_pad_backward");
+  record::OpCall call(mode == PadMode::kReflect ? "reflection_pad_backward" : "replication_pad_backward");
   call.attr(static_cast<int64_t>(mode)).attr(nsp).attr(c10::IntArrayRef(pads)).attr(static_cast<int64_t>(ct));
   call.input(grad);
   call.output(grad_input);

@@ -63,7 +63,7 @@ Win adaptive_win(int64_t in, int64_t out) {
   return Win{in, out, slots, true};
 }
 
-void key_wins(eager::OpCall& call, const std::vector<Win>& wins) {
+void key_wins(record::OpCall& call, const std::vector<Win>& wins) {
   for (const Win& w : wins) call.attr(c10::IntArrayRef({w.in, w.out, w.slots, (int64_t)w.adaptive, w.s, w.p, w.d}));
 }
 
@@ -72,25 +72,25 @@ Value i64c(Builder& b, int64_t v, const Dims& dims) { return b.constant((double)
 // Window starts (regular: unclipped o*s - p) and ends (exclusive), i64 [out].
 Value win_start(Builder& b, const Win& w) {
   Value o = b.iota({w.out}, 0, ElemType::kS64);
-  if (w.adaptive) return b.binary("stablehlo.divide", mul(b, o, i64c(b, w.in, {w.out})), i64c(b, w.out, {w.out}));
-  return b.binary("stablehlo.subtract", mul(b, o, i64c(b, w.s, {w.out})), i64c(b, w.p, {w.out}));
+  if (w.adaptive) return b.div(b.mul(o, i64c(b, w.in, {w.out})), i64c(b, w.out, {w.out}));
+  return b.sub(b.mul(o, i64c(b, w.s, {w.out})), i64c(b, w.p, {w.out}));
 }
 Value adaptive_end(Builder& b, const Win& w) {
-  Value o1 = add(b, b.iota({w.out}, 0, ElemType::kS64), i64c(b, 1, {w.out}));
-  Value num = add(b, mul(b, o1, i64c(b, w.in, {w.out})), i64c(b, w.out - 1, {w.out}));
-  return b.binary("stablehlo.divide", num, i64c(b, w.out, {w.out}));
+  Value o1 = b.add(b.iota({w.out}, 0, ElemType::kS64), i64c(b, 1, {w.out}));
+  Value num = b.add(b.mul(o1, i64c(b, w.in, {w.out})), i64c(b, w.out - 1, {w.out}));
+  return b.div(num, i64c(b, w.out, {w.out}));
 }
 
 // Position of slot j for every output, and whether it lies in the window.
 std::pair<Value, Value> slot(Builder& b, const Win& w, int64_t j) {
   Value start = win_start(b, w);
-  Value pos = add(b, start, i64c(b, j * (w.adaptive ? 1 : w.d), {w.out}));
+  Value pos = b.add(start, i64c(b, j * (w.adaptive ? 1 : w.d), {w.out}));
   Value valid;
   if (w.adaptive) {
-    valid = b.compare(pos, adaptive_end(b, w), "LT");
+    valid = b.compare(pos, adaptive_end(b, w), Direction::kLt);
   } else {
-    valid = b.binary("stablehlo.and", b.compare(pos, i64c(b, 0, {w.out}), "GE"),
-                     b.compare(pos, i64c(b, w.in, {w.out}), "LT"));
+    valid = b.and_(b.compare(pos, i64c(b, 0, {w.out}), Direction::kGe),
+                   b.compare(pos, i64c(b, w.in, {w.out}), Direction::kLt));
   }
   Value clamped = b.clamp(i64c(b, 0, {}), pos, i64c(b, w.in - 1, {}));
   return {clamped, valid};
@@ -99,15 +99,15 @@ std::pair<Value, Value> slot(Builder& b, const Win& w, int64_t j) {
 // Elements per window along one dim (the average's divisor factor).
 Value win_count(Builder& b, const Win& w, bool include_pad) {
   Value start = win_start(b, w);
-  if (w.adaptive) return b.binary("stablehlo.subtract", adaptive_end(b, w), start);
-  Value end = add(b, start, i64c(b, (w.slots - 1) * w.d + 1, {w.out}));
+  if (w.adaptive) return b.sub(adaptive_end(b, w), start);
+  Value end = b.add(start, i64c(b, (w.slots - 1) * w.d + 1, {w.out}));
   if (include_pad) {
-    Value lim = b.binary("stablehlo.minimum", end, i64c(b, w.in + w.p, {w.out}));
-    return b.binary("stablehlo.subtract", lim, start);
+    Value lim = b.min(end, i64c(b, w.in + w.p, {w.out}));
+    return b.sub(lim, start);
   }
-  Value hi = b.binary("stablehlo.minimum", end, i64c(b, w.in, {w.out}));
-  Value lo = b.binary("stablehlo.maximum", start, i64c(b, 0, {w.out}));
-  return b.binary("stablehlo.subtract", hi, lo);
+  Value hi = b.min(end, i64c(b, w.in, {w.out}));
+  Value lo = b.max(start, i64c(b, 0, {w.out}));
+  return b.sub(hi, lo);
 }
 
 // x with dim `dim` replaced by x[..., pos[o], ...] (pos in range).
@@ -128,7 +128,7 @@ Value put_add(Builder& b, Value acc, Value pos, Value upd, int64_t dim) {
   Dims win;
   for (int64_t i = 0; i < b.type(acc).rank(); ++i)
     if (i != dim) win.push_back(i);
-  return b.scatter(acc, b.reshape(pos, {n, 1}), upd, win, {dim}, {dim}, 1, "stablehlo.add");
+  return b.scatter(acc, b.reshape(pos, {n, 1}), upd, win, {dim}, {dim}, 1, BinaryOp::kAdd);
 }
 
 // Regular windows read a padded copy with strided slices (far cheaper to
@@ -171,7 +171,7 @@ Value unpick_add(Builder& b, Value acc, Value upd, const Win& w, int64_t j, Valu
   lo[dim] = j * w.d;
   interior[dim] = w.s - 1;
   hi[dim] = b.dims(acc)[dim] - lo[dim] - ((w.out - 1) * w.s + 1);
-  return add(b, acc, b.pad(upd, zero(b, b.elem(upd)), lo, hi, interior));
+  return b.add(acc, b.pad(upd, zero(b, b.elem(upd)), lo, hi, interior));
 }
 
 Value along(Builder& b, Value v, const Dims& shape, int64_t dim) { return b.broadcast_in_dim(v, shape, {dim}); }
@@ -189,7 +189,7 @@ Value divisor(Builder& b, const std::vector<Win>& wins, bool include_pad, const 
   Value div;
   for (size_t i = 0; i < wins.size(); ++i) {
     Value c = along(b, b.convert(win_count(b, wins[i], include_pad), t), shape, lead + i);
-    div = i == 0 ? c : mul(b, div, c);
+    div = i == 0 ? c : b.mul(div, c);
   }
   return div;
 }
@@ -217,19 +217,19 @@ Values max_pool_lower(Builder& b, Value x, const std::vector<Win>& wins) {
       auto [pos, valid] = slot(b, w, j);
       Value cand = pick(b, src, w, j, pos, dim);
       Value vb = along(b, valid, shape, dim);
-      Value better = b.binary("stablehlo.or", b.compare(cand, cur, "GT"), b.compare(cand, cand, "NE"));
-      better = b.binary("stablehlo.or", better, b.unary("stablehlo.not", found));
-      Value sel = b.binary("stablehlo.and", vb, better);
+      Value better = b.or_(b.compare(cand, cur, Direction::kGt), b.compare(cand, cand, Direction::kNe));
+      better = b.or_(better, b.not_(found));
+      Value sel = b.and_(vb, better);
       cur = b.select(sel, cand, cur);
       cur_idx[k] = b.select(sel, along(b, pos, shape, dim), cur_idx[k]);
       for (int64_t m = k + 1; m < ns; ++m) cur_idx[m] = b.select(sel, pick(b, src_idx[m], w, j, pos, dim), cur_idx[m]);
-      found = b.binary("stablehlo.or", found, vb);
+      found = b.or_(found, vb);
     }
     v = cur;
     for (int64_t m = k; m < ns; ++m) idx[m] = cur_idx[m];
   }
   Value flat = idx[0];
-  for (int64_t m = 1; m < ns; ++m) flat = add(b, mul(b, flat, i64c(b, wins[m].in, b.dims(v))), idx[m]);
+  for (int64_t m = 1; m < ns; ++m) flat = b.add(b.mul(flat, i64c(b, wins[m].in, b.dims(v))), idx[m]);
   return {v, flat};
 }
 
@@ -246,13 +246,13 @@ Value avg_pool_lower(Builder& b, Value x, const std::vector<Win>& wins, bool inc
     Value src = window_source(b, v, w, dim);
     for (int64_t j = 0; j < w.slots; ++j) {
       auto [pos, valid] = slot(b, w, j);
-      sum = add(b, sum, b.select(along(b, valid, shape, dim), pick(b, src, w, j, pos, dim), zero(b, acc, shape)));
+      sum = b.add(sum, b.select(along(b, valid, shape, dim), pick(b, src, w, j, pos, dim), zero(b, acc, shape)));
     }
     v = sum;
   }
   Value div =
       div_override ? b.constant((double)*div_override, acc, b.dims(v)) : divisor(b, wins, include_pad, b.dims(v), acc);
-  return b.binary("stablehlo.divide", v, div);
+  return b.div(v, div);
 }
 
 Value avg_pool_backward_lower(Builder& b, Value gy, const std::vector<Win>& wins, bool include_pad,
@@ -261,7 +261,7 @@ Value avg_pool_backward_lower(Builder& b, Value gy, const std::vector<Win>& wins
   Value g = b.convert(gy, acc);
   Value div =
       div_override ? b.constant((double)*div_override, acc, b.dims(g)) : divisor(b, wins, include_pad, b.dims(g), acc);
-  g = b.binary("stablehlo.divide", g, div);
+  g = b.div(g, div);
   for (int64_t k = 0; k < ns; ++k) {
     const Win& w = wins[k];
     int64_t dim = lead + k;
@@ -295,7 +295,7 @@ Value max_pool_backward_lower(Builder& b, Value gy, Value idx, const Dims& in_sh
   Value ix = b.reshape(b.convert(idx, ElemType::kS64), {B, Q, 1});
   Value bi = b.iota({B, Q, 1}, 0, ElemType::kS64);
   Value coords = b.concatenate({bi, ix}, 2);
-  Value res = b.scatter(zero(b, acc, {B, P}), coords, g, {}, {0, 1}, {0, 1}, 2, "stablehlo.add");
+  Value res = b.scatter(zero(b, acc, {B, P}), coords, g, {}, {0, 1}, {0, 1}, 2, BinaryOp::kAdd);
   return b.reshape(res, in_shape);
 }
 
@@ -346,7 +346,7 @@ void check_dtype(const at::Tensor& t, const char* op, Ints ints) {
 void run_max(const char* name, const at::Tensor& self, const std::vector<Win>& wins, const at::Tensor& out,
              const at::Tensor& indices) {
   if (out.numel() == 0) return;
-  eager::OpCall call(name);
+  record::OpCall call(name);
   key_wins(call, wins);
   call.input(self);
   call.output(out);
@@ -361,7 +361,7 @@ void run_max_backward(const char* name, const at::Tensor& grad, const at::Tensor
     grad_input.zero_();
     return;
   }
-  eager::OpCall call(name);
+  record::OpCall call(name);
   call.attr(ns);
   call.input(grad);
   call.input(indices);
@@ -376,7 +376,7 @@ void run_max_backward(const char* name, const at::Tensor& grad, const at::Tensor
 void run_avg(const char* name, const at::Tensor& self, const std::vector<Win>& wins, bool include_pad,
              std::optional<int64_t> div, const at::Tensor& out) {
   if (out.numel() == 0) return;
-  eager::OpCall call(name);
+  record::OpCall call(name);
   key_wins(call, wins);
   call.attr(include_pad).attr(div.has_value()).attr(div.value_or(0));
   call.input(self);
@@ -392,7 +392,7 @@ void run_avg_backward(const char* name, const at::Tensor& grad, const std::vecto
     grad_input.zero_();
     return;
   }
-  eager::OpCall call(name);
+  record::OpCall call(name);
   key_wins(call, wins);
   call.attr(include_pad).attr(div.has_value()).attr(div.value_or(0));
   call.input(grad);

@@ -12,7 +12,6 @@ namespace {
 
 using ir::Dims;
 
-Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
 Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
 
 void check_float(const at::Tensor& t, const char* kernel) {
@@ -39,7 +38,7 @@ at::Tensor& renorm_out(const at::Tensor& self, const c10::Scalar& p_s, int64_t d
   ElemType e = to_elem(ct);
   Dims d = dims_of(self);
   int64_t mode = std::isinf(p) ? 0 : (p == 1 ? 1 : (p == 2 ? 2 : 3));
-  eager::OpCall call("renorm");
+  record::OpCall call("renorm");
   call.attr(d0).attr(mode).attr(static_cast<int64_t>(ct));
   call.input(self);
   call.scalar(p, ct);
@@ -47,25 +46,26 @@ at::Tensor& renorm_out(const at::Tensor& self, const c10::Scalar& p_s, int64_t d
   call.output(out);
   call.run([&](Builder& b, const Values& in) {
     Value x = b.convert(in[0], e);
-    Value a = b.unary("stablehlo.abs", x);
+    Value a = b.abs(x);
     Dims red;
     for (int64_t i = 0; i < (int64_t)d.size(); ++i)
       if (i != d0) red.push_back(i);
     Value n;
     if (mode == 0) {
-      n = b.reduce(a, zero(b, e), red, "stablehlo.maximum");
+      n = b.reduce(a, zero(b, e), red, BinaryOp::kMax);
     } else if (mode == 1) {
-      n = b.reduce(a, zero(b, e), red, "stablehlo.add");
+      n = b.reduce(a, zero(b, e), red, BinaryOp::kAdd);
     } else if (mode == 2) {
-      n = b.unary("stablehlo.sqrt", b.reduce(mul(b, x, x), zero(b, e), red, "stablehlo.add"));
+      n = b.sqrt(b.reduce(b.mul(x, x), zero(b, e), red, BinaryOp::kAdd));
     } else {
       Value pv = b.broadcast_to(in[1], d);
-      Value s = b.reduce(b.binary("stablehlo.power", a, pv), zero(b, e), red, "stablehlo.add");
-      n = b.binary("stablehlo.power", s, div(b, one(b, e, b.dims(s)), b.broadcast_to(in[1], b.dims(s))));
+      Value s = b.reduce(b.pow(a, pv), zero(b, e), red, BinaryOp::kAdd);
+      n = b.pow(s, b.div(one(b, e, b.dims(s)), b.broadcast_to(in[1], b.dims(s))));
     }
     Value mx = b.broadcast_to(in[2], b.dims(n));
-    Value factor = b.select(b.compare(n, mx, "GT"), div(b, mx, add(b, n, cst(b, 1e-7, n))), one(b, e, b.dims(n)));
-    return Values{mul(b, x, b.broadcast_in_dim(factor, d, {d0}))};
+    Value factor =
+        b.select(b.compare(n, mx, Direction::kGt), b.div(mx, b.add(n, full_like(b, 1e-7, n))), one(b, e, b.dims(n)));
+    return Values{b.mul(x, b.broadcast_in_dim(factor, d, {d0}))};
   });
   return out;
 }

@@ -20,8 +20,8 @@ void check_float(const at::Tensor& t, const char* kernel) {
 // --- softmax / log_softmax ------------------------------------------------------
 
 // Reduces `x` over `dim` and broadcasts the result back to x's shape.
-Value reduce_keep(Builder& b, Value x, int64_t dim, const char* kind) {
-  Value init = std::string_view(kind) == "stablehlo.maximum" ? lowest(b, b.elem(x)) : zero(b, b.elem(x));
+Value reduce_keep(Builder& b, Value x, int64_t dim, BinaryOp kind) {
+  Value init = kind == BinaryOp::kMax ? lowest(b, b.elem(x)) : zero(b, b.elem(x));
   Value r = b.reduce(x, init, {dim}, kind);
   Dims mapping;
   for (int64_t i = 0; i < (int64_t)b.dims(x).size(); ++i)
@@ -34,10 +34,10 @@ Value as_rank1(Builder& b, Value x) { return b.dims(x).empty() ? b.reshape(x, {1
 
 Value softmax_fwd(Builder& b, Value x0, int64_t dim, bool log) {
   Value x = as_rank1(b, x0);
-  Value shifted = sub(b, x, reduce_keep(b, x, dim, "stablehlo.maximum"));
-  Value e = b.unary("stablehlo.exponential", shifted);
-  Value s = reduce_keep(b, e, dim, "stablehlo.add");
-  Value r = log ? sub(b, shifted, b.unary("stablehlo.log", s)) : b.binary("stablehlo.divide", e, s);
+  Value shifted = b.sub(x, reduce_keep(b, x, dim, BinaryOp::kMax));
+  Value e = b.exp(shifted);
+  Value s = reduce_keep(b, e, dim, BinaryOp::kAdd);
+  Value r = log ? b.sub(shifted, b.log(s)) : b.div(e, s);
   return b.reshape(r, b.dims(x0));
 }
 
@@ -46,9 +46,9 @@ Value softmax_bwd(Builder& b, Value g0, Value y0, int64_t dim, bool log) {
   Value g = as_rank1(b, g0), y = as_rank1(b, y0);
   Value r;
   if (log) {
-    r = sub(b, g, mul(b, b.unary("stablehlo.exponential", y), reduce_keep(b, g, dim, "stablehlo.add")));
+    r = b.sub(g, b.mul(b.exp(y), reduce_keep(b, g, dim, BinaryOp::kAdd)));
   } else {
-    r = mul(b, y, sub(b, g, reduce_keep(b, mul(b, g, y), dim, "stablehlo.add")));
+    r = b.mul(y, b.sub(g, reduce_keep(b, b.mul(g, y), dim, BinaryOp::kAdd)));
   }
   return b.reshape(r, b.dims(g0));
 }
@@ -66,7 +66,7 @@ void softmax_into(const at::Tensor& self, int64_t dim, const at::Tensor& out) {
   check_float(self, kLog ? "log_softmax_lastdim_kernel_impl" : "softmax_lastdim_kernel_impl");
   int64_t d = wrap_dim(dim, self.dim());
   auto ct = opmath(self.scalar_type());
-  eager::OpCall call(kLog ? "_log_softmax" : "_softmax");
+  record::OpCall call(kLog ? "_log_softmax" : "_softmax");
   call.attr(d).attr(static_cast<int64_t>(ct));
   call.input(self);
   call.output(out);
@@ -94,7 +94,7 @@ void softmax_backward_into(const at::Tensor& grad, const at::Tensor& output, int
   int64_t d = wrap_dim(dim, grad.dim());
   auto ct =
       opmath(out.scalar_type() == c10::kDouble || grad.scalar_type() == c10::kDouble ? c10::kDouble : c10::kFloat);
-  eager::OpCall call(kLog ? "_log_softmax_backward_data" : "_softmax_backward_data");
+  record::OpCall call(kLog ? "_log_softmax_backward_data" : "_softmax_backward_data");
   call.attr(d).attr(static_cast<int64_t>(ct));
   call.input(grad);
   call.input(output);

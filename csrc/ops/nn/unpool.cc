@@ -23,7 +23,7 @@ void unpool_into(const at::Tensor& self, const at::Tensor& indices, c10::IntArra
   prepare_out(out, shape, self.scalar_type(), "max_unpool");
   if (out.numel() == 0) return;
   int64_t rows = lin == 0 ? 0 : self.numel() / lin;
-  eager::OpCall call("max_unpool");
+  record::OpCall call("max_unpool");
   call.attr(rows).attr(lin).attr(lout);
   call.input(self);
   call.input(indices);
@@ -38,7 +38,7 @@ void unpool_into(const at::Tensor& self, const at::Tensor& indices, c10::IntArra
     Value col = b.reshape(b.convert(in[1], ElemType::kS64), {n, 1});
     Value row = b.reshape(b.iota({rows, lin}, 0, ElemType::kS64), {n, 1});
     Value idx = b.concatenate({row, col}, 1);
-    Value r = b.scatter(base, idx, vals, {}, {0, 1}, {0, 1}, 1, nullptr);
+    Value r = b.scatter(base, idx, vals, {}, {0, 1}, {0, 1}, 1, std::nullopt);
     return Values{b.reshape(r, od)};
   });
 }

@@ -127,10 +127,10 @@ Tables make_tables_t(Mode mode, c10::IntArrayRef in, c10::IntArrayRef out, bool 
   for (size_t k = 0; k < in.size(); ++k) build_table<T>(mode, in[k], out[k], ac, s[k], idx, w);
   Tables t;
   t.idx = empty_tpu({static_cast<int64_t>(idx.size())}, c10::kInt, dev);
-  eager::copy_from_host(t.idx, idx.data(), idx.size() * sizeof(int32_t));
+  record::copy_from_host(t.idx, idx.data(), idx.size() * sizeof(int32_t));
   if (mode == Mode::kLinear || mode == Mode::kCubic) {
     t.w = empty_tpu({static_cast<int64_t>(w.size())}, wdtype, dev);
-    eager::copy_from_host(t.w, w.data(), w.size() * sizeof(T));
+    record::copy_from_host(t.w, w.data(), w.size() * sizeof(T));
   }
   return t;
 }
@@ -151,7 +151,7 @@ Value scatter_add_dim(Builder& b, Value acc, int64_t d, Value idx, Value upd) {
   Dims wins;
   for (int64_t i = 0; i < static_cast<int64_t>(b.dims(upd).size()); ++i)
     if (i != d) wins.push_back(i);
-  return b.scatter(acc, idx, upd, wins, {d}, {d}, 1, "stablehlo.add");
+  return b.scatter(acc, idx, upd, wins, {d}, {d}, 1, BinaryOp::kAdd);
 }
 
 // Tap t of the [out, taps] table stored at `off` in the flat table.
@@ -215,7 +215,7 @@ void upsample_into(const char* name, Mode mode, const at::Tensor& input, c10::In
 
   // Keyed by tap count, not op name: nearest and nearest-exact (and the
   // 1d/2d/3d variants of one shape) share executables; tables differ only.
-  eager::OpCall call("upsample");
+  record::OpCall call("upsample");
   call.attr(static_cast<int64_t>(taps)).attr(weighted);
   call.input(input);
   call.input(tab.idx);
@@ -237,9 +237,9 @@ void upsample_into(const char* name, Mode mode, const at::Tensor& input, c10::In
         Value g = gather_along(b, x, d, table_col(b, in[1], offs[k], o, taps, t));
         if (weighted) {
           Value wt = b.reshape(table_col(b, in[2], offs[k], o, taps, t), {o});
-          g = b.binary("stablehlo.multiply", g, b.broadcast_in_dim(wt, b.dims(g), {d}));
+          g = b.mul(g, b.broadcast_in_dim(wt, b.dims(g), {d}));
         }
-        acc = t == 0 ? g : b.binary("stablehlo.add", acc, g);
+        acc = t == 0 ? g : b.add(acc, g);
       }
       x = acc;
     }
@@ -274,7 +274,7 @@ void upsample_backward_into(const char* name, Mode mode, const at::Tensor& grad,
   bool weighted = mode == Mode::kLinear || mode == Mode::kCubic;
   int taps = taps_of(mode);
 
-  eager::OpCall call("upsample_backward");
+  record::OpCall call("upsample_backward");
   call.attr(static_cast<int64_t>(taps)).attr(weighted);
   call.input(grad);
   call.input(tab.idx);
@@ -296,7 +296,7 @@ void upsample_backward_into(const char* name, Mode mode, const at::Tensor& grad,
         Value upd = g;
         if (weighted) {
           Value wt = b.reshape(table_col(b, in[2], offs[k], o, taps, t), {o});
-          upd = b.binary("stablehlo.multiply", g, b.broadcast_in_dim(wt, b.dims(g), {d}));
+          upd = b.mul(g, b.broadcast_in_dim(wt, b.dims(g), {d}));
         }
         acc = scatter_add_dim(b, acc, d, table_col(b, in[1], offs[k], o, taps, t), upd);
       }

@@ -61,7 +61,7 @@ std::vector<float> aa_weights(int64_t in, int64_t out, bool align, std::optional
 
 at::Tensor host_matrix(const std::vector<float>& w, int64_t rows, int64_t cols, c10::Device dev) {
   at::Tensor t = empty_tpu({rows, cols}, c10::kFloat, dev);
-  if (!w.empty()) eager::copy_from_host(t, w.data(), w.size() * sizeof(float));
+  if (!w.empty()) record::copy_from_host(t, w.data(), w.size() * sizeof(float));
   return t;
 }
 
@@ -83,7 +83,7 @@ void aa_into(const char* name, const at::Tensor& x, c10::IntArrayRef os, c10::In
   auto ct = opmath(x.scalar_type());
   ElemType e = to_elem(ct);
   const char* prec = precision_for(c10::kFloat);
-  eager::OpCall call(name);
+  record::OpCall call(name);
   call.attr(static_cast<int64_t>(ct)).attr(std::string_view(prec));
   call.input(x);
   call.input(wh);

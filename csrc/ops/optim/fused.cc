@@ -47,7 +47,7 @@ struct Shared {
   int lr = -1, grad_scale = -1, found_inf = -1;
   std::vector<int> hyper;
 
-  void add(eager::OpCall& call, const Lr& lr_arg, const std::vector<double>& hypers,
+  void add(record::OpCall& call, const Lr& lr_arg, const std::vector<double>& hypers,
            const std::optional<at::Tensor>& gs, const std::optional<at::Tensor>& fi) {
     lr = lr_arg.tensor ? call.input(*lr_arg.tensor) : call.scalar(*lr_arg.value, c10::kFloat);
     for (double h : hypers) hyper.push_back(call.scalar(h, c10::kFloat));
@@ -60,7 +60,7 @@ struct Shared {
   }
 };
 
-void attr_flags(eager::OpCall& call, const Lr& lr, const std::optional<at::Tensor>& gs,
+void attr_flags(record::OpCall& call, const Lr& lr, const std::optional<at::Tensor>& gs,
                 const std::optional<at::Tensor>& fi, size_t n) {
   call.attr(static_cast<int64_t>(n)).attr(lr.tensor != nullptr).attr(gs.has_value()).attr(fi.has_value());
 }
@@ -81,13 +81,13 @@ Value guard(Builder& b, const std::optional<Value>& skip, Value upd, Value old) 
 std::optional<Value> skip_pred(Builder& b, const Values& in, const Shared& sh) {
   if (sh.found_inf < 0) return std::nullopt;
   Value f = Shared::scalar(b, in, sh.found_inf, ElemType::kF32);
-  return b.compare(f, b.constant(0.0, ElemType::kF32), "NE");
+  return b.compare(f, b.constant(0.0, ElemType::kF32), Direction::kNe);
 }
 
 // Unscales (if grad_scale), returning the grad in compute type.
 Value load_grad(Builder& b, const Values& in, int gi, const Shared& sh, ElemType ce) {
   Value g = b.convert(in[gi], ce);
-  if (sh.grad_scale >= 0) g = div(b, g, bcast(b, Shared::scalar(b, in, sh.grad_scale, ce), g));
+  if (sh.grad_scale >= 0) g = b.div(g, bcast(b, Shared::scalar(b, in, sh.grad_scale, ce), g));
   return g;
 }
 
@@ -114,7 +114,7 @@ void fused_adam_impl(bool adamw, at::TensorList params, at::TensorList grads, at
   check_scale(found_inf, "found_inf");
   size_t n = params.size();
   bool wd = weight_decay != 0.0;
-  eager::OpCall call(adamw ? "fused_adamw" : "fused_adam");
+  record::OpCall call(adamw ? "fused_adamw" : "fused_adam");
   attr_flags(call, lr, grad_scale, found_inf, n);
   call.attr(adamw).attr(amsgrad).attr(maximize).attr(wd);
   struct Idx {
@@ -149,32 +149,32 @@ void fused_adam_impl(bool adamw, at::TensorList params, at::TensorList grads, at
       Value lr_v = s(sh.lr), b1 = s(sh.hyper[0]), b2 = s(sh.hyper[1]), wd_v = s(sh.hyper[2]), eps_v = s(sh.hyper[3]);
       Value one_c = b.constant(1.0, ce);
       Value step = s(x.step);
-      Value bc1 = sub(b, one_c, b.binary("stablehlo.power", b1, step));
-      Value bc2 = sub(b, one_c, b.binary("stablehlo.power", b2, step));
-      Value step_size = div(b, lr_v, bc1);
-      Value bc2_sqrt = b.unary("stablehlo.sqrt", bc2);
+      Value bc1 = b.sub(one_c, b.pow(b1, step));
+      Value bc2 = b.sub(one_c, b.pow(b2, step));
+      Value step_size = b.div(lr_v, bc1);
+      Value bc2_sqrt = b.sqrt(bc2);
 
       Value p = b.convert(in[x.p], ce);
       Value g = load_grad(b, in, x.g, sh, ce);
       Value g_store = g;
-      if (maximize) g = b.unary("stablehlo.negate", g);
+      if (maximize) g = b.neg(g);
       if (wd) {
         if (adamw)
-          p = mul(b, p, bcast(b, sub(b, one_c, mul(b, lr_v, wd_v)), p));
+          p = b.mul(p, bcast(b, b.sub(one_c, b.mul(lr_v, wd_v)), p));
         else
-          g = add(b, g, mul(b, p, bcast(b, wd_v, p)));
+          g = b.add(g, b.mul(p, bcast(b, wd_v, p)));
       }
-      Value m = add(b, mul(b, b.convert(in[x.m], ce), bcast(b, b1, g)), mul(b, g, bcast(b, sub(b, one_c, b1), g)));
+      Value m = b.add(b.mul(b.convert(in[x.m], ce), bcast(b, b1, g)), b.mul(g, bcast(b, b.sub(one_c, b1), g)));
       Value v =
-          add(b, mul(b, b.convert(in[x.v], ce), bcast(b, b2, g)), mul(b, mul(b, g, g), bcast(b, sub(b, one_c, b2), g)));
+          b.add(b.mul(b.convert(in[x.v], ce), bcast(b, b2, g)), b.mul(b.mul(g, g), bcast(b, b.sub(one_c, b2), g)));
       Value vmax;
       Value denom_src = v;
       if (amsgrad) {
-        vmax = b.binary("stablehlo.maximum", b.convert(in[x.vmax], ce), v);
+        vmax = b.max(b.convert(in[x.vmax], ce), v);
         denom_src = vmax;
       }
-      Value denom = add(b, div(b, b.unary("stablehlo.sqrt", denom_src), bcast(b, bc2_sqrt, g)), bcast(b, eps_v, g));
-      p = sub(b, p, div(b, mul(b, bcast(b, step_size, g), m), denom));
+      Value denom = b.add(b.div(b.sqrt(denom_src), bcast(b, bc2_sqrt, g)), bcast(b, eps_v, g));
+      p = b.sub(p, b.div(b.mul(bcast(b, step_size, g), m), denom));
 
       outs.push_back(guard(b, skip, b.convert(p, pe), in[x.p]));
       outs.push_back(guard(b, skip, b.convert(m, b.elem(in[x.m])), in[x.m]));
@@ -219,7 +219,7 @@ void fused_sgd_impl(at::TensorList params, at::TensorList grads, at::TensorList 
   check_scale(found_inf, "found_inf");
   size_t n = params.size();
   bool wd = weight_decay != 0.0;
-  eager::OpCall call("fused_sgd");
+  record::OpCall call("fused_sgd");
   attr_flags(call, lr, grad_scale, found_inf, n);
   call.attr(use_buf).attr(nesterov).attr(maximize).attr(is_first_step).attr(wd);
   struct Idx {
@@ -251,19 +251,19 @@ void fused_sgd_impl(at::TensorList params, at::TensorList grads, at::TensorList 
       Value p = b.convert(in[x.p], ce);
       Value g = load_grad(b, in, x.g, sh, ce);
       Value g_store = g;
-      if (maximize) g = b.unary("stablehlo.negate", g);
-      if (wd) g = add(b, g, mul(b, p, bcast(b, wd_v, p)));
+      if (maximize) g = b.neg(g);
+      if (wd) g = b.add(g, b.mul(p, bcast(b, wd_v, p)));
       Value buf;
       if (use_buf) {
         if (is_first_step) {
           buf = g;
         } else {
           Value one_c = b.constant(1.0, ce);
-          buf = add(b, mul(b, b.convert(in[x.buf], ce), bcast(b, mom, g)), mul(b, g, bcast(b, sub(b, one_c, damp), g)));
+          buf = b.add(b.mul(b.convert(in[x.buf], ce), bcast(b, mom, g)), b.mul(g, bcast(b, b.sub(one_c, damp), g)));
         }
-        g = nesterov ? add(b, g, mul(b, buf, bcast(b, mom, g))) : buf;
+        g = nesterov ? b.add(g, b.mul(buf, bcast(b, mom, g))) : buf;
       }
-      p = sub(b, p, mul(b, g, bcast(b, lr_v, g)));
+      p = b.sub(p, b.mul(g, bcast(b, lr_v, g)));
       outs.push_back(guard(b, skip, b.convert(p, pe), in[x.p]));
       if (use_buf) {
         ElemType be = to_elem(bufs[i].scalar_type());
@@ -311,7 +311,7 @@ void fused_adagrad_impl(at::TensorList params, at::TensorList grads, at::TensorL
   check_scale(found_inf, "found_inf");
   size_t n = params.size();
   bool wd = weight_decay != 0.0;
-  eager::OpCall call("fused_adagrad");
+  record::OpCall call("fused_adagrad");
   attr_flags(call, lr, grad_scale, found_inf, n);
   call.attr(maximize).attr(wd);
   struct Idx {
@@ -342,15 +342,15 @@ void fused_adagrad_impl(at::TensorList params, at::TensorList grads, at::TensorL
       Value lr_v = s(sh.lr), decay = s(sh.hyper[0]), wd_v = s(sh.hyper[1]), eps_v = s(sh.hyper[2]);
       Value one_c = b.constant(1.0, ce);
       // clr = lr / (1 + (step - 1) * lr_decay)
-      Value clr = div(b, lr_v, add(b, one_c, mul(b, sub(b, s(x.step), one_c), decay)));
+      Value clr = b.div(lr_v, b.add(one_c, b.mul(b.sub(s(x.step), one_c), decay)));
       Value p = b.convert(in[x.p], ce);
       Value g = load_grad(b, in, x.g, sh, ce);
       Value g_store = g;
-      if (maximize) g = b.unary("stablehlo.negate", g);
-      if (wd) g = add(b, g, mul(b, p, bcast(b, wd_v, p)));
-      Value sum = add(b, b.convert(in[x.sum], ce), mul(b, g, g));
-      Value std_v = add(b, b.unary("stablehlo.sqrt", sum), bcast(b, eps_v, g));
-      p = sub(b, p, div(b, mul(b, bcast(b, clr, g), g), std_v));
+      if (maximize) g = b.neg(g);
+      if (wd) g = b.add(g, b.mul(p, bcast(b, wd_v, p)));
+      Value sum = b.add(b.convert(in[x.sum], ce), b.mul(g, g));
+      Value std_v = b.add(b.sqrt(sum), bcast(b, eps_v, g));
+      p = b.sub(p, b.div(b.mul(bcast(b, clr, g), g), std_v));
       outs.push_back(guard(b, skip, b.convert(p, pe), in[x.p]));
       outs.push_back(guard(b, skip, b.convert(sum, b.elem(in[x.sum])), in[x.sum]));
       if (grad_scale) outs.push_back(guard(b, skip, b.convert(g_store, b.elem(in[x.g])), in[x.g]));

@@ -13,38 +13,36 @@ namespace {
 
 Value add_fn(Builder& b, const Values& x) {
   // x = {self, other, alpha}
-  return b.binary("stablehlo.add", x[0], b.binary("stablehlo.multiply", x[1], x[2]));
+  return b.add(x[0], b.mul(x[1], x[2]));
 }
-Value sub_fn(Builder& b, const Values& x) {
-  return b.binary("stablehlo.subtract", x[0], b.binary("stablehlo.multiply", x[1], x[2]));
-}
+Value sub_fn(Builder& b, const Values& x) { return b.sub(x[0], b.mul(x[1], x[2])); }
 Value mul_fn(Builder& b, const Values& x) {
-  if (b.elem(x[0]) == ElemType::kPred) return b.binary("stablehlo.and", x[0], x[1]);
-  return b.binary("stablehlo.multiply", x[0], x[1]);
+  if (b.elem(x[0]) == ElemType::kPred) return b.and_(x[0], x[1]);
+  return b.mul(x[0], x[1]);
 }
 
 // Integer division rounding toward -inf (floor_divide semantics).
 Value floor_div_int(Builder& b, Value a, Value c) {
-  Value q = b.binary("stablehlo.divide", a, c);
-  Value r = b.binary("stablehlo.remainder", a, c);
+  Value q = b.div(a, c);
+  Value r = b.rem(a, c);
   Value z = zero(b, b.elem(a), b.dims(a));
-  Value r_nz = b.compare(r, z, "NE");
-  Value signs_differ = b.compare(b.compare(r, z, "LT"), b.compare(c, z, "LT"), "NE");
-  Value adjust = b.binary("stablehlo.and", r_nz, signs_differ);
-  return b.select(adjust, b.binary("stablehlo.subtract", q, one(b, b.elem(a), b.dims(a))), q);
+  Value r_nz = b.compare(r, z, Direction::kNe);
+  Value signs_differ = b.compare(b.compare(r, z, Direction::kLt), b.compare(c, z, Direction::kLt), Direction::kNe);
+  Value adjust = b.and_(r_nz, signs_differ);
+  return b.select(adjust, b.sub(q, one(b, b.elem(a), b.dims(a))), q);
 }
 
 Value div_fn(Builder& b, const Values& x, int64_t mode) {  // 0 true, 1 trunc, 2 floor
-  Value q = b.binary("stablehlo.divide", x[0], x[1]);
+  Value q = b.div(x[0], x[1]);
   if (!ir::is_float(b.elem(x[0]))) {
     if (mode == 2) return floor_div_int(b, x[0], x[1]);
     return q;  // integer divide truncates
   }
   if (mode == 1) {
-    Value f = b.unary("stablehlo.floor", b.unary("stablehlo.abs", q));
-    return b.binary("stablehlo.multiply", b.unary("stablehlo.sign", q), f);
+    Value f = b.floor(b.abs(q));
+    return b.mul(b.sign(q), f);
   }
-  if (mode == 2) return b.unary("stablehlo.floor", q);
+  if (mode == 2) return b.floor(q);
   return q;
 }
 

@@ -19,92 +19,88 @@ namespace {
 
 using c10::ScalarType;
 
-ScalarType upcast(ScalarType t) { return (t == c10::kBFloat16 || t == c10::kHalf) ? c10::kFloat : t; }
-Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
-Value isnan(Builder& b, Value x) { return b.compare(x, x, "NE"); }
-Value nan_like(Builder& b, Value x) { return cst(b, NAN, x); }
-Value por(Builder& b, Value x, Value y) { return b.binary("stablehlo.or", x, y); }
-Value pand(Builder& b, Value x, Value y) { return b.binary("stablehlo.and", x, y); }
+Value nan_like(Builder& b, Value x) { return full_like(b, NAN, x); }
 bool flt(Builder& b, Value x) { return ir::is_float(b.elem(x)); }
 
 // --- lowerings (x = {a, c}, already in the compute type) ----------------------
 
-Value f_pow(Builder& b, const Values& x) { return b.binary("stablehlo.power", x[0], x[1]); }
-Value f_atan2(Builder& b, const Values& x) { return b.binary("stablehlo.atan2", x[0], x[1]); }
+Value f_pow(Builder& b, const Values& x) { return b.pow(x[0], x[1]); }
+Value f_atan2(Builder& b, const Values& x) { return b.atan2(x[0], x[1]); }
 
 template <bool kMax>
 Value f_maxmin(Builder& b, const Values& x) {
-  if (b.elem(x[0]) == ElemType::kPred) return kMax ? por(b, x[0], x[1]) : pand(b, x[0], x[1]);
-  Value r = b.binary(kMax ? "stablehlo.maximum" : "stablehlo.minimum", x[0], x[1]);
+  if (b.elem(x[0]) == ElemType::kPred) return kMax ? b.or_(x[0], x[1]) : b.and_(x[0], x[1]);
+  Value r = b.binary(kMax ? BinaryOp::kMax : BinaryOp::kMin, x[0], x[1]);
   if (!flt(b, x[0])) return r;
   // NaN in either operand propagates.
-  Value n = por(b, isnan(b, x[0]), isnan(b, x[1]));
-  return b.select(n, add(b, x[0], x[1]), r);
+  Value n = b.or_(is_nan(b, x[0]), is_nan(b, x[1]));
+  return b.select(n, b.add(x[0], x[1]), r);
 }
 template <bool kMax>
 Value f_fmaxmin(Builder& b, const Values& x) {
-  if (b.elem(x[0]) == ElemType::kPred) return kMax ? por(b, x[0], x[1]) : pand(b, x[0], x[1]);
-  Value r = b.binary(kMax ? "stablehlo.maximum" : "stablehlo.minimum", x[0], x[1]);
+  if (b.elem(x[0]) == ElemType::kPred) return kMax ? b.or_(x[0], x[1]) : b.and_(x[0], x[1]);
+  Value r = b.binary(kMax ? BinaryOp::kMax : BinaryOp::kMin, x[0], x[1]);
   if (!flt(b, x[0])) return r;
   // NaN is ignored unless both are NaN.
-  r = b.select(isnan(b, x[0]), x[1], r);
-  return b.select(isnan(b, x[1]), x[0], r);
+  r = b.select(is_nan(b, x[0]), x[1], r);
+  return b.select(is_nan(b, x[1]), x[0], r);
 }
-Value f_fmod(Builder& b, const Values& x) { return b.binary("stablehlo.remainder", x[0], x[1]); }
+Value f_fmod(Builder& b, const Values& x) { return b.rem(x[0], x[1]); }
 Value f_remainder(Builder& b, const Values& x) {
   // Result takes the divisor's sign (Python's %).
-  Value r = b.binary("stablehlo.remainder", x[0], x[1]);
+  Value r = b.rem(x[0], x[1]);
   Value z = zero(b, b.elem(r), b.dims(r));
-  Value fix = pand(b, b.compare(r, z, "NE"), b.compare(b.compare(r, z, "LT"), b.compare(x[1], z, "LT"), "NE"));
-  return b.select(fix, add(b, r, x[1]), r);
+  Value fix = b.and_(b.compare(r, z, Direction::kNe),
+                     b.compare(b.compare(r, z, Direction::kLt), b.compare(x[1], z, Direction::kLt), Direction::kNe));
+  return b.select(fix, b.add(r, x[1]), r);
 }
 Value f_floor_divide(Builder& b, const Values& x) {
   Value a = x[0], c = x[1];
   Value z = zero(b, b.elem(a), b.dims(a));
   if (!flt(b, a)) {
-    Value q = div(b, a, c);
-    Value r = b.binary("stablehlo.remainder", a, c);
-    Value adj = pand(b, b.compare(r, z, "NE"), b.compare(b.compare(r, z, "LT"), b.compare(c, z, "LT"), "NE"));
-    return b.select(adj, sub(b, q, one(b, b.elem(a), b.dims(a))), q);
+    Value q = b.div(a, c);
+    Value r = b.rem(a, c);
+    Value adj = b.and_(b.compare(r, z, Direction::kNe),
+                       b.compare(b.compare(r, z, Direction::kLt), b.compare(c, z, Direction::kLt), Direction::kNe));
+    return b.select(adj, b.sub(q, one(b, b.elem(a), b.dims(a))), q);
   }
   // ATen's div_floor for floats: derive the quotient from fmod so that it is
   // consistent with remainder, then round to the nearest integer.
-  Value mod = b.binary("stablehlo.remainder", a, c);
-  Value d = div(b, sub(b, a, mod), c);
-  Value adj = pand(b, b.compare(mod, z, "NE"), b.compare(b.compare(c, z, "LT"), b.compare(mod, z, "LT"), "NE"));
-  d = b.select(adj, sub(b, d, cst(b, 1.0, d)), d);
-  Value fd = b.unary("stablehlo.floor", d);
-  fd = b.select(b.compare(sub(b, d, fd), cst(b, 0.5, d), "GT"), add(b, fd, cst(b, 1.0, d)), fd);
-  Value d0 = b.select(b.compare(d, z, "EQ"), mul(b, z, div(b, a, c)), fd);  // keeps the sign of zero
+  Value mod = b.rem(a, c);
+  Value d = b.div(b.sub(a, mod), c);
+  Value adj = b.and_(b.compare(mod, z, Direction::kNe),
+                     b.compare(b.compare(c, z, Direction::kLt), b.compare(mod, z, Direction::kLt), Direction::kNe));
+  d = b.select(adj, b.sub(d, full_like(b, 1.0, d)), d);
+  Value fd = b.floor(d);
+  fd = b.select(b.compare(b.sub(d, fd), full_like(b, 0.5, d), Direction::kGt), b.add(fd, full_like(b, 1.0, d)), fd);
+  Value d0 = b.select(b.compare(d, z, Direction::kEq), b.mul(z, b.div(a, c)), fd);  // keeps the sign of zero
   // Division by zero: a / 0 (inf or nan), as ATen.
-  return b.select(b.compare(c, z, "EQ"), div(b, a, c), d0);
+  return b.select(b.compare(c, z, Direction::kEq), b.div(a, c), d0);
 }
-Value f_and(Builder& b, const Values& x) { return pand(b, x[0], x[1]); }
-Value f_or(Builder& b, const Values& x) { return por(b, x[0], x[1]); }
-Value f_xor(Builder& b, const Values& x) { return b.binary("stablehlo.xor", x[0], x[1]); }
-Value f_hypot(Builder& b, const Values& x) {
-  return b.unary("stablehlo.sqrt", add(b, mul(b, x[0], x[0]), mul(b, x[1], x[1])));
-}
+Value f_and(Builder& b, const Values& x) { return b.and_(x[0], x[1]); }
+Value f_or(Builder& b, const Values& x) { return b.or_(x[0], x[1]); }
+Value f_xor(Builder& b, const Values& x) { return b.xor_(x[0], x[1]); }
+Value f_hypot(Builder& b, const Values& x) { return b.sqrt(b.add(b.mul(x[0], x[0]), b.mul(x[1], x[1]))); }
 Value signbit(Builder& b, Value v) {
   // Sign bit, so that -0.0 and -nan count as negative (like std::signbit).
   ElemType it = b.elem(v) == ElemType::kF64 ? ElemType::kS64 : ElemType::kS32;
   Value bits = b.bitcast_convert(v, it);
-  return b.compare(bits, zero(b, it, b.dims(v)), "LT");
+  return b.compare(bits, zero(b, it, b.dims(v)), Direction::kLt);
 }
 Value f_copysign(Builder& b, const Values& x) {
-  Value a = b.unary("stablehlo.abs", x[0]);
-  return b.select(signbit(b, x[1]), b.unary("stablehlo.negate", a), a);
+  Value a = b.abs(x[0]);
+  return b.select(signbit(b, x[1]), b.neg(a), a);
 }
 Value f_xlogy(Builder& b, const Values& x) {
   Value z = zero(b, b.elem(x[0]), b.dims(x[0]));
-  Value r = mul(b, x[0], b.unary("stablehlo.log", x[1]));
-  r = b.select(b.compare(x[0], z, "EQ"), z, r);
-  return b.select(isnan(b, x[1]), x[1], r);
+  Value r = b.mul(x[0], b.log(x[1]));
+  r = b.select(b.compare(x[0], z, Direction::kEq), z, r);
+  return b.select(is_nan(b, x[1]), x[1], r);
 }
-Value truthy(Builder& b, Value v) { return b.compare(v, zero(b, b.elem(v), b.dims(v)), "NE"); }
-Value f_logical_and(Builder& b, const Values& x) { return pand(b, truthy(b, x[0]), truthy(b, x[1])); }
-Value f_logical_or(Builder& b, const Values& x) { return por(b, truthy(b, x[0]), truthy(b, x[1])); }
-Value f_logical_xor(Builder& b, const Values& x) { return b.compare(truthy(b, x[0]), truthy(b, x[1]), "NE"); }
+Value truthy(Builder& b, Value v) { return b.compare(v, zero(b, b.elem(v), b.dims(v)), Direction::kNe); }
+Value f_logical_and(Builder& b, const Values& x) { return b.and_(truthy(b, x[0]), truthy(b, x[1])); }
+Value f_logical_or(Builder& b, const Values& x) { return b.or_(truthy(b, x[0]), truthy(b, x[1])); }
+Value f_logical_xor(Builder& b, const Values& x) { return b.compare(truthy(b, x[0]), truthy(b, x[1]), Direction::kNe); }
 
 // --- generic Tensor-Tensor driver --------------------------------------------------
 
@@ -129,7 +125,7 @@ ScalarType result_of(const BinDef& d, ScalarType t) { return d.float_result ? fl
 c10::Device device_of(const at::Tensor& a, const at::Tensor& c) { return a.is_cpu() ? c.device() : a.device(); }
 
 void run_binary(const BinDef& d, const Operand& a, const Operand& c, ScalarType common, const at::Tensor& out) {
-  pointwise(d.name, {a, c}, out, upcast(result_of(d, common)), d.fn);
+  pointwise(d.name, {a, c}, out, opmath(result_of(d, common)), d.fn);
 }
 
 template <const BinDef& D>
@@ -253,10 +249,10 @@ at::Tensor& logical_out(const at::Tensor& self, const at::Tensor& other, at::Ten
 
 Value f_lerp(Builder& b, const Values& x) {
   // Two forms, as ATen, so that weight 1 gives exactly `end`.
-  Value diff = sub(b, x[1], x[0]);
-  Value small = b.compare(b.unary("stablehlo.abs", x[2]), cst(b, 0.5, x[2]), "LT");
-  Value lo = add(b, x[0], mul(b, x[2], diff));
-  Value hi = sub(b, x[1], mul(b, diff, sub(b, cst(b, 1.0, x[2]), x[2])));
+  Value diff = b.sub(x[1], x[0]);
+  Value small = b.compare(b.abs(x[2]), full_like(b, 0.5, x[2]), Direction::kLt);
+  Value lo = b.add(x[0], b.mul(x[2], diff));
+  Value hi = b.sub(x[1], b.mul(diff, b.sub(full_like(b, 1.0, x[2]), x[2])));
   return b.select(small, lo, hi);
 }
 void check_lerp(const at::Tensor& self, const at::Tensor& end, const at::Tensor* w) {
@@ -272,7 +268,7 @@ std::vector<int64_t> lerp_shape(const at::Tensor& s, const at::Tensor& e, const 
   return w ? broadcast_shape({s, e, *w}) : broadcast_shape({s, e});
 }
 void lerp_run(const at::Tensor& s, const at::Tensor& e, const Operand& w, const at::Tensor& out) {
-  pointwise("lerp", {s, e, w}, out, upcast(s.scalar_type()), f_lerp);
+  pointwise("lerp", {s, e, w}, out, opmath(s.scalar_type()), f_lerp);
 }
 at::Tensor lerp_s(const at::Tensor& s, const at::Tensor& e, const c10::Scalar& w) {
   check_lerp(s, e, nullptr);
@@ -330,9 +326,9 @@ ScalarType addc_dtype(const at::Tensor& s, const at::Tensor& t1, const at::Tenso
 template <bool kDiv>
 void addc_run(const at::Tensor& s, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& v, ScalarType t,
               const at::Tensor& out) {
-  pointwise(kDiv ? "addcdiv" : "addcmul", {s, t1, t2, v}, out, upcast(t), [](Builder& b, const Values& x) {
-    Value p = kDiv ? div(b, x[1], x[2]) : mul(b, x[1], x[2]);
-    return add(b, x[0], mul(b, x[3], p));
+  pointwise(kDiv ? "addcdiv" : "addcmul", {s, t1, t2, v}, out, opmath(t), [](Builder& b, const Values& x) {
+    Value p = kDiv ? b.div(x[1], x[2]) : b.mul(x[1], x[2]);
+    return b.add(x[0], b.mul(x[3], p));
   });
 }
 template <bool kDiv>
@@ -367,17 +363,17 @@ void check_float_kernel(ScalarType t, const char* kernel) {
 // mode 0: logaddexp, 1: logaddexp2. Equal infinities return themselves
 // (inf - inf would be NaN).
 Value logaddexp_fn(Builder& b, Value x, Value y, bool base2) {
-  Value m = b.binary("stablehlo.maximum", x, y);
-  Value d = b.unary("stablehlo.negate", b.unary("stablehlo.abs", sub(b, x, y)));
+  Value m = b.max(x, y);
+  Value d = b.neg(b.abs(b.sub(x, y)));
   Value r;
   if (base2) {
-    Value p = b.binary("stablehlo.power", cst(b, 2.0, d), d);
-    r = add(b, m, div(b, b.unary("stablehlo.log_plus_one", p), cst(b, M_LN2, p)));
+    Value p = b.pow(full_like(b, 2.0, d), d);
+    r = b.add(m, b.div(b.log1p(p), full_like(b, M_LN2, p)));
   } else {
-    r = add(b, m, b.unary("stablehlo.log_plus_one", b.unary("stablehlo.exponential", d)));
+    r = b.add(m, b.log1p(b.exp(d)));
   }
-  Value inf_eq = b.binary("stablehlo.and", b.compare(x, y, "EQ"),
-                          b.compare(b.unary("stablehlo.abs", x), cst(b, INFINITY, x), "EQ"));
+  Value inf_eq =
+      b.and_(b.compare(x, y, Direction::kEq), b.compare(b.abs(x), full_like(b, INFINITY, x), Direction::kEq));
   return b.select(inf_eq, x, r);
 }
 
@@ -406,8 +402,8 @@ void heaviside_run(const at::Tensor& a, const at::Tensor& v, const at::Tensor& o
   TORCH_CHECK(!c10::isComplexType(a.scalar_type()), "heaviside is not yet implemented for complex tensors.");
   pointwise("heaviside", {a, v}, out, a.scalar_type(), [](Builder& b, const Values& x) {
     Value z = zero(b, b.elem(x[0]), b.dims(x[0]));
-    Value pos = b.convert(b.compare(x[0], z, "GT"), b.elem(x[0]));
-    return b.select(b.compare(x[0], z, "EQ"), x[1], pos);
+    Value pos = b.convert(b.compare(x[0], z, Direction::kGt), b.elem(x[0]));
+    return b.select(b.compare(x[0], z, Direction::kEq), x[1], pos);
   });
 }
 at::Tensor heaviside(const at::Tensor& a, const at::Tensor& v) {

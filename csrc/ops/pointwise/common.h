@@ -10,16 +10,14 @@
 
 namespace torch_tpu::ops::udef {
 
-inline Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
-
 inline Value f_signbit(Builder& b, Value x) {
   if (b.elem(x) == ElemType::kPred) return b.constant(0, ElemType::kPred, b.dims(x));
   Value z = zero(b, b.elem(x), b.dims(x));
-  Value neg = b.compare(x, z, "LT");
+  Value neg = b.compare(x, z, Direction::kLt);
   if (!ir::is_float(b.elem(x))) return neg;
   // -0.0: 1/x is -inf.
-  Value negzero = b.binary("stablehlo.and", b.compare(x, z, "EQ"), b.compare(div(b, cst(b, 1.0, x), x), z, "LT"));
-  return b.binary("stablehlo.or", neg, negzero);
+  Value negzero = b.and_(b.compare(x, z, Direction::kEq), b.compare(b.div(full_like(b, 1.0, x), x), z, Direction::kLt));
+  return b.or_(neg, negzero);
 }
 
 struct UDef {

@@ -12,18 +12,20 @@
 #include <torch/library.h>
 
 #include "ops/common.h"
+#include "record/driver.h"
 
 namespace torch_tpu::ops {
+
+const record::SyncSite kEqualSync{"equal", record::SyncReason::kHostRead};
 namespace {
 
 using c10::ScalarType;
 
-ScalarType upcast(ScalarType t) { return (t == c10::kBFloat16 || t == c10::kHalf) ? c10::kFloat : t; }
-
 // --- comparisons -------------------------------------------------------------------
 
 enum Cmp { kEq, kNe, kLt, kLe, kGt, kGe };
-constexpr const char* kDir[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+constexpr Direction kDir[] = {Direction::kEq, Direction::kNe, Direction::kLt,
+                              Direction::kLe, Direction::kGt, Direction::kGe};
 constexpr const char* kCmpName[] = {"eq", "ne", "lt", "le", "gt", "ge"};
 
 template <int C>
@@ -83,7 +85,7 @@ void where_run(const at::Tensor& cond, const at::Tensor& a, const at::Tensor& c,
               "where expected condition to be a boolean tensor, but got a tensor with dtype ", cond.scalar_type());
   ScalarType t = out.scalar_type();
   std::vector<int64_t> shape(out.sizes().begin(), out.sizes().end());
-  eager::OpCall call("where");
+  record::OpCall call("where");
   call.attr(static_cast<int64_t>(t));
   call.input(cond);
   call.input(a);
@@ -122,22 +124,22 @@ Value clamp_fn(Builder& b, const Values& x, bool has_lo, bool has_hi) {
   auto nan_or = [&](Value bound, Value r) {
     if (!flt) return r;
     // ATen: max(min) with NaN in either operand gives NaN.
-    Value n = b.binary("stablehlo.or", b.compare(v, v, "NE"), b.compare(bound, bound, "NE"));
-    return b.select(n, b.binary("stablehlo.add", v, bound), r);
+    Value n = b.or_(b.compare(v, v, Direction::kNe), b.compare(bound, bound, Direction::kNe));
+    return b.select(n, b.add(v, bound), r);
   };
   Value r = v;
   if (has_lo) {
     Value lo = x[i++];
-    Value m = b.elem(v) == ElemType::kPred ? b.binary("stablehlo.or", r, lo) : b.binary("stablehlo.maximum", r, lo);
+    Value m = b.elem(v) == ElemType::kPred ? b.or_(r, lo) : b.max(r, lo);
     r = nan_or(lo, m);
   }
   if (has_hi) {
     Value hi = x[i++];
-    Value m = b.elem(v) == ElemType::kPred ? b.binary("stablehlo.and", r, hi) : b.binary("stablehlo.minimum", r, hi);
+    Value m = b.elem(v) == ElemType::kPred ? b.and_(r, hi) : b.min(r, hi);
     // NaN already in r propagates through nan check on r.
     if (flt) {
-      Value n = b.binary("stablehlo.or", b.compare(r, r, "NE"), b.compare(hi, hi, "NE"));
-      m = b.select(n, b.binary("stablehlo.add", r, hi), m);
+      Value n = b.or_(b.compare(r, r, Direction::kNe), b.compare(hi, hi, Direction::kNe));
+      m = b.select(n, b.add(r, hi), m);
     }
     r = m;
   }
@@ -210,7 +212,7 @@ void clamp_run(const char* name, const ClampArgs& a, const at::Tensor& out) {
   TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(a.dtype), "clamp is not supported for complex types");
   bool lo = a.lo, hi = a.hi;
   pointwise(
-      name, a.ops, out, upcast(a.dtype), [lo, hi](Builder& b, const Values& x) { return clamp_fn(b, x, lo, hi); },
+      name, a.ops, out, opmath(a.dtype), [lo, hi](Builder& b, const Values& x) { return clamp_fn(b, x, lo, hi); },
       (lo ? 1 : 0) + (hi ? 2 : 0));
 }
 
@@ -278,6 +280,7 @@ at::Tensor& cmt_out(const at::Tensor& s, const at::Tensor& v, at::Tensor& out) {
 bool equal(const at::Tensor& self, const at::Tensor& other) {
   if (!self.sizes().equals(other.sizes())) return false;
   if (self.numel() == 0) return true;
+  kEqualSync();
   return at::eq(self, other).all().item<bool>();
 }
 
@@ -298,7 +301,7 @@ at::Tensor& isinf_sign_out(const at::Tensor& self, at::Tensor& out) {
   }
   pointwise(kNeg ? "isneginf" : "isposinf", {self}, out, self.scalar_type(), [](Builder& b, const Values& x) {
     Value inf = b.broadcast_to(kNeg ? lowest(b, b.elem(x[0])) : highest(b, b.elem(x[0])), b.dims(x[0]));
-    return b.compare(x[0], inf, "EQ");
+    return b.compare(x[0], inf, Direction::kEq);
   });
   return out;
 }

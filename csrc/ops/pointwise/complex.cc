@@ -16,7 +16,7 @@ using c10::ScalarType;
 
 Value conj_of(Builder& b, Value x) {
   if (!ir::is_complex(b.elem(x))) return x;
-  return b.complex(b.unary("stablehlo.real", x), b.unary("stablehlo.negate", b.unary("stablehlo.imag", x)));
+  return b.complex(b.real(x), b.neg(b.imag(x)));
 }
 
 at::Tensor& tpu_conj_physical_out(const at::Tensor& self, at::Tensor& out) {
@@ -49,8 +49,8 @@ at::Tensor& complex_like_out(const at::Tensor& a, const at::Tensor& c, at::Tenso
   prepare_out(out, broadcast_shape({a, c}), ct, kPolar ? "polar" : "complex");
   pointwise(kPolar ? "polar" : "complex", {a, c}, out, a.scalar_type(), [](Builder& b, const Values& x) {
     if (!kPolar) return b.complex(x[0], x[1]);
-    Value re = mul(b, x[0], b.unary("stablehlo.cosine", x[1]));
-    Value im = mul(b, x[0], b.unary("stablehlo.sine", x[1]));
+    Value re = b.mul(x[0], b.cos(x[1]));
+    Value im = b.mul(x[0], b.sin(x[1]));
     return b.complex(re, im);
   });
   return out;
@@ -62,12 +62,11 @@ void angle_run(const at::Tensor& self, const at::Tensor& out) {
   ScalarType compute = c10::isComplexType(t) ? t : opmath(float_result(t));
   pointwise("angle", {self}, out, compute, [](Builder& b, const Values& x) {
     Value v = x[0];
-    if (ir::is_complex(b.elem(v)))
-      return b.binary("stablehlo.atan2", b.unary("stablehlo.imag", v), b.unary("stablehlo.real", v));
+    if (ir::is_complex(b.elem(v))) return b.atan2(b.imag(v), b.real(v));
     ElemType e = b.elem(v);
     Value z = zero(b, e, b.dims(v));
-    Value r = b.select(b.compare(v, z, "LT"), b.constant(M_PI, e, b.dims(v)), z);
-    return b.select(b.compare(v, v, "NE"), v, r);
+    Value r = b.select(b.compare(v, z, Direction::kLt), b.constant(M_PI, e, b.dims(v)), z);
+    return b.select(b.compare(v, v, Direction::kNe), v, r);
   });
 }
 ScalarType angle_type(ScalarType t) { return c10::isComplexType(t) ? c10::toRealValueType(t) : float_result(t); }

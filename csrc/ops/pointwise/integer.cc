@@ -11,8 +11,6 @@ namespace {
 
 using c10::ScalarType;
 
-Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
-
 // A wrapped CPU scalar (e.g. from the Scalar_Tensor overloads) may come first.
 c10::Device dev(const at::Tensor& a, const Operand& c) {
   return a.is_cpu() && c.t.defined() ? c.t.device() : a.device();
@@ -37,12 +35,12 @@ void shift_run(const Operand& a, const Operand& c, ScalarType t, const at::Tenso
       kLeft ? "lshift" : "rshift", {a, c}, out, t,
       [width, sgn](Builder& b, const Values& x) {
         Value v = x[0], s = x[1];
-        Value oob = b.binary("stablehlo.or", b.compare(s, cst(b, 0, s), "LT"),
-                             b.compare(s, cst(b, static_cast<double>(width), s), "GE"));
-        if (kLeft) return b.select(oob, cst(b, 0, v), b.binary("stablehlo.shift_left", v, s));
-        if (!sgn) return b.select(oob, cst(b, 0, v), b.binary("stablehlo.shift_right_logical", v, s));
-        Value fill = b.binary("stablehlo.shift_right_arithmetic", v, cst(b, static_cast<double>(width - 1), v));
-        return b.select(oob, fill, b.binary("stablehlo.shift_right_arithmetic", v, s));
+        Value oob = b.or_(b.compare(s, full_like(b, 0, s), Direction::kLt),
+                          b.compare(s, full_like(b, static_cast<double>(width), s), Direction::kGe));
+        if (kLeft) return b.select(oob, full_like(b, 0, v), b.shl(v, s));
+        if (!sgn) return b.select(oob, full_like(b, 0, v), b.shr_logical(v, s));
+        Value fill = b.shr_arith(v, full_like(b, static_cast<double>(width - 1), v));
+        return b.select(oob, fill, b.shr_arith(v, s));
       },
       sgn ? 1 : 0);
 }
@@ -95,27 +93,27 @@ Value any_true(Builder& c, Value p) {
   if (c.dims(p).empty()) return p;
   std::vector<int64_t> all(c.dims(p).size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
-  return c.reduce(p, c.constant(0, ElemType::kPred), all, "stablehlo.or");
+  return c.reduce(p, c.constant(0, ElemType::kPred), all, BinaryOp::kOr);
 }
 
 // CPU's Euclid on |a|, |b| with C remainder: abs wraps at the minimum
 // integer, so e.g. gcd(INT64_MIN, 0) is INT64_MIN, as on CPU. The loop runs
 // until every element's divisor is 0 (tested on device).
 Value gcd_value(Builder& b, Value x, Value y) {
-  Values init{b.unary("stablehlo.abs", x), b.unary("stablehlo.abs", y)};
+  Values init{b.abs(x), b.abs(y)};
   auto cond = b.loop_region(init);
   {
     Builder c(*cond);
     Value a{cond->params()[0], 0};
-    cond->set_outputs({any_true(c, c.compare(a, cst(c, 0, a), "NE"))});
+    cond->set_outputs({any_true(c, c.compare(a, full_like(c, 0, a), Direction::kNe))});
   }
   auto body = b.loop_region(init);
   {
     Builder c(*body);
     Value a{body->params()[0], 0}, bb{body->params()[1], 0};
-    Value live = c.compare(a, cst(c, 0, a), "NE");
+    Value live = c.compare(a, full_like(c, 0, a), Direction::kNe);
     // Finished elements divide by 1 so no remainder by zero is computed.
-    Value r = c.binary("stablehlo.remainder", bb, c.select(live, a, cst(c, 1, a)));
+    Value r = c.rem(bb, c.select(live, a, full_like(c, 1, a)));
     body->set_outputs({c.select(live, r, a), c.select(live, a, bb)});
   }
   return b.while_loop(init, cond, body)[1];
@@ -124,9 +122,9 @@ Value gcd_value(Builder& b, Value x, Value y) {
 // CPU: g == 0 ? 0 : |a / g * b| (wrapping).
 Value lcm_value(Builder& b, Value x, Value y) {
   Value g = gcd_value(b, x, y);
-  Value gz = b.compare(g, cst(b, 0, g), "EQ");
-  Value q = div(b, x, b.select(gz, cst(b, 1, g), g));
-  return b.select(gz, cst(b, 0, g), b.unary("stablehlo.abs", mul(b, q, y)));
+  Value gz = b.compare(g, full_like(b, 0, g), Direction::kEq);
+  Value q = b.div(x, b.select(gz, full_like(b, 1, g), g));
+  return b.select(gz, full_like(b, 0, g), b.abs(b.mul(q, y)));
 }
 
 template <bool kLcm>

@@ -33,12 +33,8 @@ struct PolyDef {
   bool shifted;  // shifted Chebyshev: argument 2x - 1
 };
 
-Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
 Value sel(Builder& b, Value p, Value t, Value f) { return b.select(p, t, f); }
-Value pand(Builder& b, Value x, Value y) { return b.binary("stablehlo.and", x, y); }
-Value por(Builder& b, Value x, Value y) { return b.binary("stablehlo.or", x, y); }
-Value pnot(Builder& b, Value x) { return b.unary("stablehlo.not", x); }
-Value isnan(Builder& b, Value x) { return b.compare(x, x, "NE"); }
+Value pnot(Builder& b, Value x) { return b.not_(x); }
 
 // Degree above which CPU switches Chebyshev (|y| < 1) to the trig form.
 int64_t trig_threshold(const PolyDef& d) {
@@ -58,24 +54,24 @@ int64_t trig_threshold(const PolyDef& d) {
 // One recurrence step: the next value from (p, q) = (P_{k-1}, P_k) at loop
 // index j (1-based; j-th application of the recurrence).
 Value step(Builder& b, Kind kind, Value y, Value p, Value q, Value j_f) {
-  auto C = [&](double v) { return cst(b, v, y); };
+  auto C = [&](double v) { return full_like(b, v, y); };
   switch (kind) {
     case Kind::kH: {  // k = 2j: r = (x + x) q - k p
-      Value k = add(b, j_f, j_f);
-      return sub(b, mul(b, add(b, y, y), q), mul(b, k, p));
+      Value k = b.add(j_f, j_f);
+      return b.sub(b.mul(b.add(y, y), q), b.mul(k, p));
     }
     case Kind::kHe:  // k = j: r = x q - k p
-      return sub(b, mul(b, y, q), mul(b, j_f, p));
+      return b.sub(b.mul(y, q), b.mul(j_f, p));
     case Kind::kL: {  // k = j: r = ((2k + (1 - x)) q - k p) / (k + 1)
-      Value t = add(b, add(b, j_f, j_f), sub(b, C(1), y));
-      return div(b, sub(b, mul(b, t, q), mul(b, j_f, p)), add(b, j_f, C(1)));
+      Value t = b.add(b.add(j_f, j_f), b.sub(C(1), y));
+      return b.div(b.sub(b.mul(t, q), b.mul(j_f, p)), b.add(j_f, C(1)));
     }
     case Kind::kP: {  // k = j: r = ((2k + 1) x q - k p) / (k + 1)
-      Value t = mul(b, add(b, add(b, j_f, j_f), C(1)), y);
-      return div(b, sub(b, mul(b, t, q), mul(b, j_f, p)), add(b, j_f, C(1)));
+      Value t = b.mul(b.add(b.add(j_f, j_f), C(1)), y);
+      return b.div(b.sub(b.mul(t, q), b.mul(j_f, p)), b.add(j_f, C(1)));
     }
     default:  // Chebyshev family: r = (y + y) q - p
-      return sub(b, mul(b, add(b, y, y), q), p);
+      return b.sub(b.mul(b.add(y, y), q), p);
   }
 }
 
@@ -83,8 +79,8 @@ bool nan_stops(Kind k) { return k != Kind::kH && k != Kind::kHe; }
 
 // Elements with j <= m that are still running (no NaN yet, where CPU stops on NaN).
 Value running(Builder& b, Kind kind, Value j, Value m, Value q) {
-  Value act = b.compare(b.broadcast_to(j, b.dims(m)), m, "LE");
-  if (nan_stops(kind)) act = pand(b, act, pnot(b, isnan(b, q)));
+  Value act = b.compare(b.broadcast_to(j, b.dims(m)), m, Direction::kLe);
+  if (nan_stops(kind)) act = b.and_(act, pnot(b, is_nan(b, q)));
   return act;
 }
 
@@ -101,7 +97,7 @@ Value recurrence(Builder& b, Kind kind, Value y, Value m, Value p0, Value q0) {
     if (!c.dims(act).empty()) {
       std::vector<int64_t> all(c.dims(act).size());
       for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
-      any = c.reduce(act, c.constant(0, ElemType::kPred), all, "stablehlo.or");
+      any = c.reduce(act, c.constant(0, ElemType::kPred), all, BinaryOp::kOr);
     }
     cond->set_outputs({any});
   }
@@ -113,27 +109,27 @@ Value recurrence(Builder& b, Kind kind, Value y, Value m, Value p0, Value q0) {
     Value act = running(c, kind, j, mv, q);
     Value j_f = c.broadcast_to(c.convert(j, c.elem(yv)), c.dims(yv));
     Value r = step(c, kind, yv, p, q, j_f);
-    body->set_outputs({add(c, j, c.constant(1, ElemType::kS64)), yv, mv, c.select(act, q, p), c.select(act, r, q)});
+    body->set_outputs({c.add(j, c.constant(1, ElemType::kS64)), yv, mv, c.select(act, q, p), c.select(act, r, q)});
   }
   return b.while_loop(init, cond, body)[4];
 }
 
 Value lower(Builder& b, const PolyDef& d, Value x, Value n) {
-  auto C = [&](double v) { return cst(b, v, x); };
+  auto C = [&](double v) { return full_like(b, v, x); };
   Value zero_f = C(0), one_f = C(1);
   // n truncated toward zero; CPU's float -> int64 cast of NaN/inf/out of
   // range gives INT64_MIN, i.e. "negative", hence 0.
-  Value nt = sel(b, b.compare(n, zero_f, "LT"), b.unary("stablehlo.ceil", n), b.unary("stablehlo.floor", n));
-  Value valid = pand(b, b.compare(nt, zero_f, "GE"), b.compare(nt, C(9223372036854775808.0), "LT"));
+  Value nt = sel(b, b.compare(n, zero_f, Direction::kLt), b.ceil(n), b.floor(n));
+  Value valid = b.and_(b.compare(nt, zero_f, Direction::kGe), b.compare(nt, C(9223372036854775808.0), Direction::kLt));
   Value nf = sel(b, valid, nt, zero_f);
   Value ni = b.convert(nf, ElemType::kS64);
   auto I = [&](int64_t v) { return b.constant(static_cast<double>(v), ElemType::kS64, b.dims(ni)); };
-  Value even = b.compare(b.binary("stablehlo.remainder", ni, I(2)), I(0), "EQ");
-  Value n0 = b.compare(ni, I(0), "EQ"), n1 = b.compare(ni, I(1), "EQ");
-  Value two_n1 = add(b, add(b, nf, nf), one_f);  // float(2n + 1)
-  Value pm1 = sel(b, even, one_f, C(-1));        // (-1)^n
+  Value even = b.compare(b.rem(ni, I(2)), I(0), Direction::kEq);
+  Value n0 = b.compare(ni, I(0), Direction::kEq), n1 = b.compare(ni, I(1), Direction::kEq);
+  Value two_n1 = b.add(b.add(nf, nf), one_f);  // float(2n + 1)
+  Value pm1 = sel(b, even, one_f, C(-1));      // (-1)^n
 
-  Value y = d.shifted ? sub(b, add(b, x, x), one_f) : x;
+  Value y = d.shifted ? b.sub(b.add(x, x), one_f) : x;
   Value result;  // closed-form value where `closed`
   Value closed;
   Value q1;  // P_1, the recurrence's starting q (P_0 = 1)
@@ -142,77 +138,74 @@ Value lower(Builder& b, const PolyDef& d, Value x, Value n) {
     case Kind::kU:
     case Kind::kV:
     case Kind::kW: {
-      Value ay = b.unary("stablehlo.abs", y);
-      Value at1 = b.compare(ay, one_f, "EQ");
-      Value pos = b.compare(y, zero_f, "GT");
-      Value trig = pand(b, b.compare(ni, I(trig_threshold(d)), "GT"), b.compare(ay, one_f, "LT"));
-      Value th = b.unary("chlo.acos", y);
+      Value ay = b.abs(y);
+      Value at1 = b.compare(ay, one_f, Direction::kEq);
+      Value pos = b.compare(y, zero_f, Direction::kGt);
+      Value trig = b.and_(b.compare(ni, I(trig_threshold(d)), Direction::kGt), b.compare(ay, one_f, Direction::kLt));
+      Value th = b.acos(y);
       Value edge, tv;
       if (d.kind == Kind::kT) {
         q1 = y;
-        edge = sel(b, por(b, pos, even), one_f, C(-1));
-        tv = b.unary("stablehlo.cosine", mul(b, nf, th));
+        edge = sel(b, b.or_(pos, even), one_f, C(-1));
+        tv = b.cos(b.mul(nf, th));
       } else if (d.kind == Kind::kU) {
-        q1 = add(b, y, y);
-        Value np1 = add(b, nf, one_f);
-        edge = sel(b, por(b, pos, even), np1, b.unary("stablehlo.negate", np1));
-        Value s = b.unary("stablehlo.sine", th);
-        Value a = mul(b, np1, th);
-        tv = sel(b, b.compare(s, zero_f, "NE"), div(b, b.unary("stablehlo.sine", a), s),
-                 div(b, mul(b, np1, b.unary("stablehlo.cosine", a)), y));
+        q1 = b.add(y, y);
+        Value np1 = b.add(nf, one_f);
+        edge = sel(b, b.or_(pos, even), np1, b.neg(np1));
+        Value s = b.sin(th);
+        Value a = b.mul(np1, th);
+        tv = sel(b, b.compare(s, zero_f, Direction::kNe), b.div(b.sin(a), s), b.div(b.mul(np1, b.cos(a)), y));
       } else if (d.kind == Kind::kV) {
-        q1 = sub(b, add(b, y, y), one_f);
-        Value odd_case = mul(b, pm1, two_n1);  // +-(2n+1)
+        q1 = b.sub(b.add(y, y), one_f);
+        Value odd_case = b.mul(pm1, two_n1);  // +-(2n+1)
         edge = sel(b, pos, one_f, odd_case);
-        Value h = div(b, th, C(2));
-        Value a = mul(b, add(b, nf, C(0.5)), th);
-        tv = sel(b, b.compare(b.unary("stablehlo.sine", h), one_f, "NE"),
-                 div(b, b.unary("stablehlo.cosine", a), b.unary("stablehlo.cosine", h)), odd_case);
+        Value h = b.div(th, C(2));
+        Value a = b.mul(b.add(nf, C(0.5)), th);
+        tv = sel(b, b.compare(b.sin(h), one_f, Direction::kNe), b.div(b.cos(a), b.cos(h)), odd_case);
       } else {
-        q1 = add(b, add(b, y, y), one_f);
+        q1 = b.add(b.add(y, y), one_f);
         edge = sel(b, pos, two_n1, pm1);
-        Value h = div(b, th, C(2));
-        Value a = mul(b, add(b, nf, C(0.5)), th);
+        Value h = b.div(th, C(2));
+        Value a = b.mul(b.add(nf, C(0.5)), th);
         Value degenerate = d.shifted ? pm1 : edge;
-        tv = sel(b, b.compare(b.unary("stablehlo.cosine", h), one_f, "NE"),
-                 div(b, b.unary("stablehlo.sine", a), b.unary("stablehlo.sine", h)), degenerate);
+        tv = sel(b, b.compare(b.cos(h), one_f, Direction::kNe), b.div(b.sin(a), b.sin(h)), degenerate);
       }
       result = sel(b, at1, edge, sel(b, trig, tv, sel(b, n0, one_f, q1)));
-      closed = por(b, por(b, at1, trig), por(b, n0, n1));
+      closed = b.or_(b.or_(at1, trig), b.or_(n0, n1));
       break;
     }
     case Kind::kH:
     case Kind::kHe: {
-      q1 = d.kind == Kind::kH ? add(b, x, x) : x;
+      q1 = d.kind == Kind::kH ? b.add(x, x) : x;
       // CPU gives up (NaN) past a dtype-dependent degree.
       int64_t limit = b.elem(x) == ElemType::kF32 ? 128 : b.elem(x) == ElemType::kF64 ? 512 : 1024;
-      Value big = b.compare(ni, I(limit), "GT");
+      Value big = b.compare(ni, I(limit), Direction::kGt);
       result = sel(b, n0, one_f, sel(b, n1, q1, C(NAN)));
-      closed = por(b, por(b, n0, n1), big);
+      closed = b.or_(b.or_(n0, n1), big);
       break;
     }
     case Kind::kL: {
-      q1 = sub(b, one_f, x);
-      Value x0 = b.compare(x, zero_f, "EQ");
-      result = sel(b, por(b, x0, n0), one_f, q1);
-      closed = por(b, por(b, x0, n0), n1);
+      q1 = b.sub(one_f, x);
+      Value x0 = b.compare(x, zero_f, Direction::kEq);
+      result = sel(b, b.or_(x0, n0), one_f, q1);
+      closed = b.or_(b.or_(x0, n0), n1);
       break;
     }
     case Kind::kP: {
       q1 = x;
-      Value at1 = b.compare(b.unary("stablehlo.abs", x), one_f, "EQ");
-      Value pos = b.compare(x, zero_f, "GT");
-      Value edge = sel(b, por(b, pos, even), one_f, C(-1));
+      Value at1 = b.compare(b.abs(x), one_f, Direction::kEq);
+      Value pos = b.compare(x, zero_f, Direction::kGt);
+      Value edge = sel(b, b.or_(pos, even), one_f, C(-1));
       result = sel(b, at1, edge, sel(b, n0, one_f, q1));
-      closed = por(b, at1, por(b, n0, n1));
+      closed = b.or_(at1, b.or_(n0, n1));
       break;
     }
   }
   // (NaN x with n >= 2 gives NaN. CPU's U, W, Laguerre and Legendre loops
   // then return an uninitialised value, which varies with the element's
   // position in the vectorised loop; it is not reproduced.)
-  closed = por(b, closed, pnot(b, valid));
-  Value m = sel(b, closed, I(0), sub(b, ni, I(1)));  // recurrence steps left
+  closed = b.or_(closed, pnot(b, valid));
+  Value m = sel(b, closed, I(0), b.sub(ni, I(1)));  // recurrence steps left
   Value rec = recurrence(b, d.kind, y, m, one_f, q1);
   return sel(b, pnot(b, valid), zero_f, sel(b, closed, result, rec));
 }

@@ -26,38 +26,35 @@ namespace {
 using c10::ScalarType;
 using Coeffs = std::initializer_list<double>;
 
-Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
-Value un(Builder& b, const char* op, Value x) { return b.unary(op, x); }
-Value lt(Builder& b, Value x, double v) { return b.compare(x, cst(b, v, x), "LT"); }
-Value le(Builder& b, Value x, double v) { return b.compare(x, cst(b, v, x), "LE"); }
-Value eq(Builder& b, Value x, double v) { return b.compare(x, cst(b, v, x), "EQ"); }
-Value absv(Builder& b, Value x) { return un(b, "stablehlo.abs", x); }
-Value neg(Builder& b, Value x) { return un(b, "stablehlo.negate", x); }
-Value expv(Builder& b, Value x) { return un(b, "stablehlo.exponential", x); }
-Value logv(Builder& b, Value x) { return un(b, "stablehlo.log", x); }
-Value sqrtv(Builder& b, Value x) { return un(b, "stablehlo.sqrt", x); }
+Value lt(Builder& b, Value x, double v) { return b.compare(x, full_like(b, v, x), Direction::kLt); }
+Value le(Builder& b, Value x, double v) { return b.compare(x, full_like(b, v, x), Direction::kLe); }
+Value eq(Builder& b, Value x, double v) { return b.compare(x, full_like(b, v, x), Direction::kEq); }
+Value absv(Builder& b, Value x) { return b.abs(x); }
+Value neg(Builder& b, Value x) { return b.neg(x); }
+Value expv(Builder& b, Value x) { return b.exp(x); }
+Value logv(Builder& b, Value x) { return b.log(x); }
+Value sqrtv(Builder& b, Value x) { return b.sqrt(x); }
 Value sel(Builder& b, Value p, Value t, Value f) { return b.select(p, t, f); }
-Value isnan(Builder& b, Value x) { return b.compare(x, x, "NE"); }
 
 // Horner's rule, highest-degree coefficient first (Cephes polevl order).
 Value polevl(Builder& b, Value x, Coeffs c) {
   auto it = c.begin();
-  Value r = cst(b, *it++, x);
-  for (; it != c.end(); ++it) r = add(b, mul(b, r, x), cst(b, *it, x));
+  Value r = full_like(b, *it++, x);
+  for (; it != c.end(); ++it) r = b.add(b.mul(r, x), full_like(b, *it, x));
   return r;
 }
 // Clenshaw sum of a Chebyshev series at x/2 (Cephes chbevl): coefficients
 // highest order first; the result is (b0 - b2) / 2.
 Value chbevl(Builder& b, Value x, Coeffs c) {
   auto it = c.begin();
-  Value b0 = cst(b, *it++, x);
-  Value b1 = cst(b, 0.0, x), b2 = b1;
+  Value b0 = full_like(b, *it++, x);
+  Value b1 = full_like(b, 0.0, x), b2 = b1;
   for (; it != c.end(); ++it) {
     b2 = b1;
     b1 = b0;
-    b0 = add(b, sub(b, mul(b, x, b1), b2), cst(b, *it, x));
+    b0 = b.add(b.sub(b.mul(x, b1), b2), full_like(b, *it, x));
   }
-  return mul(b, cst(b, 0.5, x), sub(b, b0, b2));
+  return b.mul(full_like(b, 0.5, x), b.sub(b0, b2));
 }
 
 // --- modified Bessel functions of the first kind -----------------------------------
@@ -107,13 +104,13 @@ struct Pieces {
   Value small, big, is_small;
 };
 Pieces i0e_pieces(Builder& b, Value ax) {
-  Value small = chbevl(b, sub(b, div(b, ax, cst(b, 2.0, ax)), cst(b, 2.0, ax)), kI0A);
-  Value big = div(b, chbevl(b, sub(b, div(b, cst(b, 32.0, ax), ax), cst(b, 2.0, ax)), kI0B), sqrtv(b, ax));
+  Value small = chbevl(b, b.sub(b.div(ax, full_like(b, 2.0, ax)), full_like(b, 2.0, ax)), kI0A);
+  Value big = b.div(chbevl(b, b.sub(b.div(full_like(b, 32.0, ax), ax), full_like(b, 2.0, ax)), kI0B), sqrtv(b, ax));
   return {small, big, le(b, ax, 8.0)};
 }
 Pieces i1e_pieces(Builder& b, Value ax) {
-  Value small = mul(b, chbevl(b, sub(b, div(b, ax, cst(b, 2.0, ax)), cst(b, 2.0, ax)), kI1A), ax);
-  Value big = div(b, chbevl(b, sub(b, div(b, cst(b, 32.0, ax), ax), cst(b, 2.0, ax)), kI1B), sqrtv(b, ax));
+  Value small = b.mul(chbevl(b, b.sub(b.div(ax, full_like(b, 2.0, ax)), full_like(b, 2.0, ax)), kI1A), ax);
+  Value big = b.div(chbevl(b, b.sub(b.div(full_like(b, 32.0, ax), ax), full_like(b, 2.0, ax)), kI1B), sqrtv(b, ax));
   return {small, big, le(b, ax, 8.0)};
 }
 Value odd(Builder& b, Value x, Value r) { return sel(b, lt(b, x, 0.0), neg(b, r), r); }
@@ -127,8 +124,9 @@ Value f_i0(Builder& b, Value x) {
   Pieces p = i0e_pieces(b, ax);
   Value e = expv(b, ax);
   // exp first, as CPU does, so that overflow gives the same inf/nan.
-  Value big = div(b, mul(b, e, chbevl(b, sub(b, div(b, cst(b, 32.0, ax), ax), cst(b, 2.0, ax)), kI0B)), sqrtv(b, ax));
-  return sel(b, p.is_small, mul(b, e, p.small), big);
+  Value big =
+      b.div(b.mul(e, chbevl(b, b.sub(b.div(full_like(b, 32.0, ax), ax), full_like(b, 2.0, ax)), kI0B)), sqrtv(b, ax));
+  return sel(b, p.is_small, b.mul(e, p.small), big);
 }
 Value f_i1e(Builder& b, Value x) {
   Pieces p = i1e_pieces(b, absv(b, x));
@@ -137,9 +135,10 @@ Value f_i1e(Builder& b, Value x) {
 Value f_i1(Builder& b, Value x) {
   Value ax = absv(b, x);
   Value e = expv(b, ax);
-  Value y = sub(b, div(b, ax, cst(b, 2.0, ax)), cst(b, 2.0, ax));
-  Value small = mul(b, mul(b, e, ax), chbevl(b, y, kI1A));
-  Value big = div(b, mul(b, e, chbevl(b, sub(b, div(b, cst(b, 32.0, ax), ax), cst(b, 2.0, ax)), kI1B)), sqrtv(b, ax));
+  Value y = b.sub(b.div(ax, full_like(b, 2.0, ax)), full_like(b, 2.0, ax));
+  Value small = b.mul(b.mul(e, ax), chbevl(b, y, kI1A));
+  Value big =
+      b.div(b.mul(e, chbevl(b, b.sub(b.div(full_like(b, 32.0, ax), ax), full_like(b, 2.0, ax)), kI1B)), sqrtv(b, ax));
   return odd(b, x, sel(b, le(b, ax, 8.0), small, big));
 }
 
@@ -177,25 +176,25 @@ constexpr Coeffs kK1B = {
 // K0/K1 (scaled by exp(x) when kScaled): inf at 0, nan for x < 0.
 template <int kOrder, bool kScaled>
 Value f_k(Builder& b, Value x) {
-  Value z2 = sub(b, mul(b, x, x), cst(b, 2.0, x));
-  Value log_half = logv(b, mul(b, cst(b, 0.5, x), x));
+  Value z2 = b.sub(b.mul(x, x), full_like(b, 2.0, x));
+  Value log_half = logv(b, b.mul(full_like(b, 0.5, x), x));
   Value small;
   if (kOrder == 0) {
-    small = sub(b, chbevl(b, z2, kK0A), mul(b, log_half, f_i0(b, x)));
+    small = b.sub(chbevl(b, z2, kK0A), b.mul(log_half, f_i0(b, x)));
   } else {
-    small = add(b, mul(b, log_half, f_i1(b, x)), div(b, chbevl(b, z2, kK1A), x));
+    small = b.add(b.mul(log_half, f_i1(b, x)), b.div(chbevl(b, z2, kK1A), x));
   }
-  Value series = chbevl(b, sub(b, div(b, cst(b, 8.0, x), x), cst(b, 2.0, x)), kOrder == 0 ? kK0B : kK1B);
+  Value series = chbevl(b, b.sub(b.div(full_like(b, 8.0, x), x), full_like(b, 2.0, x)), kOrder == 0 ? kK0B : kK1B);
   Value big;
   if (kScaled) {
-    small = mul(b, small, expv(b, x));
-    big = div(b, series, sqrtv(b, x));
+    small = b.mul(small, expv(b, x));
+    big = b.div(series, sqrtv(b, x));
   } else {
-    big = div(b, mul(b, expv(b, neg(b, x)), series), sqrtv(b, x));
+    big = b.div(b.mul(expv(b, neg(b, x)), series), sqrtv(b, x));
   }
   Value r = sel(b, le(b, x, 2.0), small, big);
-  r = sel(b, lt(b, x, 0.0), cst(b, NAN, x), r);
-  return sel(b, eq(b, x, 0.0), cst(b, INFINITY, x), r);
+  r = sel(b, lt(b, x, 0.0), full_like(b, NAN, x), r);
+  return sel(b, eq(b, x, 0.0), full_like(b, INFINITY, x), r);
 }
 
 // --- Bessel functions of the first and second kind ----------------------------------
@@ -256,63 +255,60 @@ constexpr double kTwoOverPi = 0.636619772367581343075535053490057448;
 // with Y swapping the roles of sin and cos.
 template <int kOrder>
 Value bessel_asym(Builder& b, Value x, bool y) {
-  Value w = kOrder == 0 ? div(b, cst(b, 25.0, x), mul(b, x, x))
-                        : mul(b, div(b, cst(b, 5.0, x), x), div(b, cst(b, 5.0, x), x));
-  Value p = div(b, polevl(b, w, kOrder == 0 ? kPP0 : kPP1), polevl(b, w, kOrder == 0 ? kPQ0 : kPQ1));
-  Value q = div(b, polevl(b, w, kOrder == 0 ? kQP0 : kQP1), polevl(b, w, kOrder == 0 ? kQQ0 : kQQ1));
-  Value xn = sub(b, x, cst(b, kOrder == 0 ? M_PI / 4 : 3 * M_PI / 4, x));
-  Value s = un(b, "stablehlo.sine", xn), c = un(b, "stablehlo.cosine", xn);
-  Value q5 = mul(b, div(b, cst(b, 5.0, x), x), q);
-  Value r = y ? add(b, mul(b, p, s), mul(b, q5, c)) : sub(b, mul(b, p, c), mul(b, q5, s));
-  return div(b, mul(b, r, cst(b, kSqrt2OverPi, x)), sqrtv(b, x));
+  Value w = kOrder == 0 ? b.div(full_like(b, 25.0, x), b.mul(x, x))
+                        : b.mul(b.div(full_like(b, 5.0, x), x), b.div(full_like(b, 5.0, x), x));
+  Value p = b.div(polevl(b, w, kOrder == 0 ? kPP0 : kPP1), polevl(b, w, kOrder == 0 ? kPQ0 : kPQ1));
+  Value q = b.div(polevl(b, w, kOrder == 0 ? kQP0 : kQP1), polevl(b, w, kOrder == 0 ? kQQ0 : kQQ1));
+  Value xn = b.sub(x, full_like(b, kOrder == 0 ? M_PI / 4 : 3 * M_PI / 4, x));
+  Value s = b.sin(xn), c = b.cos(xn);
+  Value q5 = b.mul(b.div(full_like(b, 5.0, x), x), q);
+  Value r = y ? b.add(b.mul(p, s), b.mul(q5, c)) : b.sub(b.mul(p, c), b.mul(q5, s));
+  return b.div(b.mul(r, full_like(b, kSqrt2OverPi, x)), sqrtv(b, x));
 }
 
 Value f_j0(Builder& b, Value x) {
   Value ax = absv(b, x);
-  Value z = mul(b, ax, ax);
-  Value small =
-      mul(b, mul(b, sub(b, z, cst(b, 5.78318596294678452118e+00, x)), sub(b, z, cst(b, 3.04712623436620863991e+01, x))),
-          div(b, polevl(b, z, kRP0), polevl(b, z, kRQ0)));
-  Value tiny = sub(b, cst(b, 1.0, x), div(b, z, cst(b, 4.0, x)));
+  Value z = b.mul(ax, ax);
+  Value small = b.mul(b.mul(b.sub(z, full_like(b, 5.78318596294678452118e+00, x)),
+                            b.sub(z, full_like(b, 3.04712623436620863991e+01, x))),
+                      b.div(polevl(b, z, kRP0), polevl(b, z, kRQ0)));
+  Value tiny = b.sub(full_like(b, 1.0, x), b.div(z, full_like(b, 4.0, x)));
   small = sel(b, lt(b, ax, 1e-5), tiny, small);
   return sel(b, le(b, ax, 5.0), small, bessel_asym<0>(b, ax, false));
 }
 Value j1_nonneg(Builder& b, Value x) {
-  Value z = mul(b, x, x);
-  Value small = mul(b,
-                    mul(b, mul(b, div(b, polevl(b, z, kRP1), polevl(b, z, kRQ1)), x),
-                        sub(b, z, cst(b, 1.46819706421238932572e+01, x))),
-                    sub(b, z, cst(b, 4.92184563216946036703e+01, x)));
+  Value z = b.mul(x, x);
+  Value small = b.mul(b.mul(b.mul(b.div(polevl(b, z, kRP1), polevl(b, z, kRQ1)), x),
+                            b.sub(z, full_like(b, 1.46819706421238932572e+01, x))),
+                      b.sub(z, full_like(b, 4.92184563216946036703e+01, x)));
   return sel(b, le(b, x, 5.0), small, bessel_asym<1>(b, x, false));
 }
 Value f_j1(Builder& b, Value x) { return odd(b, x, j1_nonneg(b, absv(b, x))); }
 Value f_y0(Builder& b, Value x) {
-  Value z = mul(b, x, x);
-  Value small = add(b, div(b, polevl(b, z, kYP0), polevl(b, z, kYQ0)),
-                    mul(b, mul(b, cst(b, kTwoOverPi, x), logv(b, x)), f_j0(b, x)));
-  small = sel(b, lt(b, x, 0.0), cst(b, NAN, x), small);
-  small = sel(b, eq(b, x, 0.0), cst(b, -INFINITY, x), small);
+  Value z = b.mul(x, x);
+  Value small = b.add(b.div(polevl(b, z, kYP0), polevl(b, z, kYQ0)),
+                      b.mul(b.mul(full_like(b, kTwoOverPi, x), logv(b, x)), f_j0(b, x)));
+  small = sel(b, lt(b, x, 0.0), full_like(b, NAN, x), small);
+  small = sel(b, eq(b, x, 0.0), full_like(b, -INFINITY, x), small);
   return sel(b, le(b, x, 5.0), small, bessel_asym<0>(b, x, true));
 }
 Value f_y1(Builder& b, Value x) {
-  Value z = mul(b, x, x);
-  Value j1l = sub(b, mul(b, j1_nonneg(b, x), logv(b, x)), div(b, cst(b, 1.0, x), x));
-  Value small = add(b, mul(b, x, div(b, polevl(b, z, kYP1), polevl(b, z, kYQ1))), mul(b, cst(b, kTwoOverPi, x), j1l));
-  small = sel(b, lt(b, x, 0.0), cst(b, NAN, x), small);
-  small = sel(b, eq(b, x, 0.0), cst(b, -INFINITY, x), small);
+  Value z = b.mul(x, x);
+  Value j1l = b.sub(b.mul(j1_nonneg(b, x), logv(b, x)), b.div(full_like(b, 1.0, x), x));
+  Value small = b.add(b.mul(x, b.div(polevl(b, z, kYP1), polevl(b, z, kYQ1))), b.mul(full_like(b, kTwoOverPi, x), j1l));
+  small = sel(b, lt(b, x, 0.0), full_like(b, NAN, x), small);
+  small = sel(b, eq(b, x, 0.0), full_like(b, -INFINITY, x), small);
   return sel(b, le(b, x, 5.0), small, bessel_asym<1>(b, x, true));
 }
 
 Value f_spherical_j0(Builder& b, Value x) {
-  Value z = mul(b, x, x);
-  Value series =
-      add(b, cst(b, 1.0, x),
-          mul(b, z,
-              polevl(b, z,
-                     {1.0 / 6227020800.0, -1.0 / 39916800.0, 1.0 / 362880.0, -1.0 / 5040.0, 1.0 / 120.0, -1.0 / 6.0})));
-  Value r = div(b, un(b, "stablehlo.sine", x), x);
+  Value z = b.mul(x, x);
+  Value series = b.add(full_like(b, 1.0, x), b.mul(z, polevl(b, z,
+                                                             {1.0 / 6227020800.0, -1.0 / 39916800.0, 1.0 / 362880.0,
+                                                              -1.0 / 5040.0, 1.0 / 120.0, -1.0 / 6.0})));
+  Value r = b.div(b.sin(x), x);
   r = sel(b, lt(b, absv(b, x), 0.5), series, r);
-  return sel(b, eq(b, absv(b, x), INFINITY), cst(b, 0.0, x), r);
+  return sel(b, eq(b, absv(b, x), INFINITY), full_like(b, 0.0, x), r);
 }
 
 // --- Airy Ai ----------------------------------------------------------------------------
@@ -342,35 +338,36 @@ Value f_airy_ai(Builder& b, Value x) {
   constexpr double kInvSqrtPi = 5.64189583547756286948e-01;
   // x < -2.09: oscillatory asymptotic expansion.
   Value mx = neg(b, x);
-  Value zeta_n = div(b, mul(b, mul(b, cst(b, 2.0, x), mx), sqrtv(b, mx)), cst(b, 3.0, x));
-  Value zn = div(b, cst(b, 1.0, x), zeta_n);
-  Value zz = mul(b, zn, zn);
-  Value f = add(b, cst(b, 1.0, x), div(b, mul(b, zz, polevl(b, zz, kAFN)), polevl(b, zz, kAFD)));
-  Value g = div(b, mul(b, zn, polevl(b, zz, kAGN)), polevl(b, zz, kAGD));
-  Value t = add(b, zeta_n, cst(b, 0.25 * M_PI, x));
-  Value osc = div(b, cst(b, kInvSqrtPi, x), sqrtv(b, sqrtv(b, mx)));
-  osc = mul(b, osc, sub(b, mul(b, un(b, "stablehlo.sine", t), f), mul(b, un(b, "stablehlo.cosine", t), g)));
+  Value zeta_n = b.div(b.mul(b.mul(full_like(b, 2.0, x), mx), sqrtv(b, mx)), full_like(b, 3.0, x));
+  Value zn = b.div(full_like(b, 1.0, x), zeta_n);
+  Value zz = b.mul(zn, zn);
+  Value f = b.add(full_like(b, 1.0, x), b.div(b.mul(zz, polevl(b, zz, kAFN)), polevl(b, zz, kAFD)));
+  Value g = b.div(b.mul(zn, polevl(b, zz, kAGN)), polevl(b, zz, kAGD));
+  Value t = b.add(zeta_n, full_like(b, 0.25 * M_PI, x));
+  Value osc = b.div(full_like(b, kInvSqrtPi, x), sqrtv(b, sqrtv(b, mx)));
+  osc = b.mul(osc, b.sub(b.mul(b.sin(t), f), b.mul(b.cos(t), g)));
   // x >= 2.09: exponentially decaying expansion in 1/zeta.
-  Value zeta_p = div(b, mul(b, mul(b, cst(b, 2.0, x), x), sqrtv(b, x)), cst(b, 3.0, x));
-  Value iz = div(b, cst(b, 1.0, x), zeta_p);
-  Value ratio = div(b, polevl(b, iz, kAN), polevl(b, iz, kAD));
-  Value decay = div(b, mul(b, cst(b, kInvSqrtPi, x), ratio),
-                    mul(b, mul(b, cst(b, 2.0, x), sqrtv(b, sqrtv(b, x))), expv(b, zeta_p)));
+  Value zeta_p = b.div(b.mul(b.mul(full_like(b, 2.0, x), x), sqrtv(b, x)), full_like(b, 3.0, x));
+  Value iz = b.div(full_like(b, 1.0, x), zeta_p);
+  Value ratio = b.div(polevl(b, iz, kAN), polevl(b, iz, kAD));
+  Value decay = b.div(b.mul(full_like(b, kInvSqrtPi, x), ratio),
+                      b.mul(b.mul(full_like(b, 2.0, x), sqrtv(b, sqrtv(b, x))), expv(b, zeta_p)));
   // |x| < 2.09: Maclaurin series Ai = c1 f(x) - c2 g(x); terms in x^3 fall
   // below float epsilon well within 12 steps there.
-  Value z3 = mul(b, mul(b, x, x), x);
-  Value m = cst(b, 1.0, x), n = x, fs = m, gs = x;
+  Value z3 = b.mul(b.mul(x, x), x);
+  Value m = full_like(b, 1.0, x), n = x, fs = m, gs = x;
   for (int i = 1; i <= 12; ++i) {
     double k = 3.0 * i;
-    m = div(b, mul(b, m, z3), cst(b, (k - 1) * k, x));
-    n = div(b, mul(b, n, z3), cst(b, k * (k + 1), x));
-    fs = add(b, fs, m);
-    gs = add(b, gs, n);
+    m = b.div(b.mul(m, z3), full_like(b, (k - 1) * k, x));
+    n = b.div(b.mul(n, z3), full_like(b, k * (k + 1), x));
+    fs = b.add(fs, m);
+    gs = b.add(gs, n);
   }
-  Value series = sub(b, mul(b, cst(b, 0.355028053887817239260, x), fs), mul(b, cst(b, 0.258819403792806798405, x), gs));
-  Value r = sel(b, lt(b, x, -2.09), osc, sel(b, b.compare(x, cst(b, 2.09, x), "GE"), decay, series));
-  r = sel(b, b.compare(x, cst(b, 103.892, x), "GT"), cst(b, 0.0, x), r);
-  return sel(b, eq(b, absv(b, x), INFINITY), cst(b, NAN, x), r);
+  Value series =
+      b.sub(b.mul(full_like(b, 0.355028053887817239260, x), fs), b.mul(full_like(b, 0.258819403792806798405, x), gs));
+  Value r = sel(b, lt(b, x, -2.09), osc, sel(b, b.compare(x, full_like(b, 2.09, x), Direction::kGe), decay, series));
+  r = sel(b, b.compare(x, full_like(b, 103.892, x), Direction::kGt), full_like(b, 0.0, x), r);
+  return sel(b, eq(b, absv(b, x), INFINITY), full_like(b, NAN, x), r);
 }
 
 // --- normal distribution helpers -----------------------------------------------------------
@@ -380,17 +377,17 @@ Value f_airy_ai(Builder& b, Value x) {
 // 1/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...)))), 20 levels being
 // float-exact for x >= 2.
 Value f_erfcx(Builder& b, Value x) {
-  Value direct = mul(b, expv(b, mul(b, x, x)), un(b, "chlo.erfc", x));
-  Value xs = b.binary("stablehlo.maximum", x, cst(b, 2.0, x));
+  Value direct = b.mul(expv(b, b.mul(x, x)), b.erfc(x));
+  Value xs = b.max(x, full_like(b, 2.0, x));
   Value t = xs;
-  for (int k = 20; k >= 1; --k) t = add(b, xs, div(b, cst(b, 0.5 * k, x), t));
-  Value cf = div(b, cst(b, 1.0 / std::sqrt(M_PI), x), t);
+  for (int k = 20; k >= 1; --k) t = b.add(xs, b.div(full_like(b, 0.5 * k, x), t));
+  Value cf = b.div(full_like(b, 1.0 / std::sqrt(M_PI), x), t);
   return sel(b, lt(b, x, 2.0), direct, cf);
 }
 Value f_log_ndtr(Builder& b, Value x) {
-  Value t = mul(b, x, cst(b, M_SQRT1_2, x));
-  Value lower = sub(b, logv(b, div(b, f_erfcx(b, neg(b, t)), cst(b, 2.0, x))), mul(b, t, t));
-  Value upper = un(b, "stablehlo.log_plus_one", neg(b, div(b, un(b, "chlo.erfc", t), cst(b, 2.0, x))));
+  Value t = b.mul(x, full_like(b, M_SQRT1_2, x));
+  Value lower = b.sub(logv(b, b.div(f_erfcx(b, neg(b, t)), full_like(b, 2.0, x))), b.mul(t, t));
+  Value upper = b.log1p(neg(b, b.div(b.erfc(t), full_like(b, 2.0, x))));
   return sel(b, lt(b, x, -1.0), lower, upper);
 }
 
@@ -416,25 +413,25 @@ constexpr Coeffs kNQ2 = {1.00000000000000000000E0,  6.02427039364742014255E0,  3
 // 1/sqrt(-2 log y) for the tails (y below exp(-2), mirrored above 1 - exp(-2)).
 Value f_ndtri(Builder& b, Value y0) {
   constexpr double kExpM2 = 0.13533528323661269189;
-  Value one = cst(b, 1.0, y0);
-  Value upper = b.compare(y0, cst(b, 1.0 - kExpM2, y0), "GT");
-  Value y = sel(b, upper, sub(b, one, y0), y0);
-  Value c = sub(b, y, cst(b, 0.5, y0));
-  Value c2 = mul(b, c, c);
-  Value central = add(b, c, mul(b, c, div(b, mul(b, c2, polevl(b, c2, kNP0)), polevl(b, c2, kNQ0))));
-  central = mul(b, central, cst(b, 2.50662827463100050242E0, y0));
-  Value x = sqrtv(b, mul(b, cst(b, -2.0, y0), logv(b, y)));
-  Value x0 = sub(b, x, div(b, logv(b, x), x));
-  Value z = div(b, one, x);
-  Value near = div(b, mul(b, z, polevl(b, z, kNP1)), polevl(b, z, kNQ1));
-  Value far = div(b, mul(b, z, polevl(b, z, kNP2)), polevl(b, z, kNQ2));
-  Value tail = sub(b, x0, sel(b, lt(b, x, 8.0), near, far));
+  Value one = full_like(b, 1.0, y0);
+  Value upper = b.compare(y0, full_like(b, 1.0 - kExpM2, y0), Direction::kGt);
+  Value y = sel(b, upper, b.sub(one, y0), y0);
+  Value c = b.sub(y, full_like(b, 0.5, y0));
+  Value c2 = b.mul(c, c);
+  Value central = b.add(c, b.mul(c, b.div(b.mul(c2, polevl(b, c2, kNP0)), polevl(b, c2, kNQ0))));
+  central = b.mul(central, full_like(b, 2.50662827463100050242E0, y0));
+  Value x = sqrtv(b, b.mul(full_like(b, -2.0, y0), logv(b, y)));
+  Value x0 = b.sub(x, b.div(logv(b, x), x));
+  Value z = b.div(one, x);
+  Value near = b.div(b.mul(z, polevl(b, z, kNP1)), polevl(b, z, kNQ1));
+  Value far = b.div(b.mul(z, polevl(b, z, kNP2)), polevl(b, z, kNQ2));
+  Value tail = b.sub(x0, sel(b, lt(b, x, 8.0), near, far));
   tail = sel(b, upper, tail, neg(b, tail));
-  Value r = sel(b, b.compare(y, cst(b, kExpM2, y0), "GT"), central, tail);
-  Value out_of_range = b.binary("stablehlo.or", lt(b, y0, 0.0), b.compare(y0, one, "GT"));
-  r = sel(b, out_of_range, cst(b, NAN, y0), r);
-  r = sel(b, eq(b, y0, 1.0), cst(b, INFINITY, y0), r);
-  return sel(b, eq(b, y0, 0.0), cst(b, -INFINITY, y0), r);
+  Value r = sel(b, b.compare(y, full_like(b, kExpM2, y0), Direction::kGt), central, tail);
+  Value out_of_range = b.or_(lt(b, y0, 0.0), b.compare(y0, one, Direction::kGt));
+  r = sel(b, out_of_range, full_like(b, NAN, y0), r);
+  r = sel(b, eq(b, y0, 1.0), full_like(b, INFINITY, y0), r);
+  return sel(b, eq(b, y0, 0.0), full_like(b, -INFINITY, y0), r);
 }
 
 // CPU's bfloat16/half kernels round log's result to the storage type before
@@ -444,10 +441,10 @@ Value round_to(Builder& b, Value v, ElemType storage) {
 }
 
 Value f_entr(Builder& b, Value x, ElemType storage) {
-  Value r = neg(b, mul(b, x, round_to(b, logv(b, x), storage)));
-  r = sel(b, eq(b, x, 0.0), cst(b, 0.0, x), r);
-  r = sel(b, lt(b, x, 0.0), cst(b, -INFINITY, x), r);
-  return sel(b, isnan(b, x), x, r);
+  Value r = neg(b, b.mul(x, round_to(b, logv(b, x), storage)));
+  r = sel(b, eq(b, x, 0.0), full_like(b, 0.0, x), r);
+  r = sel(b, lt(b, x, 0.0), full_like(b, -INFINITY, x), r);
+  return sel(b, is_nan(b, x), x, r);
 }
 
 // --- unary driver -------------------------------------------------------------------------------
@@ -515,9 +512,9 @@ constexpr SDef d_erfcx{"special_erfcx", "erfcx", false, plain<f_erfcx>};
 
 Value f_xlog1py(Builder& b, const Values& v, ElemType storage) {
   Value x = v[0], y = v[1];
-  Value r = mul(b, x, round_to(b, un(b, "stablehlo.log_plus_one", y), storage));
-  r = sel(b, eq(b, x, 0.0), cst(b, 0.0, x), r);
-  return sel(b, isnan(b, y), y, r);
+  Value r = b.mul(x, round_to(b, b.log1p(y), storage));
+  r = sel(b, eq(b, x, 0.0), full_like(b, 0.0, x), r);
+  return sel(b, is_nan(b, y), y, r);
 }
 // Hurwitz zeta(x, q). chlo.zeta handles x > 1 with any q; CPU's edge rules
 // (x == 1 -> inf, x < 1 -> nan, q a non-positive integer -> inf, q < 0 with
@@ -528,24 +525,24 @@ Value f_xlog1py(Builder& b, const Values& v, ElemType storage) {
 constexpr int kZetaShift = 16;
 Value f_zeta(Builder& b, const Values& v, ElemType) {
   Value x = v[0], q = v[1];
-  Value r = b.binary("chlo.zeta", x, q);
-  Value x_int = b.compare(x, un(b, "stablehlo.floor", x), "EQ");
-  Value x_odd = b.compare(b.binary("stablehlo.remainder", x, cst(b, 2.0, x)), cst(b, 0.0, x), "NE");
-  Value head = cst(b, 0.0, x);
+  Value r = b.zeta(x, q);
+  Value x_int = b.compare(x, b.floor(x), Direction::kEq);
+  Value x_odd = b.compare(b.rem(x, full_like(b, 2.0, x)), full_like(b, 0.0, x), Direction::kNe);
+  Value head = full_like(b, 0.0, x);
   for (int k = 0; k < kZetaShift; ++k) {
-    Value base = add(b, q, cst(b, k, q));
-    Value mag = b.binary("stablehlo.power", absv(b, base), neg(b, x));
-    Value flip = b.binary("stablehlo.and", lt(b, base, 0.0), x_odd);
-    head = add(b, head, sel(b, flip, neg(b, mag), mag));
+    Value base = b.add(q, full_like(b, k, q));
+    Value mag = b.pow(absv(b, base), neg(b, x));
+    Value flip = b.and_(lt(b, base, 0.0), x_odd);
+    head = b.add(head, sel(b, flip, neg(b, mag), mag));
   }
-  Value shifted = add(b, head, b.binary("chlo.zeta", x, add(b, q, cst(b, kZetaShift, q))));
+  Value shifted = b.add(head, b.zeta(x, b.add(q, full_like(b, kZetaShift, q))));
   r = sel(b, lt(b, q, 0.0), shifted, r);
-  Value q_int = b.compare(q, un(b, "stablehlo.floor", q), "EQ");
+  Value q_int = b.compare(q, b.floor(q), Direction::kEq);
   Value q_nonpos = le(b, q, 0.0);
-  r = sel(b, b.binary("stablehlo.and", q_nonpos, b.unary("stablehlo.not", x_int)), cst(b, NAN, x), r);
-  r = sel(b, b.binary("stablehlo.and", q_nonpos, q_int), cst(b, INFINITY, x), r);
-  r = sel(b, lt(b, x, 1.0), cst(b, NAN, x), r);
-  return sel(b, eq(b, x, 1.0), cst(b, INFINITY, x), r);
+  r = sel(b, b.and_(q_nonpos, b.not_(x_int)), full_like(b, NAN, x), r);
+  r = sel(b, b.and_(q_nonpos, q_int), full_like(b, INFINITY, x), r);
+  r = sel(b, lt(b, x, 1.0), full_like(b, NAN, x), r);
+  return sel(b, eq(b, x, 1.0), full_like(b, INFINITY, x), r);
 }
 
 struct BDef {
@@ -595,22 +592,22 @@ at::Tensor& b_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& o
 // (to inf) past |x| ~ 88.7 exactly as CPU's kernel does.
 Value poly(Builder& b, Value t, std::initializer_list<double> c) {
   std::vector<double> cs(c);
-  Value r = cst(b, cs.back(), t);
-  for (int i = static_cast<int>(cs.size()) - 2; i >= 0; --i) r = add(b, mul(b, r, t), cst(b, cs[i], t));
+  Value r = full_like(b, cs.back(), t);
+  for (int i = static_cast<int>(cs.size()) - 2; i >= 0; --i) r = b.add(b.mul(r, t), full_like(b, cs[i], t));
   return r;
 }
 Value f_i0_as(Builder& b, Value x) {
-  Value ax = b.unary("stablehlo.abs", x);
-  Value small_t = div(b, ax, cst(b, 3.75, x));
+  Value ax = b.abs(x);
+  Value small_t = b.div(ax, full_like(b, 3.75, x));
   Value small =
-      poly(b, mul(b, small_t, small_t), {1.0, 3.5156229, 3.0899424, 1.2067492, 0.2659732, 0.0360768, 0.0045813});
-  Value big_x = b.binary("stablehlo.maximum", ax, cst(b, 3.75, x));  // keeps the unused branch finite
-  Value t = div(b, cst(b, 3.75, x), big_x);
+      poly(b, b.mul(small_t, small_t), {1.0, 3.5156229, 3.0899424, 1.2067492, 0.2659732, 0.0360768, 0.0045813});
+  Value big_x = b.max(ax, full_like(b, 3.75, x));  // keeps the unused branch finite
+  Value t = b.div(full_like(b, 3.75, x), big_x);
   Value p = poly(
       b, t,
       {0.39894228, 0.01328592, 0.00225319, -0.00157565, 0.00916281, -0.02057706, 0.02635537, -0.01647633, 0.00392377});
-  Value big = mul(b, div(b, p, b.unary("stablehlo.sqrt", big_x)), b.unary("stablehlo.exponential", big_x));
-  return b.select(b.compare(ax, cst(b, 3.75, x), "LE"), small, big);
+  Value big = b.mul(b.div(p, b.sqrt(big_x)), b.exp(big_x));
+  return b.select(b.compare(ax, full_like(b, 3.75, x), Direction::kLe), small, big);
 }
 
 constexpr udef::UDef d_i0{"i0", true, true, f_i0_as};

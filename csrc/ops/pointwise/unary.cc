@@ -36,66 +36,60 @@ struct UnaryDef {
   Value (*fn)(Builder&, Value);
 };
 
-ScalarType upcast(ScalarType t) { return (t == c10::kBFloat16 || t == c10::kHalf) ? c10::kFloat : t; }
-
-Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
-Value un(Builder& b, const char* op, Value x) { return b.unary(op, x); }
-Value bin(Builder& b, const char* op, Value x, Value y) { return b.binary(op, x, y); }
-
-Value f_neg(Builder& b, Value x) { return un(b, "stablehlo.negate", x); }
-Value f_abs(Builder& b, Value x) { return un(b, "stablehlo.abs", x); }
+Value f_neg(Builder& b, Value x) { return b.neg(x); }
+Value f_abs(Builder& b, Value x) { return b.abs(x); }
 Value f_sign(Builder& b, Value x) {
   if (b.elem(x) == ElemType::kPred) return x;
-  if (ir::is_complex(b.elem(x))) return un(b, "stablehlo.sign", x);  // x/|x|, 0 at 0
+  if (ir::is_complex(b.elem(x))) return b.sign(x);  // x/|x|, 0 at 0
   // (0 < x) - (x < 0), as ATen: NaN and -0.0 give +0.
   Value z = zero(b, b.elem(x), b.dims(x));
-  Value r = b.select(b.compare(x, z, "GT"), one(b, b.elem(x), b.dims(x)), z);
-  return b.select(b.compare(x, z, "LT"), cst(b, -1.0, x), r);
+  Value r = b.select(b.compare(x, z, Direction::kGt), one(b, b.elem(x), b.dims(x)), z);
+  return b.select(b.compare(x, z, Direction::kLt), full_like(b, -1.0, x), r);
 }
-Value f_exp(Builder& b, Value x) { return un(b, "stablehlo.exponential", x); }
-Value f_exp2(Builder& b, Value x) { return bin(b, "stablehlo.power", cst(b, 2.0, x), x); }
-Value f_expm1(Builder& b, Value x) { return un(b, "stablehlo.exponential_minus_one", x); }
-Value f_log(Builder& b, Value x) { return un(b, "stablehlo.log", x); }
-Value f_log2(Builder& b, Value x) { return div(b, f_log(b, x), cst(b, M_LN2, x)); }
-Value f_log10(Builder& b, Value x) { return div(b, f_log(b, x), cst(b, M_LN10, x)); }
-Value f_log1p(Builder& b, Value x) { return un(b, "stablehlo.log_plus_one", x); }
-Value f_sqrt(Builder& b, Value x) { return un(b, "stablehlo.sqrt", x); }
-Value f_rsqrt(Builder& b, Value x) { return un(b, "stablehlo.rsqrt", x); }
-Value f_reciprocal(Builder& b, Value x) { return div(b, cst(b, 1.0, x), x); }
-Value f_sin(Builder& b, Value x) { return un(b, "stablehlo.sine", x); }
-Value f_cos(Builder& b, Value x) { return un(b, "stablehlo.cosine", x); }
-Value f_tan(Builder& b, Value x) { return un(b, "chlo.tan", x); }
-Value f_asin(Builder& b, Value x) { return un(b, "chlo.asin", x); }
-Value f_acos(Builder& b, Value x) { return un(b, "chlo.acos", x); }
-Value f_atan(Builder& b, Value x) { return un(b, "chlo.atan", x); }
-Value f_sinh(Builder& b, Value x) { return un(b, "chlo.sinh", x); }
-Value f_cosh(Builder& b, Value x) { return un(b, "chlo.cosh", x); }
-Value f_tanh(Builder& b, Value x) { return un(b, "stablehlo.tanh", x); }
-Value f_asinh(Builder& b, Value x) { return un(b, "chlo.asinh", x); }
-Value f_acosh(Builder& b, Value x) { return un(b, "chlo.acosh", x); }
-Value f_atanh(Builder& b, Value x) { return un(b, "chlo.atanh", x); }
-Value f_sigmoid(Builder& b, Value x) { return un(b, "stablehlo.logistic", x); }
-Value f_erf(Builder& b, Value x) { return un(b, "chlo.erf", x); }
-Value f_erfc(Builder& b, Value x) { return un(b, "chlo.erfc", x); }
-Value f_erfinv(Builder& b, Value x) { return un(b, "chlo.erf_inv", x); }
-Value f_floor(Builder& b, Value x) { return ir::is_float(b.elem(x)) ? un(b, "stablehlo.floor", x) : x; }
-Value f_ceil(Builder& b, Value x) { return ir::is_float(b.elem(x)) ? un(b, "stablehlo.ceil", x) : x; }
-Value f_round(Builder& b, Value x) { return ir::is_float(b.elem(x)) ? un(b, "stablehlo.round_nearest_even", x) : x; }
+Value f_exp(Builder& b, Value x) { return b.exp(x); }
+Value f_exp2(Builder& b, Value x) { return b.pow(full_like(b, 2.0, x), x); }
+Value f_expm1(Builder& b, Value x) { return b.expm1(x); }
+Value f_log(Builder& b, Value x) { return b.log(x); }
+Value f_log2(Builder& b, Value x) { return b.div(f_log(b, x), full_like(b, M_LN2, x)); }
+Value f_log10(Builder& b, Value x) { return b.div(f_log(b, x), full_like(b, M_LN10, x)); }
+Value f_log1p(Builder& b, Value x) { return b.log1p(x); }
+Value f_sqrt(Builder& b, Value x) { return b.sqrt(x); }
+Value f_rsqrt(Builder& b, Value x) { return b.rsqrt(x); }
+Value f_reciprocal(Builder& b, Value x) { return b.div(full_like(b, 1.0, x), x); }
+Value f_sin(Builder& b, Value x) { return b.sin(x); }
+Value f_cos(Builder& b, Value x) { return b.cos(x); }
+Value f_tan(Builder& b, Value x) { return b.tan(x); }
+Value f_asin(Builder& b, Value x) { return b.asin(x); }
+Value f_acos(Builder& b, Value x) { return b.acos(x); }
+Value f_atan(Builder& b, Value x) { return b.atan(x); }
+Value f_sinh(Builder& b, Value x) { return b.sinh(x); }
+Value f_cosh(Builder& b, Value x) { return b.cosh(x); }
+Value f_tanh(Builder& b, Value x) { return b.tanh(x); }
+Value f_asinh(Builder& b, Value x) { return b.asinh(x); }
+Value f_acosh(Builder& b, Value x) { return b.acosh(x); }
+Value f_atanh(Builder& b, Value x) { return b.atanh(x); }
+Value f_sigmoid(Builder& b, Value x) { return b.logistic(x); }
+Value f_erf(Builder& b, Value x) { return b.erf(x); }
+Value f_erfc(Builder& b, Value x) { return b.erfc(x); }
+Value f_erfinv(Builder& b, Value x) { return b.erf_inv(x); }
+Value f_floor(Builder& b, Value x) { return ir::is_float(b.elem(x)) ? b.floor(x) : x; }
+Value f_ceil(Builder& b, Value x) { return ir::is_float(b.elem(x)) ? b.ceil(x) : x; }
+Value f_round(Builder& b, Value x) { return ir::is_float(b.elem(x)) ? b.round_even(x) : x; }
 Value f_trunc(Builder& b, Value x) {
   if (!ir::is_float(b.elem(x))) return x;
-  Value neg = b.compare(x, cst(b, 0.0, x), "LT");
-  return b.select(neg, un(b, "stablehlo.ceil", x), un(b, "stablehlo.floor", x));
+  Value neg = b.compare(x, full_like(b, 0.0, x), Direction::kLt);
+  return b.select(neg, b.ceil(x), b.floor(x));
 }
-Value f_frac(Builder& b, Value x) { return sub(b, x, f_trunc(b, x)); }
+Value f_frac(Builder& b, Value x) { return b.sub(x, f_trunc(b, x)); }
 Value f_isnan(Builder& b, Value x) {
   if (!ir::is_float(b.elem(x))) return b.constant(0, ElemType::kPred, b.dims(x));
-  return b.compare(x, x, "NE");
+  return b.compare(x, x, Direction::kNe);
 }
-Value f_bitwise_not(Builder& b, Value x) { return un(b, "stablehlo.not", x); }
+Value f_bitwise_not(Builder& b, Value x) { return b.not_(x); }
 Value f_relu(Builder& b, Value x) {
   // CPU relu propagates NaN.
   Value z = zero(b, b.elem(x), b.dims(x));
-  Value keep = b.binary("stablehlo.or", b.compare(x, z, "GT"), b.compare(x, x, "NE"));
+  Value keep = b.or_(b.compare(x, z, Direction::kGt), b.compare(x, x, Direction::kNe));
   return b.select(keep, x, z);
 }
 
@@ -179,7 +173,7 @@ ScalarType result_of(const UnaryDef& d, ScalarType t) {
 
 void run_unary(const UnaryDef& d, const at::Tensor& self, const at::Tensor& out) {
   ScalarType t = self.scalar_type();
-  ScalarType compute = d.kind == Kind::kFloat ? upcast(float_result(t)) : t;
+  ScalarType compute = d.kind == Kind::kFloat ? opmath(float_result(t)) : t;
   auto fn = d.fn;
   pointwise(d.name, {self}, out, compute, [fn](Builder& b, const Values& x) { return fn(b, x[0]); });
 }
@@ -219,11 +213,11 @@ void round_dec_run(const at::Tensor& self, int64_t decimals, const at::Tensor& o
   bool neg = decimals < 0;
   double ten_pow = std::pow(10.0, static_cast<double>(neg ? -decimals : decimals));
   pointwise(
-      "round_decimals", {self, c10::Scalar(ten_pow)}, out, upcast(t),
+      "round_decimals", {self, c10::Scalar(ten_pow)}, out, opmath(t),
       [neg](Builder& b, const Values& x) {
-        Value s = neg ? div(b, x[0], x[1]) : mul(b, x[0], x[1]);
-        Value r = un(b, "stablehlo.round_nearest_even", s);
-        return neg ? mul(b, r, x[1]) : div(b, r, x[1]);
+        Value s = neg ? b.div(x[0], x[1]) : b.mul(x[0], x[1]);
+        Value r = b.round_even(s);
+        return neg ? b.mul(r, x[1]) : b.div(r, x[1]);
       },
       neg ? 1 : 2);
 }
@@ -246,8 +240,9 @@ at::Tensor& round_dec_out(const at::Tensor& self, int64_t decimals, at::Tensor& 
 
 at::Tensor& logical_not_out(const at::Tensor& self, at::Tensor& out) {
   at::native::resize_output(out, self.sizes());
-  pointwise("logical_not", {self}, out, self.scalar_type(),
-            [](Builder& b, const Values& x) { return b.compare(x[0], zero(b, b.elem(x[0]), b.dims(x[0])), "EQ"); });
+  pointwise("logical_not", {self}, out, self.scalar_type(), [](Builder& b, const Values& x) {
+    return b.compare(x[0], zero(b, b.elem(x[0]), b.dims(x[0])), Direction::kEq);
+  });
   return out;
 }
 
@@ -279,9 +274,9 @@ void nan_to_num_run(const at::Tensor& self, std::optional<double> nan, std::opti
             out, t, [](Builder& b, const Values& x) {
               Value v = x[0];
               Value inf = b.constant(INFINITY, b.elem(v), b.dims(v));
-              Value r = b.select(b.compare(v, v, "NE"), x[1], v);
-              r = b.select(b.compare(v, inf, "EQ"), x[2], r);
-              return b.select(b.compare(v, un(b, "stablehlo.negate", inf), "EQ"), x[3], r);
+              Value r = b.select(b.compare(v, v, Direction::kNe), x[1], v);
+              r = b.select(b.compare(v, inf, Direction::kEq), x[2], r);
+              return b.select(b.compare(v, b.neg(inf), Direction::kEq), x[3], r);
             });
 }
 at::Tensor nan_to_num(const at::Tensor& self, std::optional<double> nan, std::optional<double> p,
@@ -308,11 +303,11 @@ at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, st
 template <int kWhich>  // 0 sigmoid, 1 tanh
 void act_backward_run(const at::Tensor& grad, const at::Tensor& y, const at::Tensor& out) {
   ScalarType t = at::result_type(grad, y);
-  pointwise(kWhich == 0 ? "sigmoid_backward" : "tanh_backward", {grad, y}, out, upcast(t),
+  pointwise(kWhich == 0 ? "sigmoid_backward" : "tanh_backward", {grad, y}, out, opmath(t),
             [](Builder& b, const Values& x) {
               Value o = one(b, b.elem(x[1]), b.dims(x[1]));
-              if (kWhich == 0) return mul(b, x[0], mul(b, sub(b, o, x[1]), x[1]));
-              return mul(b, x[0], sub(b, o, mul(b, x[1], x[1])));
+              if (kWhich == 0) return b.mul(x[0], b.mul(b.sub(o, x[1]), x[1]));
+              return b.mul(x[0], b.sub(o, b.mul(x[1], x[1])));
             });
 }
 template <int kWhich>
@@ -332,7 +327,7 @@ void threshold_backward_run(const at::Tensor& grad, const at::Tensor& self, cons
                             const at::Tensor& out) {
   ScalarType t = at::result_type(grad, self);
   pointwise("threshold_backward", {grad, self, th}, out, t, [](Builder& b, const Values& x) {
-    return b.select(b.compare(x[1], x[2], "LE"), zero(b, b.elem(x[0]), b.dims(x[0])), x[0]);
+    return b.select(b.compare(x[1], x[2], Direction::kLe), zero(b, b.elem(x[0]), b.dims(x[0])), x[0]);
   });
 }
 at::Tensor threshold_backward(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar& th) {
@@ -350,9 +345,9 @@ at::Tensor& threshold_backward_out(const at::Tensor& grad, const at::Tensor& sel
 // --- sinc / signbit --------------------------------------------------------------
 
 Value f_sinc(Builder& b, Value x) {
-  Value px = mul(b, x, cst(b, M_PI, x));
-  Value r = div(b, b.unary("stablehlo.sine", px), px);
-  return b.select(b.compare(x, cst(b, 0.0, x), "EQ"), cst(b, 1.0, x), r);
+  Value px = b.mul(x, full_like(b, M_PI, x));
+  Value r = b.div(b.sin(px), px);
+  return b.select(b.compare(x, full_like(b, 0.0, x), Direction::kEq), full_like(b, 1.0, x), r);
 }
 
 constexpr udef::UDef d_sinc{"sinc", true, true, f_sinc};

@@ -19,7 +19,6 @@
 
 #include "aten/generator.h"
 #include "ops/common.h"
-#include "ops/misc_helpers.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -32,7 +31,7 @@ constexpr double kPi = 3.14159265358979323846;
 // as the call's first two runtime scalars. XLA's THREE_FRY uses state[1]
 // as the starting counter and consumes at most one counter per output
 // element, so advancing by the element count keeps calls disjoint.
-void add_rng_state(eager::OpCall& call, const std::optional<at::Generator>& gen, const at::Tensor& self,
+void add_rng_state(record::OpCall& call, const std::optional<at::Generator>& gen, const at::Tensor& self,
                    uint64_t words) {
   TpuGeneratorImpl* g = get_generator(gen, self.device().index());
   uint64_t seed, offset;
@@ -58,12 +57,12 @@ Value random_bits(Builder& b, Value seed, Value offset, const Dims& dims, ElemTy
 Value uniform01(Builder& b, Value seed, Value offset, const Dims& dims, ElemType ft) {
   if (ft == ElemType::kF64) {
     Value bits = random_bits(b, seed, offset, dims, ElemType::kU64);
-    Value top = b.binary("stablehlo.shift_right_logical", bits, b.constant(11, ElemType::kU64, dims));
-    return b.binary("stablehlo.multiply", b.convert(top, ft), b.constant(std::ldexp(1.0, -53), ft, dims));
+    Value top = b.shr_logical(bits, b.constant(11, ElemType::kU64, dims));
+    return b.mul(b.convert(top, ft), b.constant(std::ldexp(1.0, -53), ft, dims));
   }
   Value bits = random_bits(b, seed, offset, dims, ElemType::kU32);
-  Value top = b.binary("stablehlo.shift_right_logical", bits, b.constant(9, ElemType::kU32, dims));
-  return b.binary("stablehlo.multiply", b.convert(top, ft), b.constant(std::ldexp(1.0, -23), ft, dims));
+  Value top = b.shr_logical(bits, b.constant(9, ElemType::kU32, dims));
+  return b.mul(b.convert(top, ft), b.constant(std::ldexp(1.0, -23), ft, dims));
 }
 
 // Float outputs are computed in f64 for double tensors, else in f32 (and
@@ -85,11 +84,9 @@ Value std_normal(Builder& b, Value seed, Value offset, const Dims& dims, ElemTyp
   limit[0] = 2;
   Value u2 = b.reshape(b.slice(u, start, limit, strides), dims);
   // 1 - u1 lies in (0, 1], so the log is finite.
-  Value r = b.unary("stablehlo.sqrt",
-                    b.binary("stablehlo.multiply", b.constant(-2.0, ft, dims),
-                             b.unary("stablehlo.log", b.binary("stablehlo.subtract", b.constant(1.0, ft, dims), u1))));
-  Value theta = b.binary("stablehlo.multiply", b.constant(2 * kPi, ft, dims), u2);
-  return b.binary("stablehlo.multiply", r, b.unary("stablehlo.cosine", theta));
+  Value r = b.sqrt(b.mul(b.constant(-2.0, ft, dims), b.log(b.sub(b.constant(1.0, ft, dims), u1))));
+  Value theta = b.mul(b.constant(2 * kPi, ft, dims), u2);
+  return b.mul(r, b.cos(theta));
 }
 
 void check_float(const at::Tensor& self, const char* kernel) {
@@ -104,7 +101,7 @@ at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at:
   TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
   if (self.numel() == 0) return self;
   auto ct = compute_type(self.scalar_type());
-  eager::OpCall call("uniform_");
+  record::OpCall call("uniform_");
   call.attr(static_cast<int64_t>(ct));
   add_rng_state(call, gen, self, self.numel() * words_per(ct));
   call.scalar(from, ct);
@@ -115,8 +112,7 @@ at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at:
   call.run([&](Builder& b, const Values& in) {
     Value u = uniform01(b, in[0], in[1], d, ft);
     Value lo = b.broadcast_to(in[2], d);
-    Value r = b.binary("stablehlo.add", lo,
-                       b.binary("stablehlo.multiply", u, b.binary("stablehlo.subtract", b.broadcast_to(in[3], d), lo)));
+    Value r = b.add(lo, b.mul(u, b.sub(b.broadcast_to(in[3], d), lo)));
     return Values{r};
   });
   return self;
@@ -131,7 +127,7 @@ void normal_into(const at::Tensor& out, const Operand& mean, const Operand& std,
                  int64_t variant) {
   if (out.numel() == 0) return;
   auto ct = compute_type(out.scalar_type());
-  eager::OpCall call("normal");
+  record::OpCall call("normal");
   call.attr(static_cast<int64_t>(ct)).attr(variant);
   add_rng_state(call, gen, out, 2 * out.numel() * words_per(ct));
   for (const Operand* o : {&mean, &std}) {
@@ -147,7 +143,7 @@ void normal_into(const at::Tensor& out, const Operand& mean, const Operand& std,
     Value z = std_normal(b, in[0], in[1], d, ft);
     Value m = b.broadcast_to(b.convert(in[2], ft), d);
     Value s = b.broadcast_to(b.convert(in[3], ft), d);
-    return Values{b.binary("stablehlo.add", m, b.binary("stablehlo.multiply", s, z))};
+    return Values{b.add(m, b.mul(s, z))};
   });
 }
 
@@ -206,7 +202,7 @@ at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional
   TORCH_CHECK(std > 0.0, "log_normal_ expects std > 0.0, but found std=", std);
   if (self.numel() == 0) return self;
   auto ct = compute_type(self.scalar_type());
-  eager::OpCall call("log_normal_");
+  record::OpCall call("log_normal_");
   call.attr(static_cast<int64_t>(ct));
   add_rng_state(call, gen, self, 2 * self.numel() * words_per(ct));
   call.scalar(mean, ct);
@@ -216,9 +212,8 @@ at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional
   Dims d = dims_of(self);
   call.run([&](Builder& b, const Values& in) {
     Value z = std_normal(b, in[0], in[1], d, ft);
-    Value n = b.binary("stablehlo.add", b.broadcast_to(in[2], d),
-                       b.binary("stablehlo.multiply", b.broadcast_to(in[3], d), z));
-    return Values{b.unary("stablehlo.exponential", n)};
+    Value n = b.add(b.broadcast_to(in[2], d), b.mul(b.broadcast_to(in[3], d), z));
+    return Values{b.exp(n)};
   });
   return self;
 }
@@ -232,7 +227,7 @@ at::Tensor& sample_from_uniform_(const char* name, at::Tensor& self, std::option
                                  std::initializer_list<double> params, Fn fn) {
   if (self.numel() == 0) return self;
   auto ct = compute_type(self.scalar_type());
-  eager::OpCall call(name);
+  record::OpCall call(name);
   call.attr(static_cast<int64_t>(ct));
   add_rng_state(call, gen, self, self.numel() * words_per(ct));
   for (double p : params) call.scalar(p, ct);
@@ -257,8 +252,8 @@ at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Gener
   return sample_from_uniform_("exponential_", self, gen, {lambd},
                               [](Builder& b, Value u, const std::vector<Value>& p, Value one) {
                                 // -log(1 - u) / lambda with 1 - u in (0, 1]: finite and >= 0.
-                                Value l = b.unary("stablehlo.log", b.binary("stablehlo.subtract", one, u));
-                                return b.binary("stablehlo.divide", b.unary("stablehlo.negate", l), p[0]);
+                                Value l = b.log(b.sub(one, u));
+                                return b.div(b.neg(l), p[0]);
                               });
 }
 
@@ -268,14 +263,14 @@ at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, std::optional
               "Cauchy distribution is a continuous probability distribution. dtype must be a floating point "
               "but you specified ",
               self.scalar_type());
-  return sample_from_uniform_(
-      "cauchy_", self, gen, {median, sigma}, [](Builder& b, Value u, const std::vector<Value>& p, Value one) {
-        // median + sigma * tan(pi * (u - 1/2))
-        Value half = b.constant(0.5, b.elem(u), b.dims(u));
-        Value pi = b.constant(kPi, b.elem(u), b.dims(u));
-        Value t = b.unary("chlo.tan", b.binary("stablehlo.multiply", pi, b.binary("stablehlo.subtract", u, half)));
-        return b.binary("stablehlo.add", p[0], b.binary("stablehlo.multiply", p[1], t));
-      });
+  return sample_from_uniform_("cauchy_", self, gen, {median, sigma},
+                              [](Builder& b, Value u, const std::vector<Value>& p, Value one) {
+                                // median + sigma * tan(pi * (u - 1/2))
+                                Value half = b.constant(0.5, b.elem(u), b.dims(u));
+                                Value pi = b.constant(kPi, b.elem(u), b.dims(u));
+                                Value t = b.tan(b.mul(pi, b.sub(u, half)));
+                                return b.add(p[0], b.mul(p[1], t));
+                              });
 }
 
 at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
@@ -283,10 +278,10 @@ at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> 
   return sample_from_uniform_("geometric_", self, gen, {p},
                               [](Builder& b, Value u, const std::vector<Value>& ps, Value one) {
                                 // ceil(log(1 - u) / log1p(-p)), at least 1 (1 - u lies in (0, 1]).
-                                Value l = b.unary("stablehlo.log", b.binary("stablehlo.subtract", one, u));
-                                Value q = b.unary("stablehlo.log_plus_one", b.unary("stablehlo.negate", ps[0]));
-                                Value r = b.unary("stablehlo.ceil", b.binary("stablehlo.divide", l, q));
-                                return b.binary("stablehlo.maximum", r, one);
+                                Value l = b.log(b.sub(one, u));
+                                Value q = b.log1p(b.neg(ps[0]));
+                                Value r = b.ceil(b.div(l, q));
+                                return b.max(r, one);
                               });
 }
 
@@ -296,7 +291,7 @@ at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> 
 // count where 0 stands for 2^64 (the full int64 range).
 void random_range(at::Tensor& self, int64_t from, uint64_t range, std::optional<at::Generator> gen) {
   if (self.numel() == 0) return;
-  eager::OpCall call("random_");
+  record::OpCall call("random_");
   add_rng_state(call, gen, self, 2 * self.numel());
   call.scalar(c10::Scalar(from), c10::kLong);
   call.scalar(c10::Scalar(static_cast<int64_t>(range)), c10::kLong);
@@ -306,11 +301,11 @@ void random_range(at::Tensor& self, int64_t from, uint64_t range, std::optional<
     Value bits = random_bits(b, in[0], in[1], d, ElemType::kU64);
     Value r = b.broadcast_to(b.bitcast_convert(in[3], ElemType::kU64), d);
     Value zero_u = b.constant(0, ElemType::kU64, d);
-    Value full = b.compare(r, zero_u, "EQ");
+    Value full = b.compare(r, zero_u, Direction::kEq);
     Value safe = b.select(full, b.constant(1, ElemType::kU64, d), r);
-    Value k = b.select(full, bits, b.binary("stablehlo.remainder", bits, safe));
+    Value k = b.select(full, bits, b.rem(bits, safe));
     Value from_u = b.broadcast_to(b.bitcast_convert(in[2], ElemType::kU64), d);
-    Value v = b.bitcast_convert(b.binary("stablehlo.add", from_u, k), ElemType::kS64);
+    Value v = b.bitcast_convert(b.add(from_u, k), ElemType::kS64);
     return Values{v};
   });
 }
@@ -427,7 +422,7 @@ void bernoulli_into(at::Tensor& self, const Operand& p, std::optional<at::Genera
   // Compare in f32 (f64 only for double tensors): a float p is off by at
   // most 2^-24, and f64 is slow on real TPUs.
   auto ct = compute_type(p.t.defined() ? p.t.scalar_type() : self.scalar_type());
-  eager::OpCall call("bernoulli_");
+  record::OpCall call("bernoulli_");
   call.attr(static_cast<int64_t>(ct)).attr(static_cast<int64_t>(p.t.defined()));
   add_rng_state(call, gen, self, self.numel() * words_per(ct));
   if (p.t.defined())
@@ -439,7 +434,7 @@ void bernoulli_into(at::Tensor& self, const Operand& p, std::optional<at::Genera
   Dims d = dims_of(self);
   call.run([&](Builder& b, const Values& in) {
     Value u = uniform01(b, in[0], in[1], d, ft);
-    return Values{b.compare(u, b.broadcast_to(b.convert(in[2], ft), d), "LT")};
+    return Values{b.compare(u, b.broadcast_to(b.convert(in[2], ft), d), Direction::kLt)};
   });
 }
 
@@ -474,7 +469,7 @@ at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor
   at::native::resize_output(out, {n});
   if (n == 0) return out;
   // Sort the indices by random 64-bit keys (ties, ~n^2/2^65, keep order).
-  eager::OpCall call("randperm");
+  record::OpCall call("randperm");
   add_rng_state(call, gen, out, 2 * n);
   call.output(out);
   call.run([&](Builder& b, const Values& in) {
@@ -487,7 +482,6 @@ at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor
 
 // --- multinomial -------------------------------------------------------------------------
 
-using misc::cumsum;
 constexpr ElemType kS64 = ElemType::kS64;
 
 at::Tensor& multinomial_out(const at::Tensor& self, int64_t num_samples, bool replacement,
@@ -515,7 +509,7 @@ at::Tensor& multinomial_out(const at::Tensor& self, int64_t num_samples, bool re
     seed = g->current_seed();
     offset = g->advance((words + 3) / 4 * 4);
   }
-  eager::OpCall call("multinomial");
+  record::OpCall call("multinomial");
   call.attr(num_samples).attr(replacement);
   call.scalar(c10::Scalar(static_cast<int64_t>(seed)), c10::kLong);
   call.scalar(c10::Scalar(static_cast<int64_t>(offset)), c10::kLong);
@@ -529,29 +523,28 @@ at::Tensor& multinomial_out(const at::Tensor& self, int64_t num_samples, bool re
                               b.reshape(b.bitcast_convert(in[1], ElemType::kU64), {1})},
                              0);
     Value bits = b.rng_bit_generator(st, ud, ElemType::kU32)[1];
-    Value top = b.binary("stablehlo.shift_right_logical", bits, b.constant(9, ElemType::kU32, ud));
+    Value top = b.shr_logical(bits, b.constant(9, ElemType::kU32, ud));
     // Uniform in (0, 1): (k + 0.5) / 2^23, exact in f32.
-    Value u = mul(b, add(b, b.convert(top, e), b.constant(0.5, e, ud)), b.constant(std::ldexp(1.0, -23), e, ud));
+    Value u = b.mul(b.add(b.convert(top, e), b.constant(0.5, e, ud)), b.constant(std::ldexp(1.0, -23), e, ud));
     Value res;
     if (replacement) {
       // Category = number of CDF entries <= u * total; zero-probability
       // categories have an empty interval and are never picked.
       Value cdf = cumsum(b, p, 1);
       Value total = b.slice(cdf, {0, cats - 1}, {rows, cats}, {1, 1});
-      Value ut = mul(b, u, b.broadcast_in_dim(b.reshape(total, {rows}), ud, {0}));
+      Value ut = b.mul(u, b.broadcast_in_dim(b.reshape(total, {rows}), ud, {0}));
       Dims d3{rows, num_samples, cats};
-      Value le = b.compare(b.broadcast_in_dim(cdf, d3, {0, 2}), b.broadcast_in_dim(ut, d3, {0, 1}), "LE");
-      Value cnt = b.reduce(b.convert(le, kS64), zero(b, kS64), {2}, "stablehlo.add");
+      Value le = b.compare(b.broadcast_in_dim(cdf, d3, {0, 2}), b.broadcast_in_dim(ut, d3, {0, 1}), Direction::kLe);
+      Value cnt = b.reduce(b.convert(le, kS64), zero(b, kS64), {2}, BinaryOp::kAdd);
       // Rounding can put u * total at the very top: take the last positive category.
-      Value pos = b.compare(p, zero(b, e, {rows, cats}), "GT");
+      Value pos = b.compare(p, zero(b, e, {rows, cats}), Direction::kGt);
       Value last = b.reduce(b.select(pos, b.iota({rows, cats}, 1, kS64), b.constant(-1, kS64, {rows, cats})),
-                            lowest(b, kS64), {1}, "stablehlo.maximum");
-      res = b.binary("stablehlo.minimum", cnt, b.broadcast_in_dim(last, ud, {0}));
+                            lowest(b, kS64), {1}, BinaryOp::kMax);
+      res = b.min(cnt, b.broadcast_in_dim(last, ud, {0}));
     } else {
       // Gumbel top-k: log p - log(-log u); zero-probability keys are -inf.
-      Value gumbel = b.unary("stablehlo.negate",
-                             b.unary("stablehlo.log", b.unary("stablehlo.negate", b.unary("stablehlo.log", u))));
-      Value key = add(b, b.unary("stablehlo.log", p), gumbel);
+      Value gumbel = b.neg(b.log(b.neg(b.log(u))));
+      Value key = b.add(b.log(p), gumbel);
       Values s = b.sort({key, b.iota(ud, 1, kS64)}, 1, true);
       res = b.slice(s[1], {0, 0}, {rows, num_samples}, {1, 1});
     }

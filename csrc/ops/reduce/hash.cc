@@ -33,14 +33,14 @@ at::Tensor& hash_tensor_out(const at::Tensor& self, c10::IntArrayRef dim, bool k
   prepare_out(out, oshape, c10::kUInt64, "hash_tensor");
   Dims os(oshape.begin(), oshape.end());
   bool is_float = c10::isFloatingType(self.scalar_type());
-  eager::OpCall call("hash_tensor");
+  record::OpCall call("hash_tensor");
   call.attr(c10::IntArrayRef(rdims)).attr(keepdim);
   call.input(self);
   call.output(out);
   call.run([&](Builder& b, const Values& in) {
     Value wide = is_float ? b.bitcast_convert(b.convert(in[0], ElemType::kF64), ElemType::kU64)
                           : b.bitcast_convert(b.convert(in[0], ElemType::kS64), ElemType::kU64);
-    Value h = b.reduce(wide, zero(b, ElemType::kU64), rdims, "stablehlo.xor");
+    Value h = b.reduce(wide, zero(b, ElemType::kU64), rdims, BinaryOp::kXor);
     return Values{b.reshape(h, os)};
   });
   return out;

@@ -50,7 +50,7 @@ std::vector<int64_t> reduced_shape(const at::Tensor& self, int64_t d, bool keepd
 Values pick(Builder& b, Value sv, Value si, int64_t d, Value pos) {
   Dims shape = b.dims(sv);
   Value posb = b.broadcast_in_dim(pos, shape, dims_without(shape, d));
-  Value mask = b.compare(b.iota(shape, d, kS64), posb, "EQ");
+  Value mask = b.compare(b.iota(shape, d, kS64), posb, Direction::kEq);
   // Sum of the one selected element and zeros, on the raw bits so that
   // NaN payloads and -0.0 come through unchanged.
   ElemType e = b.elem(sv), ie = e;
@@ -69,9 +69,9 @@ Values pick(Builder& b, Value sv, Value si, int64_t d, Value pos) {
       break;
   }
   Value bits = ie == e ? sv : b.bitcast_convert(sv, ie);
-  Value v = b.reduce(b.select(mask, bits, zero(b, ie, shape)), zero(b, ie), {d}, "stablehlo.add");
+  Value v = b.reduce(b.select(mask, bits, zero(b, ie, shape)), zero(b, ie), {d}, BinaryOp::kAdd);
   if (ie != e) v = b.bitcast_convert(v, e);
-  Value i = b.reduce(b.select(mask, si, zero(b, kS64, shape)), zero(b, kS64), {d}, "stablehlo.add");
+  Value i = b.reduce(b.select(mask, si, zero(b, kS64, shape)), zero(b, kS64), {d}, BinaryOp::kAdd);
   return {v, i};
 }
 
@@ -105,7 +105,7 @@ Values order_stat(Builder& b, Value x, int64_t d, Kind kind, int64_t k) {
       Value cur = b.slice(sv, start, lim, st);
       start[d] = 1;
       Value nxt = b.slice(sv, start, shape, st);
-      Value ne = b.compare(cur, nxt, "NE");
+      Value ne = b.compare(cur, nxt, Direction::kNe);
       boundary = b.concatenate({t, ne}, d);
       Value is_end = b.concatenate({ne, t}, d);
       // Start of the run each element is in: running max of start positions.
@@ -114,33 +114,33 @@ Values order_stat(Builder& b, Value x, int64_t d, Kind kind, int64_t k) {
       std::vector<std::pair<int64_t, int64_t>> padding(shape.size(), {0, 0});
       window[d] = n;
       padding[d] = {n - 1, 0};
-      Value run_start = b.reduce_window(starts, zero(b, kS64), window, dil, dil, dil, padding, "stablehlo.maximum");
-      Value len = add(b, sub(b, iota, run_start), one(b, kS64, shape));
+      Value run_start = b.reduce_window(starts, zero(b, kS64), window, dil, dil, dil, padding, BinaryOp::kMax);
+      Value len = b.add(b.sub(iota, run_start), one(b, kS64, shape));
       Value freq = b.select(is_end, len, zero(b, kS64, shape));
-      Value maxf = b.reduce(freq, zero(b, kS64), {d}, "stablehlo.maximum");
-      Value cand = b.compare(freq, b.broadcast_in_dim(maxf, shape, dims_without(shape, d)), "EQ");
+      Value maxf = b.reduce(freq, zero(b, kS64), {d}, BinaryOp::kMax);
+      Value cand = b.compare(freq, b.broadcast_in_dim(maxf, shape, dims_without(shape, d)), Direction::kEq);
       pos = b.reduce(b.select(cand, iota, b.constant(static_cast<double>(n), kS64, shape)),
-                     b.constant(static_cast<double>(n), kS64), {d}, "stablehlo.minimum");
+                     b.constant(static_cast<double>(n), kS64), {d}, BinaryOp::kMin);
     } else {
       pos = cst(0);
     }
   } else {
-    Value isnan = b.convert(b.compare(x, x, "NE"), kS64);
-    Value nnan = b.reduce(isnan, zero(b, kS64), {d}, "stablehlo.add");
-    Value nn = sub(b, cst(n), nnan);  // non-NaN count
+    Value isnan = b.convert(b.compare(x, x, Direction::kNe), kS64);
+    Value nnan = b.reduce(isnan, zero(b, kS64), {d}, BinaryOp::kAdd);
+    Value nn = b.sub(cst(n), nnan);  // non-NaN count
     if (kind == Kind::kMedian) {
       // A row with NaN yields its first NaN, which sorts to position n - nnan.
-      Value has_nan = b.compare(nnan, cst(0), "GT");
-      pos = b.select(has_nan, nn, b.binary("stablehlo.divide", cst(n - 1), cst(2)));
+      Value has_nan = b.compare(nnan, cst(0), Direction::kGt);
+      pos = b.select(has_nan, nn, b.div(cst(n - 1), cst(2)));
     } else {
-      Value m = b.binary("stablehlo.maximum", sub(b, nn, cst(1)), cst(0));
-      pos = b.binary("stablehlo.divide", m, cst(2));
+      Value m = b.max(b.sub(nn, cst(1)), cst(0));
+      pos = b.div(m, cst(2));
       // In an all-NaN row every comparison is false, and which element
       // std::nth_element leaves in front then depends only on n: ask it.
       std::vector<int64_t> order(n);
       std::iota(order.begin(), order.end(), 0);
       std::nth_element(order.begin(), order.begin(), order.end(), [](int64_t, int64_t) { return false; });
-      pos = b.select(b.compare(nn, cst(0), "EQ"), cst(order[0]), pos);
+      pos = b.select(b.compare(nn, cst(0), Direction::kEq), cst(order[0]), pos);
     }
   }
   return pick(b, sv, si, d, pos);
@@ -157,7 +157,7 @@ at::Tensor median_all(const at::Tensor& self, bool ignore_nan) {
   at::Tensor out = empty_tpu({}, self.scalar_type(), self.device());
   if (self.numel() == 0) {
     // CPU gives NaN for an empty input.
-    eager::OpCall call("median_empty");
+    record::OpCall call("median_empty");
     call.output(out);
     call.run([&](Builder& b, const Values&) {
       return Values{b.constant(std::numeric_limits<double>::quiet_NaN(), to_elem(self.scalar_type()))};
@@ -165,7 +165,7 @@ at::Tensor median_all(const at::Tensor& self, bool ignore_nan) {
     return out;
   }
   int64_t n = self.numel();
-  eager::OpCall call("median_all");
+  record::OpCall call("median_all");
   call.attr(ignore_nan);
   call.input(self);
   call.output(out);
@@ -204,7 +204,7 @@ std::tuple<at::Tensor&, at::Tensor&> stat_dim_out(const char* name, Kind kind, c
   if (self.numel() == 0) return {values, indices};
   Dims in_shape(self.sizes().begin(), self.sizes().end());
   Dims out_shape(oshape.begin(), oshape.end());
-  eager::OpCall call(name);
+  record::OpCall call(name);
   call.attr(d).attr(static_cast<int64_t>(kind)).attr(k).attr(keepdim);
   call.input(self);
   call.output(values);

@@ -101,7 +101,7 @@ c10::ScalarType acc_scalar(c10::ScalarType t) { return (t == c10::kBFloat16 || t
 
 // --- lowering helpers --------------------------------------------------------
 
-Value fold(Builder& b, Value x, const Dims& dims, const char* kind, Value init) {
+Value fold(Builder& b, Value x, const Dims& dims, BinaryOp kind, Value init) {
   if (dims.empty()) return x;
   return b.reduce(x, init, dims, kind);
 }
@@ -123,9 +123,9 @@ std::shared_ptr<ir::Graph> nan_extreme_region(ElemType t, bool is_max) {
   Value a = g->param({t, {}});
   Value c = g->param({t, {}});
   Builder rb(*g);
-  Value r = rb.binary(is_max ? "stablehlo.maximum" : "stablehlo.minimum", a, c);
-  r = rb.select(rb.compare(c, c, "NE"), c, r);
-  r = rb.select(rb.compare(a, a, "NE"), a, r);
+  Value r = rb.binary(is_max ? BinaryOp::kMax : BinaryOp::kMin, a, c);
+  r = rb.select(rb.compare(c, c, Direction::kNe), c, r);
+  r = rb.select(rb.compare(a, a, Direction::kNe), a, r);
   g->set_outputs({r});
   return g;
 }
@@ -134,22 +134,22 @@ Value extreme_of(Builder& b, Value x, const Dims& dims, bool is_max) {
   ElemType e = b.elem(x);
   if (dims.empty()) return x;
   if (e == ElemType::kPred)
-    return b.reduce(x, b.constant(is_max ? 0 : 1, e), dims, is_max ? "stablehlo.or" : "stablehlo.and");
+    return b.reduce(x, b.constant(is_max ? 0 : 1, e), dims, is_max ? BinaryOp::kOr : BinaryOp::kAnd);
   Value init = is_max ? lowest(b, e) : highest(b, e);
-  if (!ir::is_float(e)) return b.reduce(x, init, dims, is_max ? "stablehlo.maximum" : "stablehlo.minimum");
+  if (!ir::is_float(e)) return b.reduce(x, init, dims, is_max ? BinaryOp::kMax : BinaryOp::kMin);
   return b.reduce_multi({x}, {init}, dims, nan_extreme_region(e, is_max))[0];
 }
 
 Value sum_of(Builder& b, Value x, const Dims& dims) {
-  if (b.elem(x) == ElemType::kPred) return fold(b, x, dims, "stablehlo.or", b.constant(0, ElemType::kPred));
-  return fold(b, x, dims, "stablehlo.add", zero(b, b.elem(x)));
+  if (b.elem(x) == ElemType::kPred) return fold(b, x, dims, BinaryOp::kOr, b.constant(0, ElemType::kPred));
+  return fold(b, x, dims, BinaryOp::kAdd, zero(b, b.elem(x)));
 }
 
 // --- sum / prod / mean -------------------------------------------------------
 
 // Reduces `self` (cast to `dtype`, accumulated in acc_of(dtype)) into `out`.
 void sum_prod(const at::Tensor& self, const Plan& p, c10::ScalarType dtype, const at::Tensor& out, bool prod) {
-  eager::OpCall call(prod ? "prod" : "sum");
+  record::OpCall call(prod ? "prod" : "sum");
   call.input(self);
   call.attr(p.dims).attr(static_cast<int64_t>(dtype));
   call.output(out);
@@ -158,8 +158,8 @@ void sum_prod(const at::Tensor& self, const Plan& p, c10::ScalarType dtype, cons
   call.run([&](Builder& b, const Values& in) {
     Value x = b.convert(b.convert(in[0], de), acc);
     if (!prod) return Values{sum_of(b, x, dims)};
-    if (acc == ElemType::kPred) return Values{fold(b, x, dims, "stablehlo.and", b.constant(1, acc))};
-    return Values{fold(b, x, dims, "stablehlo.multiply", one(b, acc))};
+    if (acc == ElemType::kPred) return Values{fold(b, x, dims, BinaryOp::kAnd, b.constant(1, acc))};
+    return Values{fold(b, x, dims, BinaryOp::kMul, one(b, acc))};
   });
 }
 
@@ -211,7 +211,7 @@ c10::ScalarType mean_dtype(const at::Tensor& self, std::optional<c10::ScalarType
 }
 
 void mean_into(const at::Tensor& self, const Plan& p, c10::ScalarType dtype, const at::Tensor& out) {
-  eager::OpCall call("mean");
+  record::OpCall call("mean");
   call.input(self);
   call.attr(p.dims).attr(static_cast<int64_t>(dtype)).attr(p.count);
   call.output(out);
@@ -220,7 +220,7 @@ void mean_into(const at::Tensor& self, const Plan& p, c10::ScalarType dtype, con
   const Dims& dims = p.dims;
   call.run([&](Builder& b, const Values& in) {
     Value s = sum_of(b, b.convert(b.convert(in[0], de), acc), dims);
-    return Values{b.binary("stablehlo.divide", s, scalar_like(b, static_cast<double>(n), s))};
+    return Values{b.div(s, scalar_like(b, static_cast<double>(n), s))};
   });
 }
 
@@ -244,7 +244,7 @@ at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool k
 // --- amax / amin / max() / min() ---------------------------------------------
 
 void extreme_into(const char* name, const at::Tensor& self, const Plan& p, bool is_max, const at::Tensor& out) {
-  eager::OpCall call(name);
+  record::OpCall call(name);
   call.input(self);
   call.attr(p.dims).attr(is_max);
   call.output(out);
@@ -315,15 +315,15 @@ std::shared_ptr<ir::Graph> arg_region(ElemType v, bool is_max) {
   Value bv = g->param({v, {}});
   Value bi = g->param({ElemType::kS64, {}});
   Builder rb(*g);
-  Value better = rb.compare(av, bv, is_max ? "GT" : "LT");
-  Value same = rb.compare(av, bv, "EQ");
+  Value better = rb.compare(av, bv, is_max ? Direction::kGt : Direction::kLt);
+  Value same = rb.compare(av, bv, Direction::kEq);
   if (ir::is_float(v)) {
-    Value a_nan = rb.compare(av, av, "NE");
-    Value b_nan = rb.compare(bv, bv, "NE");
-    better = rb.binary("stablehlo.or", better, rb.binary("stablehlo.and", a_nan, rb.unary("stablehlo.not", b_nan)));
-    same = rb.binary("stablehlo.or", same, rb.binary("stablehlo.and", a_nan, b_nan));
+    Value a_nan = rb.compare(av, av, Direction::kNe);
+    Value b_nan = rb.compare(bv, bv, Direction::kNe);
+    better = rb.or_(better, rb.and_(a_nan, rb.not_(b_nan)));
+    same = rb.or_(same, rb.and_(a_nan, b_nan));
   }
-  Value take_a = rb.binary("stablehlo.or", better, rb.binary("stablehlo.and", same, rb.compare(ai, bi, "LT")));
+  Value take_a = rb.or_(better, rb.and_(same, rb.compare(ai, bi, Direction::kLt)));
   g->set_outputs({rb.select(take_a, av, bv), rb.select(take_a, ai, bi)});
   return g;
 }
@@ -340,7 +340,7 @@ Values arg_reduce(Builder& b, Value x, int64_t dim, bool is_max) {
 
 void max_dim_into(const char* name, const at::Tensor& self, int64_t dim, bool is_max, const at::Tensor& values,
                   const at::Tensor& indices) {
-  eager::OpCall call(name);
+  record::OpCall call(name);
   call.input(self);
   call.attr(dim).attr(is_max);
   call.output(values);
@@ -383,7 +383,7 @@ void argmax_into(const at::Tensor& self, std::optional<int64_t> dim, bool keepdi
   check_nonempty(self, p, name, /*index_error_when_all=*/true);
   if (resize) at::native::resize_output(out, p.out_shape);
   int64_t d = dim ? wrap_dim(*dim, self.dim()) : -1;  // -1: over the flattened tensor
-  eager::OpCall call(name);
+  record::OpCall call(name);
   call.input(self);
   call.attr(d);
   call.output(out);
@@ -430,7 +430,7 @@ void var_into(const char* name, const at::Tensor& self, const Plan& p, const std
               "type ",
               compute);
   ElemType acc = acc_of(compute);
-  eager::OpCall call(name);
+  record::OpCall call(name);
   call.input(self);
   call.scalar(divisor, acc_scalar(compute));
   call.attr(p.dims).attr(take_sqrt).attr(static_cast<int64_t>(compute));
@@ -442,12 +442,12 @@ void var_into(const char* name, const at::Tensor& self, const Plan& p, const std
   call.run([&](Builder& b, const Values& in) {
     Value x = b.convert(in[0], acc);
     Value mean = sum_of(b, x, dims);
-    mean = b.binary("stablehlo.divide", mean, scalar_like(b, static_cast<double>(n), mean));
-    Value centred = b.binary("stablehlo.subtract", x, expand_back(b, mean, b.dims(x), dims));
-    Value ss = sum_of(b, b.binary("stablehlo.multiply", centred, centred), dims);
+    mean = b.div(mean, scalar_like(b, static_cast<double>(n), mean));
+    Value centred = b.sub(x, expand_back(b, mean, b.dims(x), dims));
+    Value ss = sum_of(b, b.mul(centred, centred), dims);
     Value div = b.broadcast_to(in[1], b.dims(ss));
-    Value v = b.binary("stablehlo.divide", ss, div);
-    if (take_sqrt) v = b.unary("stablehlo.sqrt", v);
+    Value v = b.div(ss, div);
+    if (take_sqrt) v = b.sqrt(v);
     Values r{v};
     if (with_mean) r.push_back(mean);
     return r;
@@ -514,7 +514,7 @@ void norm_into(const at::Tensor& self, const Plan& p, double ord, c10::ScalarTyp
   // Special orders change the program; any other p is a runtime scalar.
   int64_t kind = ord == 0 ? 0 : ord == 1 ? 1 : ord == 2 ? 2 : std::isinf(ord) ? (ord > 0 ? 3 : 4) : 5;
   ElemType de = to_elem(dtype), acc = acc_of(dtype);
-  eager::OpCall call("linalg_vector_norm");
+  record::OpCall call("linalg_vector_norm");
   call.input(self);
   if (kind == 5) {
     call.scalar(ord, acc_scalar(dtype));
@@ -525,22 +525,22 @@ void norm_into(const at::Tensor& self, const Plan& p, double ord, c10::ScalarTyp
   const Dims& dims = p.dims;
   call.run([&](Builder& b, const Values& in) {
     Value x = b.convert(b.convert(in[0], de), acc);
-    Value a = b.unary("stablehlo.abs", x);
+    Value a = b.abs(x);
     switch (kind) {
       case 0:
-        return Values{sum_of(b, b.convert(b.compare(x, zero(b, acc, b.dims(x)), "NE"), acc), dims)};
+        return Values{sum_of(b, b.convert(b.compare(x, zero(b, acc, b.dims(x)), Direction::kNe), acc), dims)};
       case 1:
         return Values{sum_of(b, a, dims)};
       case 2:
-        return Values{b.unary("stablehlo.sqrt", sum_of(b, b.binary("stablehlo.multiply", x, x), dims))};
+        return Values{b.sqrt(sum_of(b, b.mul(x, x), dims))};
       case 3:
         return Values{extreme_of(b, a, dims, true)};
       case 4:
         return Values{extreme_of(b, a, dims, false)};
       default: {
-        Value pw = b.binary("stablehlo.power", a, b.broadcast_to(in[1], b.dims(a)));
+        Value pw = b.pow(a, b.broadcast_to(in[1], b.dims(a)));
         Value s = sum_of(b, pw, dims);
-        return Values{b.binary("stablehlo.power", s, b.broadcast_to(in[2], b.dims(s)))};
+        return Values{b.pow(s, b.broadcast_to(in[2], b.dims(s)))};
       }
     }
   });
@@ -581,16 +581,16 @@ c10::ScalarType anyall_dtype(const at::Tensor& self) {
 }
 
 void anyall_into(const at::Tensor& self, const Plan& p, bool is_any, const at::Tensor& out) {
-  eager::OpCall call(is_any ? "any" : "all");
+  record::OpCall call(is_any ? "any" : "all");
   call.input(self);
   call.attr(p.dims).attr(is_any);
   call.output(out);
   const Dims& dims = p.dims;
   call.run([&](Builder& b, const Values& in) {
     Value x = in[0];
-    if (b.elem(x) != ElemType::kPred) x = b.compare(x, zero(b, b.elem(x), b.dims(x)), "NE");
+    if (b.elem(x) != ElemType::kPred) x = b.compare(x, zero(b, b.elem(x), b.dims(x)), Direction::kNe);
     return Values{
-        fold(b, x, dims, is_any ? "stablehlo.or" : "stablehlo.and", b.constant(is_any ? 0 : 1, ElemType::kPred))};
+        fold(b, x, dims, is_any ? BinaryOp::kOr : BinaryOp::kAnd, b.constant(is_any ? 0 : 1, ElemType::kPred))};
   });
 }
 
@@ -632,7 +632,7 @@ at::Tensor& anyall_all_out(const at::Tensor& self, at::Tensor& out) {
 void logsumexp_into(const at::Tensor& self, const Plan& p, const at::Tensor& out) {
   c10::ScalarType dtype = out.scalar_type();
   ElemType acc = acc_of(dtype);
-  eager::OpCall call("logsumexp");
+  record::OpCall call("logsumexp");
   call.input(self);
   call.attr(p.dims).attr(static_cast<int64_t>(dtype));
   call.output(out);
@@ -643,12 +643,11 @@ void logsumexp_into(const at::Tensor& self, const Plan& p, const at::Tensor& out
     // that all -inf gives -inf and +inf gives +inf rather than NaN.
     Value m = extreme_of(b, x, dims, true);
     Value inf = b.constant(std::numeric_limits<double>::infinity(), acc, b.dims(m));
-    Value finite = b.compare(b.unary("stablehlo.abs", m), inf, "LT");
+    Value finite = b.compare(b.abs(m), inf, Direction::kLt);
     Value shift = b.select(finite, m, zero(b, acc, b.dims(m)));
-    Value e =
-        b.unary("stablehlo.exponential", b.binary("stablehlo.subtract", x, expand_back(b, shift, b.dims(x), dims)));
-    Value r = b.unary("stablehlo.log", sum_of(b, e, dims));
-    return Values{b.binary("stablehlo.add", r, shift)};
+    Value e = b.exp(b.sub(x, expand_back(b, shift, b.dims(x), dims)));
+    Value r = b.log(sum_of(b, e, dims));
+    return Values{b.add(r, shift)};
   });
 }
 
@@ -741,13 +740,13 @@ at::Tensor count_nonzero_dims(const at::Tensor& self, c10::IntArrayRef dims) {
     if (std::find(red.begin(), red.end(), i) == red.end()) oshape.push_back(self.size(i));
   at::Tensor out = empty_tpu(oshape, c10::kLong, self.device());
   Dims shape(self.sizes().begin(), self.sizes().end());
-  eager::OpCall call("count_nonzero");
+  record::OpCall call("count_nonzero");
   call.attr(c10::IntArrayRef(red));
   call.input(self);
   call.output(out);
   call.run([&](Builder& b, const Values& in) {
-    Value nz = b.convert(b.compare(in[0], zero(b, b.elem(in[0]), shape), "NE"), kS64);
-    return Values{b.reduce(nz, zero(b, kS64), red, "stablehlo.add")};
+    Value nz = b.convert(b.compare(in[0], zero(b, b.elem(in[0]), shape), Direction::kNe), kS64);
+    return Values{b.reduce(nz, zero(b, kS64), red, BinaryOp::kAdd)};
   });
   return out;
 }

@@ -20,7 +20,6 @@ namespace {
 
 using ir::Dims;
 
-Value cst(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
 Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
 
 void check_float(const at::Tensor& t, const char* kernel) {
@@ -41,7 +40,7 @@ void scan_into(const at::Tensor& self, int64_t dim, bool prod, const at::Tensor&
   ElemType acc = (dtype == c10::kBFloat16 || dtype == c10::kHalf) ? ElemType::kF32
                  : dtype == c10::kBool                            ? ElemType::kS64
                                                                   : de;
-  eager::OpCall call(prod ? "cumprod" : "cumsum");
+  record::OpCall call(prod ? "cumprod" : "cumsum");
   call.input(self);
   call.attr(dim).attr(static_cast<int64_t>(dtype));
   call.output(out);
@@ -55,8 +54,7 @@ void scan_into(const at::Tensor& self, int64_t dim, bool prod, const at::Tensor&
     window[dim] = n;
     padding[dim] = {n - 1, 0};
     Value init = prod ? one(b, acc) : zero(b, acc);
-    return Values{
-        b.reduce_window(x, init, window, strides, dil, dil, padding, prod ? "stablehlo.multiply" : "stablehlo.add")};
+    return Values{b.reduce_window(x, init, window, strides, dil, dil, padding, prod ? BinaryOp::kMul : BinaryOp::kAdd)};
   });
 }
 
@@ -95,7 +93,7 @@ at::Tensor& scan_(at::Tensor& self, int64_t dim, std::optional<c10::ScalarType> 
 // NaN was seen). So indices are a running max of those j, and both outputs
 // are plain reduce_window scans.
 
-Value running(Builder& b, Value x, int64_t dim, Value init, const char* kind) {
+Value running(Builder& b, Value x, int64_t dim, Value init, BinaryOp kind) {
   int64_t r = b.type(x).rank();
   int64_t n = b.dims(x)[dim];
   std::vector<int64_t> window(r, 1), strides(r, 1), dil(r, 1);
@@ -108,7 +106,7 @@ Value running(Builder& b, Value x, int64_t dim, Value init, const char* kind) {
 template <bool kMax>
 void cummaxmin_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indices, int64_t dim) {
   int64_t d = wrap_dim(dim, self.dim());
-  eager::OpCall call(kMax ? "cummax" : "cummin");
+  record::OpCall call(kMax ? "cummax" : "cummin");
   call.attr(d);
   call.input(self);
   call.output(values);
@@ -116,31 +114,30 @@ void cummaxmin_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& in
   call.run([&](Builder& b, const Values& in) {
     Value x = in[0];
     if (b.type(x).rank() == 0) return Values{x, b.constant(0, ElemType::kS64)};
-    const char* ext = kMax ? "stablehlo.maximum" : "stablehlo.minimum";
+    BinaryOp ext = kMax ? BinaryOp::kMax : BinaryOp::kMin;
     ElemType et = b.elem(x);
     Value v;
     Value hit;
     if (ir::is_float(et)) {
-      Value isnan = b.compare(x, x, "NE");
+      Value isnan = b.compare(x, x, Direction::kNe);
       Value clean = b.select(isnan, b.constant(kMax ? -INFINITY : INFINITY, et, b.dims(x)), x);
       Value ext_v = running(b, clean, d, kMax ? lowest(b, et) : highest(b, et), ext);
-      Value nan_seen =
-          running(b, b.convert(isnan, ElemType::kS32), d, b.constant(0, ElemType::kS32), "stablehlo.maximum");
-      nan_seen = b.compare(nan_seen, b.constant(0, ElemType::kS32, b.dims(x)), "NE");
+      Value nan_seen = running(b, b.convert(isnan, ElemType::kS32), d, b.constant(0, ElemType::kS32), BinaryOp::kMax);
+      nan_seen = b.compare(nan_seen, b.constant(0, ElemType::kS32, b.dims(x)), Direction::kNe);
       v = b.select(nan_seen, b.constant(NAN, et, b.dims(x)), ext_v);
-      hit = b.binary("stablehlo.or", isnan, b.compare(x, v, "EQ"));
+      hit = b.or_(isnan, b.compare(x, v, Direction::kEq));
     } else if (et == ElemType::kPred) {
       Value xi = b.convert(x, ElemType::kS32);
       Value vi = running(b, xi, d, b.constant(kMax ? 0 : 1, ElemType::kS32), ext);
       v = b.convert(vi, et);
-      hit = b.compare(xi, vi, "EQ");
+      hit = b.compare(xi, vi, Direction::kEq);
     } else {
       v = running(b, x, d, kMax ? lowest(b, et) : highest(b, et), ext);
-      hit = b.compare(x, v, "EQ");
+      hit = b.compare(x, v, Direction::kEq);
     }
     Value j = b.iota(b.dims(x), d, ElemType::kS64);
     Value cand = b.select(hit, j, b.constant(-1, ElemType::kS64, b.dims(x)));
-    Value idx = running(b, cand, d, b.constant(-1, ElemType::kS64), "stablehlo.maximum");
+    Value idx = running(b, cand, d, b.constant(-1, ElemType::kS64), BinaryOp::kMax);
     return Values{v, idx};
   });
 }
@@ -148,15 +145,15 @@ void cummaxmin_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& in
 // --- _logcumsumexp -----------------------------------------------------------------------
 // log(exp(a) + exp(b)) as CPU computes it: infinities of equal sign stay put.
 Value log_add_exp(Builder& b, Value x, Value y) {
-  Value mn = b.binary("stablehlo.minimum", x, y);
-  Value mx = b.binary("stablehlo.maximum", x, y);
-  Value r = add(b, mx, b.unary("stablehlo.log_plus_one", b.unary("stablehlo.exponential", sub(b, mn, mx))));
-  Value inf = cst(b, std::numeric_limits<double>::infinity(), mn);
-  Value infinite = b.compare(b.unary("stablehlo.abs", mn), inf, "EQ");
-  Value keep = b.binary("stablehlo.and", b.compare(mn, mx, "EQ"), infinite);
+  Value mn = b.min(x, y);
+  Value mx = b.max(x, y);
+  Value r = b.add(mx, b.log1p(b.exp(b.sub(mn, mx))));
+  Value inf = full_like(b, std::numeric_limits<double>::infinity(), mn);
+  Value infinite = b.compare(b.abs(mn), inf, Direction::kEq);
+  Value keep = b.and_(b.compare(mn, mx, Direction::kEq), infinite);
   // NaN propagates explicitly: XLA:CPU's minimum/maximum need not.
-  Value nan = b.binary("stablehlo.or", b.compare(x, x, "NE"), b.compare(y, y, "NE"));
-  return b.select(nan, add(b, x, y), b.select(keep, x, r));
+  Value nan = b.or_(b.compare(x, x, Direction::kNe), b.compare(y, y, Direction::kNe));
+  return b.select(nan, b.add(x, y), b.select(keep, x, r));
 }
 at::Tensor& logcumsumexp_out(const at::Tensor& self, int64_t dim, at::Tensor& out) {
   check_float(self, "logcumsumexp_out_cpu");
@@ -171,7 +168,7 @@ at::Tensor& logcumsumexp_out(const at::Tensor& self, int64_t dim, at::Tensor& ou
   ElemType e = to_elem(ct);
   Dims d = dims_of(self);
   Dims d1 = d.empty() ? Dims{1} : d;
-  eager::OpCall call("_logcumsumexp");
+  record::OpCall call("_logcumsumexp");
   call.attr(d0).attr(static_cast<int64_t>(ct));
   call.input(self);
   call.output(out);

@@ -23,7 +23,7 @@ std::tuple<at::Tensor&, at::Tensor&> sort_out(const at::Tensor& self, std::optio
   prepare_out(values, self.sizes(), self.scalar_type(), "sort");
   prepare_out(indices, self.sizes(), c10::kLong, "sort");
   Dims shape(self.sizes().begin(), self.sizes().end());
-  eager::OpCall call("sort");
+  record::OpCall call("sort");
   call.attr(d).attr(descending);
   call.input(self);
   call.output(values);
@@ -56,7 +56,7 @@ std::tuple<at::Tensor&, at::Tensor&> topk_out(const at::Tensor& self, c10::SymIn
   prepare_out(values, oshape, self.scalar_type(), "topk");
   prepare_out(indices, oshape, c10::kLong, "topk");
   Dims shape(self.sizes().begin(), self.sizes().end());
-  eager::OpCall call("topk");
+  record::OpCall call("topk");
   call.attr(d).attr(largest).attr(k);
   call.input(self);
   call.output(values);

@@ -5,12 +5,11 @@
 #include <ATen/ops/result_type.h>
 #include <torch/library.h>
 
-#include "ops/misc_helpers.h"
+#include "ops/common.h"
 
 namespace torch_tpu::ops {
 namespace {
 
-using namespace misc;
 constexpr ElemType kS64 = ElemType::kS64;
 
 // x[r, idx[r, k]] for x [B, M] and s64 idx [B, K] (indices already in range).
@@ -62,7 +61,7 @@ void searchsorted_checks(const at::Tensor& seq, const at::Tensor& self, bool out
 void searchsorted_into(const at::Tensor& seq, const Operand& value, c10::IntArrayRef self_shape, bool right,
                        const at::Tensor& sorter, const at::Tensor& out) {
   auto ct = value.t.defined() ? at::result_type(seq, value.t) : at::result_type(seq, *value.s);
-  eager::OpCall call("searchsorted");
+  record::OpCall call("searchsorted");
   call.attr(right).attr(sorter.defined()).attr(static_cast<int64_t>(ct));
   call.input(seq);
   if (value.t.defined())
@@ -89,15 +88,15 @@ void searchsorted_into(const at::Tensor& seq, const Operand& value, c10::IntArra
     while ((int64_t(1) << steps) <= m) ++steps;
     Value onev = one(b, kS64, {batch, k}), two = b.constant(2, kS64, {batch, k});
     for (int i = 0; i < steps; ++i) {
-      Value active = b.compare(lo, hi, "LT");
-      Value mid = div(b, add(b, lo, hi), two);
+      Value active = b.compare(lo, hi, Direction::kLt);
+      Value mid = b.div(b.add(lo, hi), two);
       Value midc = b.clamp(zero(b, kS64), mid, b.constant(m - 1, kS64));
       Value mv = gather2d(b, s, midc);
       // ATen: left moves right unless mid >= v; right unless mid > v.
-      Value go_right = b.unary("stablehlo.not", b.compare(mv, v, right ? "GT" : "GE"));
-      Value move_lo = b.binary("stablehlo.and", active, go_right);
-      Value move_hi = b.binary("stablehlo.and", active, b.unary("stablehlo.not", go_right));
-      lo = b.select(move_lo, add(b, mid, onev), lo);
+      Value go_right = b.not_(b.compare(mv, v, right ? Direction::kGt : Direction::kGe));
+      Value move_lo = b.and_(active, go_right);
+      Value move_hi = b.and_(active, b.not_(go_right));
+      lo = b.select(move_lo, b.add(mid, onev), lo);
       hi = b.select(move_hi, mid, hi);
     }
     return Values{b.reshape(lo, vd)};

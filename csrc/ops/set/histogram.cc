@@ -6,12 +6,14 @@
 
 #include <cmath>
 
-#include "ops/misc_helpers.h"
+#include "ops/common.h"
+#include "record/driver.h"
 
 namespace torch_tpu::ops {
+
+const record::SyncSite kBincountSync{"bincount", record::SyncReason::kDataDependentShape};
 namespace {
 
-using namespace misc;
 constexpr ElemType kS64 = ElemType::kS64;
 
 // --- bincount ----------------------------------------------------------------------------
@@ -30,21 +32,22 @@ at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& wei
   if (n > 0) {
     // One small sync: the min (CPU's negative check) and max (the length).
     at::Tensor mm = empty_tpu({2}, c10::kLong, self.device());
-    eager::OpCall call("bincount_minmax");
+    record::OpCall call("bincount_minmax");
     call.input(self);
     call.output(mm);
     call.run([&](Builder& b, const Values& in) {
       Value x = b.convert(in[0], kS64);
-      Value lo = b.reduce(x, highest(b, kS64), {0}, "stablehlo.minimum");
-      Value hi = b.reduce(x, lowest(b, kS64), {0}, "stablehlo.maximum");
+      Value lo = b.reduce(x, highest(b, kS64), {0}, BinaryOp::kMin);
+      Value hi = b.reduce(x, lowest(b, kS64), {0}, BinaryOp::kMax);
       return Values{b.concatenate({b.reshape(lo, {1}), b.reshape(hi, {1})}, 0)};
     });
+    kBincountSync();
     at::Tensor h = mm.cpu();
     TORCH_CHECK(h[0].item<int64_t>() >= 0, "bincount only supports 1-d non-negative integral inputs.");
     len = std::max(len, h[1].item<int64_t>() + 1);
   }
   at::Tensor out = empty_tpu({len}, odt, self.device());
-  eager::OpCall call("bincount");
+  record::OpCall call("bincount");
   call.attr(len).attr(weights.defined()).attr(static_cast<int64_t>(odt));
   call.input(self);
   if (weights.defined()) call.input(weights);
@@ -54,7 +57,7 @@ at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& wei
     Value acc = zero(b, e, {len});
     if (n == 0) return Values{acc};
     Value w = weights.defined() ? b.convert(in[1], e) : one(b, e, {n});
-    return Values{scatter_rows(b, acc, in[0], w, "stablehlo.add")};
+    return Values{scatter_rows(b, acc, in[0], w, BinaryOp::kAdd)};
   });
   return out;
 }
@@ -77,7 +80,7 @@ at::Tensor& histc_out(const at::Tensor& self, int64_t bins, const c10::Scalar& m
   at::native::resize_output(out, {bins});
   auto ct = opmath(self.scalar_type());
   int64_t n = self.numel();
-  eager::OpCall call("histc");
+  record::OpCall call("histc");
   call.attr(bins).attr(static_cast<int64_t>(ct));
   call.input(self);
   call.scalar(min, ct);
@@ -90,35 +93,35 @@ at::Tensor& histc_out(const at::Tensor& self, int64_t bins, const c10::Scalar& m
     Value x = b.reshape(b.convert(in[0], e), {n});
     Value lo = in[1], hi = in[2];
     // min == max: the data's range; still equal: widen by one each side.
-    Value same = b.compare(lo, hi, "EQ");
-    lo = b.select(same, b.reduce(x, highest(b, e), {0}, "stablehlo.minimum"), lo);
-    hi = b.select(same, b.reduce(x, lowest(b, e), {0}, "stablehlo.maximum"), hi);
-    Value same2 = b.compare(lo, hi, "EQ");
-    lo = b.select(same2, sub(b, lo, one(b, e)), lo);
-    hi = b.select(same2, add(b, hi, one(b, e)), hi);
+    Value same = b.compare(lo, hi, Direction::kEq);
+    lo = b.select(same, b.reduce(x, highest(b, e), {0}, BinaryOp::kMin), lo);
+    hi = b.select(same, b.reduce(x, lowest(b, e), {0}, BinaryOp::kMax), hi);
+    Value same2 = b.compare(lo, hi, Direction::kEq);
+    lo = b.select(same2, b.sub(lo, one(b, e)), lo);
+    hi = b.select(same2, b.add(hi, one(b, e)), hi);
     Value lob = b.broadcast_to(lo, {n}), hib = b.broadcast_to(hi, {n});
     Value nb = b.constant(static_cast<double>(bins), e, {n});
-    Value pos_f = div(b, mul(b, sub(b, x, lob), nb), sub(b, hib, lob));
-    Value pos = b.clamp(zero(b, kS64), b.convert(b.unary("stablehlo.floor", pos_f), kS64), b.constant(bins, kS64));
+    Value pos_f = b.div(b.mul(b.sub(x, lob), nb), b.sub(hib, lob));
+    Value pos = b.clamp(zero(b, kS64), b.convert(b.floor(pos_f), kS64), b.constant(bins, kS64));
     // Correct against the edges linspace(lo, hi, bins + 1) computes, as ATen does.
-    Value step = div(b, sub(b, hi, lo), b.constant(static_cast<double>(bins), e));
+    Value step = b.div(b.sub(hi, lo), b.constant(static_cast<double>(bins), e));
     auto edge = [&](Value i) {
       Value fi = b.convert(i, e);
       Value stepb = b.broadcast_to(step, {n});
-      Value from_lo = add(b, lob, mul(b, fi, stepb));
-      Value from_hi = sub(b, hib, mul(b, sub(b, nb, fi), stepb));
-      return b.select(b.compare(i, b.constant((bins + 1) / 2, kS64, {n}), "LT"), from_lo, from_hi);
+      Value from_lo = b.add(lob, b.mul(fi, stepb));
+      Value from_hi = b.sub(hib, b.mul(b.sub(nb, fi), stepb));
+      return b.select(b.compare(i, b.constant((bins + 1) / 2, kS64, {n}), Direction::kLt), from_lo, from_hi);
     };
     Value onei = one(b, kS64, {n});
-    pos = b.select(b.compare(x, edge(pos), "LT"), sub(b, pos, onei), pos);
-    Value nxt = add(b, pos, onei);
+    pos = b.select(b.compare(x, edge(pos), Direction::kLt), b.sub(pos, onei), pos);
+    Value nxt = b.add(pos, onei);
     pos = b.select(
-        b.binary("stablehlo.and", b.compare(nxt, b.constant(bins, kS64, {n}), "LT"), b.compare(x, edge(nxt), "GE")),
+        b.and_(b.compare(nxt, b.constant(bins, kS64, {n}), Direction::kLt), b.compare(x, edge(nxt), Direction::kGe)),
         nxt, pos);
     pos = b.clamp(zero(b, kS64), pos, b.constant(bins - 1, kS64));
-    Value inside = b.binary("stablehlo.and", b.compare(x, lob, "GE"), b.compare(x, hib, "LE"));
+    Value inside = b.and_(b.compare(x, lob, Direction::kGe), b.compare(x, hib, Direction::kLe));
     Value w = b.select(inside, one(b, e, {n}), zero(b, e, {n}));
-    return Values{scatter_rows(b, acc, pos, w, "stablehlo.add")};
+    return Values{scatter_rows(b, acc, pos, w, BinaryOp::kAdd)};
   });
   return out;
 }

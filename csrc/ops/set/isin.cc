@@ -9,12 +9,10 @@
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
-#include "ops/misc_helpers.h"
+#include "ops/common.h"
 
 namespace torch_tpu::ops {
 namespace {
-
-using misc::Dims;
 
 void check_isin_dtype(c10::ScalarType t) {
   TORCH_CHECK(t != c10::kBool && !c10::isComplexType(t), "Unsupported input type encountered for isin(): ", t);
@@ -42,7 +40,7 @@ void isin_into(const Operand& elements, const Operand& test, bool invert, const 
     return;
   }
   int64_t n = out.numel();
-  eager::OpCall call("isin");
+  record::OpCall call("isin");
   call.attr(invert).attr(static_cast<int64_t>(ct)).attr(elements.t.defined()).attr(test.t.defined());
   if (elements.t.defined())
     call.input(elements.t);
@@ -58,8 +56,8 @@ void isin_into(const Operand& elements, const Operand& test, bool invert, const 
     ElemType e = to_elem(ct);
     Value x = b.broadcast_to(b.reshape(b.convert(in[0], e), {n, 1}), {n, m});
     Value t = b.broadcast_to(b.reshape(b.convert(in[1], e), {1, m}), {n, m});
-    Value hit = b.reduce(b.compare(x, t, "EQ"), b.constant(0, ElemType::kPred), {1}, "stablehlo.or");
-    if (invert) hit = b.unary("stablehlo.not", hit);
+    Value hit = b.reduce(b.compare(x, t, Direction::kEq), b.constant(0, ElemType::kPred), {1}, BinaryOp::kOr);
+    if (invert) hit = b.not_(hit);
     return Values{b.reshape(hit, out_dims)};
   });
 }

@@ -3,12 +3,14 @@
 // number of unique values - that fixes the output size.
 #include <torch/library.h>
 
-#include "ops/misc_helpers.h"
+#include "ops/common.h"
+#include "record/driver.h"
 
 namespace torch_tpu::ops {
+
+const record::SyncSite kUniqueSync{"unique", record::SyncReason::kDataDependentShape};
 namespace {
 
-using namespace misc;
 constexpr ElemType kS64 = ElemType::kS64;
 
 // --- unique ------------------------------------------------------------------------------
@@ -31,7 +33,7 @@ Groups groups(Builder& b, Value x, bool consecutive) {
   }
   Value prev = b.slice(flat, {0}, {n - 1}, {1});
   Value next = b.slice(flat, {1}, {n}, {1});
-  Value diff = b.compare(next, prev, "NE");
+  Value diff = b.compare(next, prev, Direction::kNe);
   Value flags = b.concatenate({b.constant(1, ElemType::kPred, {1}), diff}, 0);
   return {flat, perm, flags};
 }
@@ -48,19 +50,20 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_impl(const at::Tensor& sel
   // Phase 1: the number of groups (the one host sync).
   at::Tensor count = empty_tpu({}, c10::kLong, self.device());
   {
-    eager::OpCall call("unique_count");
+    record::OpCall call("unique_count");
     call.attr(consecutive);
     call.input(self);
     call.output(count);
     call.run([&](Builder& b, const Values& in) {
       Groups g = groups(b, in[0], consecutive);
-      return Values{b.reduce(b.convert(g.flags, kS64), zero(b, kS64), {0}, "stablehlo.add")};
+      return Values{b.reduce(b.convert(g.flags, kS64), zero(b, kS64), {0}, BinaryOp::kAdd)};
     });
   }
+  kUniqueSync();
   int64_t u = count.item<int64_t>();
   at::Tensor out = empty_tpu({u}, self.scalar_type(), self.device());
   at::Tensor counts = empty_tpu({return_counts ? u : 0}, c10::kLong, self.device());
-  eager::OpCall call("unique");
+  record::OpCall call("unique");
   call.attr(consecutive).attr(u).attr(return_inverse).attr(return_counts);
   call.input(self);
   call.output(out);
@@ -69,11 +72,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_impl(const at::Tensor& sel
   Dims shape = dims_of(self);
   call.run([&](Builder& b, const Values& in) {
     Groups g = groups(b, in[0], consecutive);
-    Value gid = sub(b, cumsum(b, b.convert(g.flags, kS64), 0), one(b, kS64, {n}));
+    Value gid = b.sub(cumsum(b, b.convert(g.flags, kS64), 0), one(b, kS64, {n}));
     Values res;
-    res.push_back(scatter_rows(b, zero(b, b.elem(g.keys), {u}), gid, g.keys, nullptr));
-    if (return_inverse) res.push_back(b.reshape(scatter_rows(b, zero(b, kS64, {n}), g.perm, gid, nullptr), shape));
-    if (return_counts) res.push_back(scatter_rows(b, zero(b, kS64, {u}), gid, one(b, kS64, {n}), "stablehlo.add"));
+    res.push_back(scatter_rows(b, zero(b, b.elem(g.keys), {u}), gid, g.keys, std::nullopt));
+    if (return_inverse) res.push_back(b.reshape(scatter_rows(b, zero(b, kS64, {n}), g.perm, gid, std::nullopt), shape));
+    if (return_counts) res.push_back(scatter_rows(b, zero(b, kS64, {u}), gid, one(b, kS64, {n}), BinaryOp::kAdd));
     return res;
   });
   return {out, inverse, counts};

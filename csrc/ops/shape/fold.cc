@@ -5,12 +5,10 @@
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
-#include "ops/misc_helpers.h"
+#include "ops/common.h"
 
 namespace torch_tpu::ops {
 namespace {
-
-using namespace misc;
 
 struct Geo {
   int64_t kh, kw, dh, dw, ph, pw, sh, sw;
@@ -54,7 +52,7 @@ at::Tensor& im2col_out(const at::Tensor& self, c10::IntArrayRef k, c10::IntArray
   std::vector<int64_t> oshape{n, c * g.kh * g.kw, oh * ow};
   if (!batched) oshape.erase(oshape.begin());
   prepare_out(out, oshape, self.scalar_type(), "im2col");
-  eager::OpCall call("im2col");
+  record::OpCall call("im2col");
   call.attr(k).attr(dil).attr(pad).attr(st).attr(batched);
   call.input(self);
   call.output(out);
@@ -108,7 +106,7 @@ at::Tensor& col2im_out(const at::Tensor& self, c10::SymIntArrayRef output_size, 
   std::vector<int64_t> oshape{n, c, h, w};
   if (!batched) oshape.erase(oshape.begin());
   prepare_out(out, oshape, self.scalar_type(), "col2im");
-  eager::OpCall call("col2im");
+  record::OpCall call("col2im");
   call.attr(h).attr(w).attr(k).attr(dil).attr(pad).attr(st).attr(batched);
   call.input(self);
   call.output(out);
@@ -126,7 +124,7 @@ at::Tensor& col2im_out(const at::Tensor& self, c10::SymIntArrayRef output_size, 
         Value s = b.reshape(b.slice(v, {0, 0, kk, 0, 0}, {n, c, kk + 1, oh, ow}, {1, 1, 1, 1, 1}), {n, c, oh, ow});
         int64_t r0 = i * g.dh, c0 = j * g.dw;
         int64_t rh = hp - (r0 + (oh - 1) * g.sh + 1), rw = wp - (c0 + (ow - 1) * g.sw + 1);
-        acc = add(b, acc, b.pad(s, z, {0, 0, r0, c0}, {0, 0, rh, rw}, {0, 0, g.sh - 1, g.sw - 1}));
+        acc = b.add(acc, b.pad(s, z, {0, 0, r0, c0}, {0, 0, rh, rw}, {0, 0, g.sh - 1, g.sw - 1}));
       }
     Value crop = b.slice(acc, {0, 0, g.ph, g.pw}, {n, c, g.ph + h, g.pw + w}, {1, 1, 1, 1});
     return Values{b.reshape(b.convert(crop, e), Dims(oshape.begin(), oshape.end()))};

@@ -45,7 +45,7 @@ at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& 
     if (!(t.dim() == 1 && t.size(0) == 0) && t.numel() > 0) used.push_back(t);
   int64_t d = wrap_dim(dim, rank);
   ElemType e = to_elem(r.scalar_type());
-  eager::OpCall call("cat");
+  record::OpCall call("cat");
   call.attr(d).attr(static_cast<int64_t>(e));
   for (const at::Tensor& t : used) call.input(t);
   call.output(out);
@@ -79,7 +79,7 @@ at::Tensor flip(const at::Tensor& self, c10::IntArrayRef dims) {
   for (int64_t i = 0; i < rank; ++i)
     if (mask[i]) ds.push_back(i);
   at::Tensor out = empty_like_tpu(self);
-  eager::OpCall call("flip");
+  record::OpCall call("flip");
   call.attr(c10::IntArrayRef(ds));
   call.input(self);
   call.output(out);
@@ -111,7 +111,7 @@ at::Tensor roll(const at::Tensor& self, c10::SymIntArrayRef shifts_s, c10::IntAr
   Dims ds, ss(shifts.begin(), shifts.end());
   for (int64_t d : dimsr) ds.push_back(wrap_dim(d, self.dim()));
   at::Tensor out = empty_like_tpu(self);
-  eager::OpCall call("roll");
+  record::OpCall call("roll");
   call.attr(c10::IntArrayRef(ds)).attr(c10::IntArrayRef(ss));
   call.input(self);
   call.output(out);
@@ -137,16 +137,16 @@ at::Tensor& tri_out(const at::Tensor& self, c10::SymInt diagonal_s, at::Tensor& 
   prepare_out(out, self.sizes(), self.scalar_type(), kUpper ? "triu" : "tril");
   Dims shape = to_dims(self.sizes());
   int64_t r = self.dim();
-  eager::OpCall call(kUpper ? "triu" : "tril");
+  record::OpCall call(kUpper ? "triu" : "tril");
   call.input(self);
   call.scalar(diagonal, c10::kLong);
   call.output(out);
   call.run([&](Builder& b, const Values& in) {
     Value row = b.iota(shape, r - 2, ElemType::kS64);
     Value col = b.iota(shape, r - 1, ElemType::kS64);
-    Value diff = b.binary("stablehlo.subtract", col, row);
+    Value diff = b.sub(col, row);
     Value k = b.broadcast_to(in[1], shape);
-    Value keep = b.compare(diff, k, kUpper ? "GE" : "LE");
+    Value keep = b.compare(diff, k, kUpper ? Direction::kGe : Direction::kLe);
     return Values{b.select(keep, in[0], zero(b, b.elem(in[0]), shape))};
   });
   return out;
@@ -163,7 +163,7 @@ at::Tensor unfold_backward(const at::Tensor& grad, c10::SymIntArrayRef input_siz
   at::Tensor out = empty_tpu(in_sizes, grad.scalar_type(), grad.device());
   Dims shape(in_sizes.begin(), in_sizes.end());
   Dims gshape(grad.sizes().begin(), grad.sizes().end());
-  eager::OpCall call("unfold_backward");
+  record::OpCall call("unfold_backward");
   call.attr(d).attr(size).attr(step).attr(c10::IntArrayRef(in_sizes));
   call.input(grad);
   call.output(out);
@@ -180,10 +180,10 @@ at::Tensor unfold_backward(const at::Tensor& grad, c10::SymIntArrayRef input_siz
       if (i != d) perm.push_back(i);
     Value g = b.transpose(in[0], perm);
     Value w = b.iota({nw, size, 1}, 0, kS64), j = b.iota({nw, size, 1}, 1, kS64);
-    Value idx = add(b, mul(b, w, b.constant(static_cast<double>(step), kS64, {nw, size, 1})), j);
+    Value idx = b.add(b.mul(w, b.constant(static_cast<double>(step), kS64, {nw, size, 1})), j);
     Dims win;
     for (int64_t i = 2; i < r + 1; ++i) win.push_back(i);
-    return Values{b.scatter(z, idx, g, win, {d}, {d}, 2, e == ElemType::kPred ? "stablehlo.or" : "stablehlo.add")};
+    return Values{b.scatter(z, idx, g, win, {d}, {d}, 2, e == ElemType::kPred ? BinaryOp::kOr : BinaryOp::kAdd)};
   });
   return out;
 }
@@ -199,7 +199,7 @@ at::Tensor channel_shuffle(const at::Tensor& self, int64_t groups) {
   at::Tensor out = empty_like_tpu(self);
   if (self.numel() == 0) return out;
   Dims d = dims_of(self);
-  eager::OpCall call("channel_shuffle");
+  record::OpCall call("channel_shuffle");
   call.attr(groups);
   call.input(self);
   call.output(out);

@@ -7,7 +7,7 @@
 
 #include "ir/builder.h"
 
-namespace torch_tpu::eager {
+namespace torch_tpu::record {
 
 struct ViewMeta {
   ir::ElemType elem;
@@ -30,4 +30,4 @@ ir::Value read_view(ir::Builder& b, ir::Value flat, const ViewMeta& v);
 // `flat` with the view's elements replaced by `values` (shaped `v.sizes`).
 ir::Value write_view(ir::Builder& b, ir::Value flat, ir::Value values, const ViewMeta& v);
 
-}  // namespace torch_tpu::eager
+}  // namespace torch_tpu::record

@@ -1,10 +1,10 @@
-#include "eager/strided.h"
+#include "record/strided.h"
 
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
 
-namespace torch_tpu::eager {
+namespace torch_tpu::record {
 namespace {
 
 using ir::Builder;
@@ -31,9 +31,8 @@ Value flat_indices(Builder& b, const ViewMeta& v, int64_t storage_numel) {
   Value idx = b.constant(static_cast<double>(v.offset), it, v.sizes);
   for (size_t d = 0; d < v.sizes.size(); ++d) {
     if (v.sizes[d] == 1 || v.strides[d] == 0) continue;
-    Value term = b.binary("stablehlo.multiply", b.iota(v.sizes, d, it),
-                          b.constant(static_cast<double>(v.strides[d]), it, v.sizes));
-    idx = b.binary("stablehlo.add", idx, term);
+    Value term = b.mul(b.iota(v.sizes, d, it), b.constant(static_cast<double>(v.strides[d]), it, v.sizes));
+    idx = b.add(idx, term);
   }
   std::vector<int64_t> with_vec = v.sizes;
   with_vec.push_back(1);
@@ -120,9 +119,9 @@ Value write_view(Builder& b, Value flat, Value values, const ViewMeta& v) {
     out = b.dynamic_update_slice(f, b.reshape(vals, {n}), {start});
   } else {
     Value idx = flat_indices(b, v, storage_numel);
-    out = b.scatter(f, idx, vals, {}, {0}, {0}, static_cast<int64_t>(v.sizes.size()), nullptr);
+    out = b.scatter(f, idx, vals, {}, {0}, {0}, static_cast<int64_t>(v.sizes.size()), std::nullopt);
   }
   return as_elem(b, out, storage_elem);
 }
 
-}  // namespace torch_tpu::eager
+}  // namespace torch_tpu::record

@@ -1,4 +1,4 @@
-#include "eager/op_call.h"
+#include "record/op_call.h"
 
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
@@ -15,8 +15,9 @@
 #include "aten/storage.h"
 #include "compile/executable_cache.h"
 #include "compile/metrics.h"
+#include "record/driver.h"
 
-namespace torch_tpu::eager {
+namespace torch_tpu::record {
 namespace {
 
 using ir::ElemType;
@@ -255,80 +256,127 @@ void OpCall::run(const Lowering& lower) {
     key_.add(static_cast<uint64_t>(s->buffer ? s->numel : static_cast<int64_t>(s->nbytes)));
   }
   if (!any_write) return;  // every output is empty
-  CacheKey key = key_.finish();
+  key_done_ = key_.finish();
+  current_driver().dispatch(*this, lower);
+}
 
-  // Which slots are program parameters, in slot order.
-  auto needs_param = [&](const SlotUse& u) { return u.slot->buffer && (u.read || (u.written && !u.full_write)); };
-  // The element type a written slot holds afterwards.
-  auto written_elem = [&](size_t si) -> std::pair<ElemType, int64_t> {
-    const SlotUse& u = slots_[si];
-    if (u.full_write || !u.slot->buffer) {
-      ElemType e = ElemType::kU8;
-      for (auto& [s, v] : outs_)
-        if (s == static_cast<int>(si) && v.numel() > 0) e = v.elem;
-      return {e, static_cast<int64_t>(u.slot->nbytes) / ir::byte_size(e)};
-    }
-    return {u.slot->elem, u.slot->numel};
+bool OpCall::needs_param(const SlotUse& u) const { return u.slot->buffer && (u.read || (u.written && !u.full_write)); }
+
+std::pair<ElemType, int64_t> OpCall::written_elem(size_t si) const {
+  const SlotUse& u = slots_[si];
+  if (u.full_write || !u.slot->buffer) {
+    ElemType e = ElemType::kU8;
+    for (auto& [s, v] : outs_)
+      if (s == static_cast<int>(si) && v.numel() > 0) e = v.elem;
+    return {e, static_cast<int64_t>(u.slot->nbytes) / ir::byte_size(e)};
+  }
+  return {u.slot->elem, u.slot->numel};
+}
+
+std::vector<StorageSlot*> OpCall::param_slots() const {
+  std::vector<StorageSlot*> out;
+  for (const SlotUse& u : slots_)
+    if (needs_param(u)) out.push_back(u.slot);
+  return out;
+}
+
+std::vector<Value> OpCall::assemble(ir::Builder& b, std::vector<Value>& storage, const std::vector<Value>& scalars,
+                                    const Lowering& lower) const {
+  // An unwritten storage reads as zeros (torch.empty is uninitialised).
+  auto storage_value = [&](size_t si, ElemType e) {
+    if (!storage[si].valid())
+      storage[si] = b.constant(0, e, {static_cast<int64_t>(slots_[si].slot->nbytes) / ir::byte_size(e)});
+    return storage[si];
   };
+  std::vector<Value> ins;
+  size_t k = 0;
+  for (const Arg& a : args_) {
+    if (a.kind == Arg::kView)
+      ins.push_back(read_view(b, storage_value(a.slot, a.elem), a.view));
+    else
+      ins.push_back(scalars[k++]);
+  }
+  std::vector<Value> results = lower(b, ins);
+  TORCH_INTERNAL_ASSERT(results.size() == outs_.size(), name_, ": lowering returned ", results.size(), " values for ",
+                        outs_.size(), " outputs");
+  std::vector<Value> final(slots_.size());
+  for (size_t i = 0; i < outs_.size(); ++i) {
+    auto& [s, v] = outs_[i];
+    if (v.numel() == 0) continue;
+    Value r = b.convert(results[i], v.elem);
+    if (b.dims(r) != v.sizes) {
+      if (b.type(r).numel() == v.numel())
+        r = b.reshape(r, v.sizes);
+      else
+        r = b.broadcast_to(r, v.sizes);
+    }
+    if (slots_[s].full_write) {
+      final[s] = b.reshape(r, {v.numel()});
+    } else {
+      Value base = final[s].valid() ? final[s] : storage_value(s, written_elem(s).first);
+      final[s] = write_view(b, base, r, v);
+    }
+  }
+  std::vector<Value> written;
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].written) written.push_back(final[i]);
+  return written;
+}
 
+void OpCall::build_program(ir::Graph& g, const Lowering& lower) const {
+  ir::Builder b(g);
+  std::vector<Value> storage(slots_.size());
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (needs_param(slots_[i])) storage[i] = g.param(ir::TensorType{slots_[i].slot->elem, {slots_[i].slot->numel}});
+  std::vector<Value> scalars;
+  for (const Arg& a : args_)
+    if (a.kind != Arg::kView) scalars.push_back(g.param(ir::TensorType{a.elem, {}}));
+  g.set_outputs(assemble(b, storage, scalars, lower));
+}
+
+namespace {
+// TORCH_TPU_CHECK_KEYS=1: the structural fingerprint of the program each key
+// stood for in this process; a later hit that builds a different program
+// means the kernel's key misses something its lowering captured.
+bool check_keys() {
+  static bool v = env_flag("TORCH_TPU_CHECK_KEYS");
+  return v;
+}
+std::mutex g_fp_mu;
+std::unordered_map<CacheKey, std::pair<uint64_t, std::string>, CacheKeyHash> g_fingerprints;
+
+void check_fingerprint(const CacheKey& key, std::string_view name, uint64_t fp) {
+  std::lock_guard<std::mutex> lock(g_fp_mu);
+  auto [it, inserted] = g_fingerprints.try_emplace(key, fp, std::string(name));
+  TORCH_CHECK(inserted || it->second.first == fp, "torch_tpu: cache key collision: op '", name,
+              "' built a different program than '", it->second.second, "' under the same key ", key.hex(),
+              ". The kernel captures a value in its lowering that it did not add with OpCall::attr().");
+}
+}  // namespace
+
+ProgramPtr OpCall::lookup_or_compile(const Lowering& lower) const {
   auto& cache = ExecutableCache::get();
-  ProgramPtr prog = cache.lookup(key);
+  ProgramPtr prog = cache.lookup(key_done_);
   if (prog) {
     bump(metrics().cache_hits);
-  } else {
-    bump(metrics().cache_misses);
-    prog = cache.compile_and_insert(client(), key, std::string(name_), [&]() {
+    if (check_keys()) {
       ir::Graph g;
-      ir::Builder b(g);
-      std::vector<Value> storage(slots_.size());
-      for (size_t i = 0; i < slots_.size(); ++i)
-        if (needs_param(slots_[i])) storage[i] = g.param(ir::TensorType{slots_[i].slot->elem, {slots_[i].slot->numel}});
-      // An unwritten storage reads as zeros (torch.empty is uninitialised).
-      auto storage_value = [&](size_t si, ElemType e) {
-        if (!storage[si].valid())
-          storage[si] = b.constant(0, e, {static_cast<int64_t>(slots_[si].slot->nbytes) / ir::byte_size(e)});
-        return storage[si];
-      };
-      std::vector<Value> scalar_params;
-      for (const Arg& a : args_)
-        if (a.kind != Arg::kView) scalar_params.push_back(g.param(ir::TensorType{a.elem, {}}));
-      std::vector<Value> ins;
-      size_t k = 0;
-      for (const Arg& a : args_) {
-        if (a.kind == Arg::kView)
-          ins.push_back(read_view(b, storage_value(a.slot, a.elem), a.view));
-        else
-          ins.push_back(scalar_params[k++]);
-      }
-      std::vector<Value> results = lower(b, ins);
-      TORCH_INTERNAL_ASSERT(results.size() == outs_.size(), name_, ": lowering returned ", results.size(),
-                            " values for ", outs_.size(), " outputs");
-      std::vector<Value> final(slots_.size());
-      for (size_t i = 0; i < outs_.size(); ++i) {
-        auto& [s, v] = outs_[i];
-        if (v.numel() == 0) continue;
-        Value r = b.convert(results[i], v.elem);
-        if (b.dims(r) != v.sizes) {
-          if (b.type(r).numel() == v.numel())
-            r = b.reshape(r, v.sizes);
-          else
-            r = b.broadcast_to(r, v.sizes);
-        }
-        if (slots_[s].full_write) {
-          final[s] = b.reshape(r, {v.numel()});
-        } else {
-          Value base = final[s].valid() ? final[s] : storage_value(s, written_elem(s).first);
-          final[s] = write_view(b, base, r, v);
-        }
-      }
-      std::vector<Value> outs;
-      for (size_t i = 0; i < slots_.size(); ++i)
-        if (slots_[i].written) outs.push_back(final[i]);
-      g.set_outputs(outs);
-      return g.to_mlir();
-    });
+      build_program(g, lower);
+      bump(metrics().key_checks);
+      check_fingerprint(key_done_, name_, g.fingerprint());
+    }
+    return prog;
   }
+  bump(metrics().cache_misses);
+  return cache.compile_and_insert(client(), key_done_, std::string(name_), [&]() {
+    ir::Graph g;
+    build_program(g, lower);
+    if (check_keys()) check_fingerprint(key_done_, name_, g.fingerprint());
+    return g.to_mlir();
+  });
+}
 
+void OpCall::execute_and_swap(const CompiledProgram& prog) const {
   // Arguments: storage buffers, then scalars.
   std::vector<PJRT_Buffer*> argv;
   std::vector<runtime::BufferPtr> keep;
@@ -340,7 +388,7 @@ void OpCall::run(const Lowering& lower) {
     keep.push_back(device_scalar(scalar_bits(v, a.elem), a.elem, device_));
     argv.push_back(keep.back()->get());
   }
-  auto outs = prog->exe->execute(argv, pjrt_device(device_));
+  auto outs = prog.exe->execute(argv, pjrt_device(device_));
   bump(metrics().executions);
   size_t oi = 0;
   for (size_t i = 0; i < slots_.size(); ++i) {
@@ -359,6 +407,8 @@ void OpCall::run(const Lowering& lower) {
 
 void copy_to_host(const at::Tensor& src, void* dst, size_t nbytes) {
   if (nbytes == 0) return;
+  // Every host read passes here: a deferred driver materialises first.
+  current_driver().sync_point(SyncReason::kHostRead, "copy_to_host");
   StorageSlot* s = slot_of(src.storage());
   ViewMeta v = view_of(src);
   if (s->buffer && s->elem == v.elem && v.covers(s->numel)) {
@@ -400,4 +450,4 @@ void copy_from_host(const at::Tensor& dst, const void* src, size_t nbytes) {
   call.run([](ir::Builder&, const std::vector<Value>& in) { return std::vector<Value>{in[0]}; });
 }
 
-}  // namespace torch_tpu::eager
+}  // namespace torch_tpu::record

@@ -1,0 +1,77 @@
+// One declaration per op gives its functional, in-place and out= kernels, as
+// ATen's structured kernels do. An op is a type with
+//   static constexpr const char* kName;              // for error messages
+//   static OutMeta meta(const at::Tensor& self, Args... args);  // checks, result sizes/dtype/device
+//   static void impl(const at::Tensor& out, const at::Tensor& self, Args... args);  // writes the result
+// and register_variants<Op>(m, "neg") registers neg, neg_ and neg.out from
+// it. PyTorch's rules live here once: out= checks the dtype cast and resizes
+// (warning when a non-empty out changes shape), in-place requires the result
+// shape to be self's and the result dtype castable to self's.
+#pragma once
+#include <torch/library.h>
+
+#include <string>
+#include <vector>
+
+#include "ops/common.h"
+
+namespace torch_tpu::ops {
+
+struct OutMeta {
+  std::vector<int64_t> sizes;
+  c10::ScalarType dtype;
+  c10::Device device;
+};
+
+template <class Op, class... Args>
+struct Variants {
+  static at::Tensor functional(const at::Tensor& self, Args... args) {
+    OutMeta m = Op::meta(self, args...);
+    at::Tensor out = empty_tpu(m.sizes, m.dtype, m.device);
+    Op::impl(out, self, args...);
+    return out;
+  }
+  static at::Tensor& inplace(at::Tensor& self, Args... args) {
+    OutMeta m = Op::meta(self, args...);
+    check_inplace(self, m.sizes, m.dtype);
+    Op::impl(self, self, args...);
+    return self;
+  }
+  static at::Tensor& out(const at::Tensor& self, Args... args, at::Tensor& out) {
+    OutMeta m = Op::meta(self, args...);
+    prepare_out(out, m.sizes, m.dtype, Op::kName);
+    Op::impl(out, self, args...);
+    return out;
+  }
+};
+
+namespace detail {
+template <class Op, class... Args>
+Variants<Op, Args...> variants_of(OutMeta (*)(const at::Tensor&, Args...));
+}  // namespace detail
+// The Variants of `Op`, with the argument types of Op::meta after self.
+template <class Op>
+using VariantsOf = decltype(detail::variants_of<Op>(&Op::meta));
+
+// Schema names of the three forms. The plain rule: "neg" gives neg, neg_ and
+// neg.out. Overloads give all three, because ATen names them irregularly
+// (pow.Tensor_Scalar, pow_.Scalar, pow.Tensor_Scalar_out); an empty name
+// skips that form.
+struct VariantNames {
+  std::string functional, inplace, out;
+  VariantNames(const char* base)  // NOLINT: "neg" is the common case
+      : functional(base), inplace(std::string(base) + "_"), out(std::string(base) + ".out") {}
+  VariantNames(std::string f, std::string i, std::string o)
+      : functional(std::move(f)), inplace(std::move(i)), out(std::move(o)) {}
+};
+
+// Registers the forms whose names are non-empty.
+template <class Op>
+void register_variants(torch::Library& m, const VariantNames& names) {
+  using V = VariantsOf<Op>;
+  if (!names.functional.empty()) m.impl(names.functional.c_str(), TORCH_FN(V::functional));
+  if (!names.inplace.empty()) m.impl(names.inplace.c_str(), TORCH_FN(V::inplace));
+  if (!names.out.empty()) m.impl(names.out.c_str(), TORCH_FN(V::out));
+}
+
+}  // namespace torch_tpu::ops

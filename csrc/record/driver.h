@@ -1,0 +1,60 @@
+// What runs a recorded op call. Strict eager (eager/strict_driver.cc, the
+// default) runs each call as its own program; the fused-eager and
+// torch.compile drivers will record calls into larger graphs. Kernels never
+// see which driver is active: they record through OpCall and announce host
+// synchronisation points here.
+#pragma once
+#include <string_view>
+#include <vector>
+
+#include "record/op_call.h"
+
+namespace torch_tpu::record {
+
+// Why a kernel needs device values on the host before it can go on.
+enum class SyncReason {
+  kHostRead,            // reads a value (equal, is_nonzero, an error check on device results)
+  kDataDependentShape,  // its output shape depends on the data (nonzero, unique, masked_select, ...)
+};
+const char* to_string(SyncReason r);
+
+class Driver {
+ public:
+  virtual ~Driver() = default;
+  virtual const char* name() const = 0;
+  // Runs or records one call whose key is final.
+  virtual void dispatch(OpCall& call, const Lowering& lower) = 0;
+  // A kernel is about to read device values on the host: a deferred driver
+  // must materialise what it holds first. Strict eager has nothing pending.
+  virtual void sync_point(SyncReason why, std::string_view op) = 0;
+};
+
+// The driver calls go to; the strict-eager driver unless one is installed.
+Driver& current_driver();
+// Installs `d` (nullptr restores strict eager); returns the previous one.
+Driver* set_current_driver(Driver* d);
+Driver& strict_driver();
+
+// Called before a kernel reads device values on the host.
+void sync_point(SyncReason why, std::string_view op);
+
+// A kernel's host synchronisation point, declared once at file scope:
+//   const record::SyncSite kNonzeroSync{"nonzero", SyncReason::kDataDependentShape};
+// and called where the kernel reads: kNonzeroSync(). Declaring it registers
+// the op in sync_ops(), the list a deferred driver (and the docs) read.
+class SyncSite {
+ public:
+  SyncSite(std::string_view op, SyncReason reason);
+  void operator()() const { sync_point(reason_, op_); }
+
+ private:
+  std::string_view op_;
+  SyncReason reason_;
+};
+struct SyncOp {
+  std::string_view op;
+  SyncReason reason;
+};
+const std::vector<SyncOp>& sync_ops();
+
+}  // namespace torch_tpu::record

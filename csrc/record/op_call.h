@@ -1,0 +1,130 @@
+// The op recorder. An ATen kernel describes one op call - its inputs (views
+// of storage slots), runtime scalars, attributes and output tensors - and
+// hands over the lowering. The call's cache key is built from that metadata
+// alone. What happens next is the current driver's choice (record/driver.h):
+// strict eager compiles or looks up the call's own program and runs it; a
+// deferred driver can append the same call to a larger graph instead.
+//
+// A driver composes the three steps below:
+//   assemble()          view reads, the lowering, view writes (IR only);
+//   lookup_or_compile() the call's own program from the executable cache;
+//   execute_and_swap()  run it and put the results into the output storages.
+//
+// Contract for kernels: everything the lowering depends on must be in the
+// key - inputs, scalars and outputs are added automatically; any other
+// value the lambda captures must be passed to attr() first. Under
+// TORCH_TPU_CHECK_KEYS=1 every cache hit rebuilds the program and checks it.
+#pragma once
+#include <ATen/core/Tensor.h>
+#include <c10/core/Scalar.h>
+
+#include <functional>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "compile/cache_key.h"
+#include "compile/executable_cache.h"
+#include "ir/builder.h"
+#include "record/strided.h"
+
+namespace torch_tpu {
+struct StorageSlot;
+}
+
+namespace torch_tpu::record {
+
+using Lowering = std::function<std::vector<ir::Value>(ir::Builder&, const std::vector<ir::Value>&)>;
+
+class OpCall {
+ public:
+  explicit OpCall(std::string_view name);
+
+  // --- recording (kernels) ---
+  // A tpu tensor (any view), or a 0-dim CPU tensor, which is passed as a
+  // runtime scalar. Returns its index in the lowering's argument list.
+  int input(const at::Tensor& t);
+  // A Python number as a 0-d runtime input of `dtype`: `x + 0.5` and
+  // `x + 0.7` share one executable.
+  int scalar(const c10::Scalar& s, c10::ScalarType dtype);
+  // Compile-time attributes (baked into the program, so part of the key).
+  OpCall& attr(int64_t v);
+  OpCall& attr(double v);
+  OpCall& attr(bool v) { return attr(static_cast<int64_t>(v)); }
+  OpCall& attr(c10::IntArrayRef v);
+  OpCall& attr(std::string_view v);
+  template <class E>
+    requires std::is_enum_v<E>
+  OpCall& attr(E v) {
+    return attr(static_cast<int64_t>(v));
+  }
+  // A tensor the op writes (functional result, in-place self or out=).
+  // Lowering result i is converted to output i's dtype and stored into it.
+  void output(const at::Tensor& t);
+  // Finishes the key and hands the call to the current driver.
+  void run(const Lowering& lower);
+
+  // --- driver steps ---
+  std::string_view name() const { return name_; }
+  const CacheKey& key() const { return key_done_; }
+  int device() const { return device_; }
+  // Storage slots the program reads as parameters, in parameter order (the
+  // runtime scalars follow them).
+  std::vector<StorageSlot*> param_slots() const;
+  // Appends the call to `b`: `storage[i]` is slot i's current flat value
+  // (invalid: a parameter is not needed, and a never-written storage reads
+  // as zeros), `scalars` the runtime scalars in order. Returns, for each
+  // written slot in slot order, its new flat value.
+  std::vector<ir::Value> assemble(ir::Builder& b, std::vector<ir::Value>& storage,
+                                  const std::vector<ir::Value>& scalars, const Lowering& lower) const;
+  // The call as a program of its own: parameters for param_slots() and the
+  // scalars, outputs for the written slots.
+  void build_program(ir::Graph& g, const Lowering& lower) const;
+  // The call's own executable: memory cache, then the persistent tiers, then
+  // a compile.
+  ProgramPtr lookup_or_compile(const Lowering& lower) const;
+  // Runs `prog` on the call's arguments and swaps the results into the
+  // written storages (asynchronously unless TORCH_TPU_LAUNCH_BLOCKING).
+  void execute_and_swap(const CompiledProgram& prog) const;
+
+ private:
+  struct Arg {
+    enum Kind { kView, kScalarTensor, kScalar } kind;
+    int slot = -1;      // index into slots_ for kView
+    ViewMeta view;      // kView
+    at::Tensor cpu;     // kScalarTensor
+    c10::Scalar value;  // kScalar
+    ir::ElemType elem;
+  };
+  struct SlotUse {
+    StorageSlot* slot;
+    bool read = false;  // needed as a program parameter
+    bool written = false;
+    bool full_write = false;
+  };
+  int slot_index(StorageSlot* s);
+  void key_view(const ViewMeta& v, int slot);
+  bool needs_param(const SlotUse& u) const;
+  // The element type and count a written slot holds afterwards.
+  std::pair<ir::ElemType, int64_t> written_elem(size_t si) const;
+
+  std::string_view name_;
+  KeyBuilder key_;
+  CacheKey key_done_{};
+  std::vector<Arg> args_;
+  std::vector<SlotUse> slots_;
+  std::vector<std::pair<int, ViewMeta>> outs_;  // (slot index, view)
+  int device_ = -1;
+};
+
+ViewMeta view_of(const at::Tensor& t);
+// Bytes from a tpu tensor to host memory (contiguous, the tensor's dtype).
+void copy_to_host(const at::Tensor& src, void* dst, size_t nbytes);
+// Makes `dst` (a tpu tensor) hold the values of the contiguous host array.
+void copy_from_host(const at::Tensor& dst, const void* src, size_t nbytes);
+// Whether TORCH_TPU_LAUNCH_BLOCKING is set.
+bool launch_blocking();
+// Waits for all work enqueued so far.
+void synchronize();
+
+}  // namespace torch_tpu::record
