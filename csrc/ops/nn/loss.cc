@@ -371,7 +371,6 @@ at::Tensor& mse_bwd_out(const at::Tensor& g, const at::Tensor& s, const at::Tens
 
 // --- binary_cross_entropy ---------------------------------------------------------
 
-
 void check_bce(const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight) {
   TORCH_CHECK(self.sizes().equals(target.sizes()), "Using a target size (", target.sizes(),
               ") that is different to the input size (", self.sizes(), ") is deprecated. ",
