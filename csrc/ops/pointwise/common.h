@@ -7,6 +7,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops::udef {
 
@@ -37,23 +38,15 @@ inline void u_run(const UDef& d, const at::Tensor& self, const at::Tensor& out) 
   auto fn = d.fn;
   pointwise(d.name, {self}, out, compute, [fn](Builder& b, const Values& x) { return fn(b, x[0]); });
 }
+// The op declaration the variant mechanism (ops/variants.h) registers
+// functional, in-place and out= forms from.
 template <const UDef& D>
-at::Tensor u_fn(const at::Tensor& self) {
-  at::Tensor out = empty_tpu(self.sizes(), u_result(D, self.scalar_type()), self.device());
-  u_run(D, self, out);
-  return out;
-}
-template <const UDef& D>
-at::Tensor& u_inplace(at::Tensor& self) {
-  check_inplace(self, self.sizes(), u_result(D, self.scalar_type()));
-  u_run(D, self, self);
-  return self;
-}
-template <const UDef& D>
-at::Tensor& u_out(const at::Tensor& self, at::Tensor& out) {
-  prepare_out(out, self.sizes(), u_result(D, self.scalar_type()), D.name);
-  u_run(D, self, out);
-  return out;
-}
+struct FloatUnary {
+  static constexpr const char* kName = D.name;
+  static OutMeta meta(const at::Tensor& self) {
+    return {self.sizes().vec(), u_result(D, self.scalar_type()), self.device()};
+  }
+  static void impl(const at::Tensor& out, const at::Tensor& self) { u_run(D, self, out); }
+};
 
 }  // namespace torch_tpu::ops::udef

@@ -484,12 +484,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("igammac.out", igamma_out<true>);
   m.impl("nextafter.out", nextafter_out);
   m.impl("frexp.Tensor_out", frexp_out);
-  m.impl("lgamma", udef::u_fn<d_lgamma>);
-  m.impl("lgamma_", udef::u_inplace<d_lgamma>);
-  m.impl("lgamma.out", udef::u_out<d_lgamma>);
-  m.impl("digamma", udef::u_fn<d_digamma>);
-  m.impl("digamma_", udef::u_inplace<d_digamma>);
-  m.impl("digamma.out", udef::u_out<d_digamma>);
+  register_variants<udef::FloatUnary<d_lgamma>>(m, "lgamma");
+  register_variants<udef::FloatUnary<d_digamma>>(m, "digamma");
   m.impl("polygamma", polygamma);
   m.impl("polygamma.out", polygamma_out);
 }

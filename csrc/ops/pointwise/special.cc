@@ -640,9 +640,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("special_xlog1py.out", b_out<d_xlog1py>);
   m.impl("special_zeta", b_fn<d_zeta>);
   m.impl("special_zeta.out", b_out<d_zeta>);
-  m.impl("i0", udef::u_fn<d_i0>);
-  m.impl("i0_", udef::u_inplace<d_i0>);
-  m.impl("i0.out", udef::u_out<d_i0>);
+  register_variants<udef::FloatUnary<d_i0>>(m, "i0");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 #include "ops/pointwise/common.h"
 
 namespace torch_tpu::ops {
@@ -178,27 +179,17 @@ void run_unary(const UnaryDef& d, const at::Tensor& self, const at::Tensor& out)
   pointwise(d.name, {self}, out, compute, [fn](Builder& b, const Values& x) { return fn(b, x[0]); });
 }
 
+// The op declaration the variant mechanism (ops/variants.h) registers
+// functional, in-place and out= forms from.
 template <const UnaryDef& D>
-at::Tensor u_fn(const at::Tensor& self) {
-  check_dtype(D, self.scalar_type());
-  at::Tensor out = empty_tpu(self.sizes(), result_of(D, self.scalar_type()), self.device());
-  run_unary(D, self, out);
-  return out;
-}
-template <const UnaryDef& D>
-at::Tensor& u_inplace(at::Tensor& self) {
-  check_dtype(D, self.scalar_type());
-  check_inplace(self, self.sizes(), result_of(D, self.scalar_type()));
-  run_unary(D, self, self);
-  return self;
-}
-template <const UnaryDef& D>
-at::Tensor& u_out(const at::Tensor& self, at::Tensor& out) {
-  check_dtype(D, self.scalar_type());
-  prepare_out(out, self.sizes(), result_of(D, self.scalar_type()), D.name);
-  run_unary(D, self, out);
-  return out;
-}
+struct Unary {
+  static constexpr const char* kName = D.name;
+  static OutMeta meta(const at::Tensor& self) {
+    check_dtype(D, self.scalar_type());
+    return {self.sizes().vec(), result_of(D, self.scalar_type()), self.device()};
+  }
+  static void impl(const at::Tensor& out, const at::Tensor& self) { run_unary(D, self, out); }
+};
 
 // --- round(decimals) ----------------------------------------------------------
 
@@ -353,51 +344,45 @@ Value f_sinc(Builder& b, Value x) {
 constexpr udef::UDef d_sinc{"sinc", true, true, f_sinc};
 constexpr udef::UDef d_signbit{"signbit", false, true, udef::f_signbit};
 
-#define REG3(n)                     \
-  m.impl(#n, u_fn<d_##n>);          \
-  m.impl(#n "_", u_inplace<d_##n>); \
-  m.impl(#n ".out", u_out<d_##n>)
-
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  REG3(neg);
-  REG3(abs);
-  REG3(sign);
-  REG3(sgn);
-  REG3(exp);
-  REG3(exp2);
-  REG3(expm1);
-  REG3(log);
-  REG3(log2);
-  REG3(log10);
-  REG3(log1p);
-  REG3(sqrt);
-  REG3(rsqrt);
-  REG3(reciprocal);
-  REG3(sin);
-  REG3(cos);
-  REG3(tan);
-  REG3(asin);
-  REG3(acos);
-  REG3(atan);
-  REG3(sinh);
-  REG3(cosh);
-  REG3(tanh);
-  REG3(asinh);
-  REG3(acosh);
-  REG3(atanh);
-  REG3(sigmoid);
-  REG3(erf);
-  REG3(erfc);
-  REG3(erfinv);
-  REG3(floor);
-  REG3(ceil);
-  REG3(round);
-  REG3(trunc);
-  REG3(frac);
-  REG3(bitwise_not);
-  m.impl("relu", u_fn<d_relu>);
-  m.impl("relu_", u_inplace<d_relu>);
-  m.impl("isnan", u_fn<d_isnan>);
+  register_variants<Unary<d_neg>>(m, "neg");
+  register_variants<Unary<d_abs>>(m, "abs");
+  register_variants<Unary<d_sign>>(m, "sign");
+  register_variants<Unary<d_sgn>>(m, "sgn");
+  register_variants<Unary<d_exp>>(m, "exp");
+  register_variants<Unary<d_exp2>>(m, "exp2");
+  register_variants<Unary<d_expm1>>(m, "expm1");
+  register_variants<Unary<d_log>>(m, "log");
+  register_variants<Unary<d_log2>>(m, "log2");
+  register_variants<Unary<d_log10>>(m, "log10");
+  register_variants<Unary<d_log1p>>(m, "log1p");
+  register_variants<Unary<d_sqrt>>(m, "sqrt");
+  register_variants<Unary<d_rsqrt>>(m, "rsqrt");
+  register_variants<Unary<d_reciprocal>>(m, "reciprocal");
+  register_variants<Unary<d_sin>>(m, "sin");
+  register_variants<Unary<d_cos>>(m, "cos");
+  register_variants<Unary<d_tan>>(m, "tan");
+  register_variants<Unary<d_asin>>(m, "asin");
+  register_variants<Unary<d_acos>>(m, "acos");
+  register_variants<Unary<d_atan>>(m, "atan");
+  register_variants<Unary<d_sinh>>(m, "sinh");
+  register_variants<Unary<d_cosh>>(m, "cosh");
+  register_variants<Unary<d_tanh>>(m, "tanh");
+  register_variants<Unary<d_asinh>>(m, "asinh");
+  register_variants<Unary<d_acosh>>(m, "acosh");
+  register_variants<Unary<d_atanh>>(m, "atanh");
+  register_variants<Unary<d_sigmoid>>(m, "sigmoid");
+  register_variants<Unary<d_erf>>(m, "erf");
+  register_variants<Unary<d_erfc>>(m, "erfc");
+  register_variants<Unary<d_erfinv>>(m, "erfinv");
+  register_variants<Unary<d_floor>>(m, "floor");
+  register_variants<Unary<d_ceil>>(m, "ceil");
+  register_variants<Unary<d_round>>(m, "round");
+  register_variants<Unary<d_trunc>>(m, "trunc");
+  register_variants<Unary<d_frac>>(m, "frac");
+  register_variants<Unary<d_bitwise_not>>(m, "bitwise_not");
+  register_variants<Unary<d_relu>>(m, {"relu", "relu_", ""});
+  register_variants<Unary<d_isnan>>(m, {"isnan", "", ""});
   m.impl("round.decimals", round_dec);
   m.impl("round_.decimals", round_dec_);
   m.impl("round.decimals_out", round_dec_out);
@@ -411,11 +396,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("tanh_backward.grad_input", act_backward_out<1>);
   m.impl("threshold_backward", threshold_backward);
   m.impl("threshold_backward.grad_input", threshold_backward_out);
-  m.impl("sinc", udef::u_fn<d_sinc>);
-  m.impl("sinc_", udef::u_inplace<d_sinc>);
-  m.impl("sinc.out", udef::u_out<d_sinc>);
-  m.impl("signbit", udef::u_fn<d_signbit>);
-  m.impl("signbit.out", udef::u_out<d_signbit>);
+  register_variants<udef::FloatUnary<d_sinc>>(m, "sinc");
+  register_variants<udef::FloatUnary<d_signbit>>(m, {"signbit", "", "signbit.out"});
 }
 
 }  // namespace
