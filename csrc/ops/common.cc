@@ -4,6 +4,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <c10/core/ScalarType.h>
 
 #include <limits>
@@ -22,6 +23,16 @@ void prepare_out(at::Tensor& out, c10::IntArrayRef sizes, c10::ScalarType result
   TORCH_CHECK(c10::canCast(result_dtype, out.scalar_type()), "result type ", result_dtype,
               " can't be cast to the desired output type ", out.scalar_type());
   at::native::resize_output(out, sizes);
+}
+
+at::Tensor meta_of(const at::Tensor& t) {
+  if (!t.defined()) return t;
+  return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
+}
+
+void check_float(const at::Tensor& t, const char* kernel) {
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t.scalar_type()), "\"", kernel, "\" not implemented for '",
+                              c10::toString(t.scalar_type()), "'");
 }
 
 void check_inplace(const at::Tensor& self, c10::IntArrayRef shape, c10::ScalarType result_dtype) {

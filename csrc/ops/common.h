@@ -78,6 +78,13 @@ c10::ScalarType float_result(c10::ScalarType t);
 
 // PyTorch's "opmath" type: half types compute in float32, others in themselves.
 c10::ScalarType opmath(c10::ScalarType t);
+// An empty meta tensor with t's sizes, strides and dtype (undefined stays
+// undefined): lets a kernel run ATen's own shape checks without data.
+at::Tensor meta_of(const at::Tensor& t);
+// NotImplementedError like CPU's dtype dispatch for float-only kernels:
+// "\"<kernel>\" not implemented for '<dtype>'".
+void check_float(const at::Tensor& t, const char* kernel);
+inline constexpr ElemType kS64 = ElemType::kS64;
 // A tensor's sizes as IR dims.
 inline Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
 inline ElemType opmath_elem(c10::ScalarType t) { return to_elem(opmath(t)); }

@@ -17,12 +17,6 @@ using ir::Dims;
 
 namespace {
 
-constexpr ElemType kS64 = ElemType::kS64;
-
-at::Tensor meta_of(const at::Tensor& t) {
-  return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
-}
-
 // Scatter of slices `updates` (self's shape with `dim` sized n) into `self`
 // at positions `index` along `dim`; `comb` nullptr replaces.
 Value scatter_slices(Builder& b, Value self, Value index, Value updates, int64_t dim, std::optional<BinaryOp> comb) {

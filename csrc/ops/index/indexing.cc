@@ -35,18 +35,11 @@ using ir::Dims;
 
 namespace {
 
-constexpr ElemType kS64 = ElemType::kS64;
-
 Dims to_dims(c10::IntArrayRef a) { return Dims(a.begin(), a.end()); }
 Dims range(int64_t lo, int64_t hi) {
   Dims d;
   for (int64_t i = lo; i < hi; ++i) d.push_back(i);
   return d;
-}
-
-at::Tensor meta_of(const at::Tensor& t) {
-  if (!t.defined()) return t;
-  return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
 }
 
 // Combiner for a scatter reduction; bool add/multiply are or/and.

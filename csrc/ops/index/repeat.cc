@@ -12,8 +12,6 @@ namespace torch_tpu::ops {
 const record::SyncSite kRepeatInterleaveSync{"repeat_interleave", record::SyncReason::kDataDependentShape};
 namespace {
 
-constexpr ElemType kS64 = ElemType::kS64;
-
 // --- repeat_interleave ------------------------------------------------------
 
 at::Tensor repeat_interleave_tensor(const at::Tensor& repeats, std::optional<c10::SymInt> output_size) {

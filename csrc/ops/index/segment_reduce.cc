@@ -17,8 +17,6 @@ using ir::Dims;
 
 namespace {
 
-constexpr ElemType kS64 = ElemType::kS64;
-
 // --- segment_reduce ---------------------------------------------------------
 // Segments along `axis` (the last dim of lengths/offsets) as a membership
 // mask M[outer..., S, L]: every reduction is a masked reduce over L, and

@@ -11,7 +11,6 @@ namespace {
 using c10::ScalarType;
 using ir::Dims;
 
-Value zeros(Builder& b, Value like) { return zero(b, b.elem(like), b.dims(like)); }
 Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
 
 // --- trace -------------------------------------------------------------------------------
@@ -31,7 +30,7 @@ at::Tensor trace(const at::Tensor& self) {
   call.run([&](Builder& b, const Values& in) {
     Value x = b.convert(in[0], e);
     Value diag = b.compare(b.iota(d, 0, ElemType::kS64), b.iota(d, 1, ElemType::kS64), Direction::kEq);
-    return Values{b.reduce(b.select(diag, x, zeros(b, x)), zero(b, e), {0, 1}, BinaryOp::kAdd)};
+    return Values{b.reduce(b.select(diag, x, full_like(b, 0, x)), zero(b, e), {0, 1}, BinaryOp::kAdd)};
   });
   return out;
 }

@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -20,13 +21,7 @@ namespace {
 using c10::ScalarType;
 using ir::Dims;
 
-void check_float(const at::Tensor& t, const char* kernel) {
-  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t.scalar_type()), "\"", kernel, "\" not implemented for '",
-                              c10::toString(t.scalar_type()), "'");
-}
-
 Value gt(Builder& b, Value x, Value y) { return b.compare(x, y, Direction::kGt); }
-Value zeros(Builder& b, Value like) { return zero(b, b.elem(like), b.dims(like)); }
 
 // Forward: out has self's dtype. Operands: {self, scalars...}.
 void fwd(const char* name, std::vector<Operand> ins, const at::Tensor& out, const PointwiseFn& fn) {
@@ -197,7 +192,7 @@ at::Tensor& silu_backward_out(const at::Tensor& grad, const at::Tensor& self, at
 Value elu_fn(Builder& b, const Values& x) {
   Value v = x[0];
   Value neg = b.mul(b.mul(b.expm1(b.mul(v, x[3])), x[1]), x[2]);
-  return b.select(gt(b, v, zeros(b, v)), b.mul(v, x[2]), neg);
+  return b.select(gt(b, v, full_like(b, 0, v)), b.mul(v, x[2]), neg);
 }
 at::Tensor elu(const at::Tensor& s, const c10::Scalar& a, const c10::Scalar& sc, const c10::Scalar& is) {
   check_float(s, "elu_cpu");
@@ -220,7 +215,7 @@ Value elu_bwd_fn(Builder& b, const Values& x) {
   Value neg_coef = b.mul(x[2], x[3]);
   Value neg = kIsResult ? b.mul(b.mul(g, x[4]), b.add(v, neg_coef))
                         : b.mul(b.mul(b.mul(g, x[4]), neg_coef), b.exp(b.mul(v, x[4])));
-  return b.select(b.compare(v, zeros(b, v), Direction::kLe), neg, b.mul(g, x[3]));
+  return b.select(b.compare(v, full_like(b, 0, v), Direction::kLe), neg, b.mul(g, x[3]));
 }
 void check_elu_bwd(const c10::Scalar& a, bool is_result) {
   TORCH_CHECK(!is_result || a.toDouble() >= 0.0,
@@ -267,7 +262,7 @@ at::Tensor& hardtanh_(at::Tensor& s, const c10::Scalar& lo, const c10::Scalar& h
 Value hardtanh_bwd_fn(Builder& b, const Values& x) {
   Value v = x[1];
   Value outside = b.or_(b.compare(v, x[2], Direction::kLe), b.compare(v, x[3], Direction::kGe));
-  return b.select(outside, zeros(b, x[0]), x[0]);
+  return b.select(outside, full_like(b, 0, x[0]), x[0]);
 }
 at::Tensor hardtanh_backward(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& lo, const c10::Scalar& hi) {
   return bwd_new("hardtanh_backward", {g, s, lo, hi}, hardtanh_bwd_fn);
@@ -278,7 +273,9 @@ at::Tensor& hardtanh_backward_out(const at::Tensor& g, const at::Tensor& s, cons
 }
 
 // --- leaky_relu --------------------------------------------------------------------------
-Value leaky_fn(Builder& b, const Values& x) { return b.select(gt(b, x[0], zeros(b, x[0])), x[0], b.mul(x[0], x[1])); }
+Value leaky_fn(Builder& b, const Values& x) {
+  return b.select(gt(b, x[0], full_like(b, 0, x[0])), x[0], b.mul(x[0], x[1]));
+}
 at::Tensor leaky_relu(const at::Tensor& s, const c10::Scalar& slope) {
   check_float(s, "leaky_relu_cpu");
   return fwd_new("leaky_relu", {s, slope}, leaky_fn);
@@ -293,7 +290,7 @@ at::Tensor& leaky_relu_(at::Tensor& s, const c10::Scalar& slope) {
   return s;
 }
 Value leaky_bwd_fn(Builder& b, const Values& x) {
-  return b.select(gt(b, x[1], zeros(b, x[1])), x[0], b.mul(x[0], x[2]));
+  return b.select(gt(b, x[1], full_like(b, 0, x[1])), x[0], b.mul(x[0], x[2]));
 }
 void check_leaky_bwd(const c10::Scalar& slope, bool self_is_result) {
   TORCH_CHECK(!self_is_result || slope.toDouble() >= 0.0,
@@ -344,7 +341,7 @@ at::Tensor& softplus_backward_out(const at::Tensor& g, const at::Tensor& s, cons
 
 // --- hardsigmoid / hardswish / mish ------------------------------------------------------------
 Value relu6_of(Builder& b, Value v) {  // min(max(v, 0), 6)
-  Value r = b.max(v, zeros(b, v));
+  Value r = b.max(v, full_like(b, 0, v));
   return b.min(r, full_like(b, 6.0, v));
 }
 Value hardsigmoid_fn(Builder& b, const Values& x) {
@@ -358,34 +355,35 @@ Value mish_fn(Builder& b, const Values& x) {
 Value hardsigmoid_bwd_fn(Builder& b, const Values& x) {
   Value v = x[1];
   Value inside = b.and_(gt(b, v, full_like(b, -3.0, v)), b.compare(v, full_like(b, 3.0, v), Direction::kLt));
-  return b.select(inside, b.div(x[0], full_like(b, 6.0, x[0])), zeros(b, x[0]));
+  return b.select(inside, b.div(x[0], full_like(b, 6.0, x[0])), full_like(b, 0, x[0]));
 }
 Value hardswish_bwd_fn(Builder& b, const Values& x) {
   Value g = x[0], v = x[1];
   Value mid = b.mul(g, b.add(b.div(v, full_like(b, 3.0, v)), full_like(b, 0.5, v)));
   // Boundaries as CPU: 0 at x <= -3, grad at x >= 3.
   Value r = b.select(b.compare(v, full_like(b, 3.0, v), Direction::kLt), mid, g);
-  return b.select(b.compare(v, full_like(b, -3.0, v), Direction::kLe), zeros(b, g), r);
+  return b.select(b.compare(v, full_like(b, -3.0, v), Direction::kLe), full_like(b, 0, g), r);
 }
 
-#define SIMPLE_ACT(n, kernel)                                 \
-  at::Tensor n(const at::Tensor& s) {                         \
-    check_float(s, kernel);                                   \
-    return fwd_new(#n, {s}, n##_fn);                          \
-  }                                                           \
-  at::Tensor& n##_out(const at::Tensor& s, at::Tensor& out) { \
-    check_float(s, kernel);                                   \
-    return fwd_out(#n, {s}, out, n##_fn);                     \
-  }                                                           \
-  at::Tensor& n##_(at::Tensor& s) {                           \
-    check_float(s, kernel);                                   \
-    fwd(#n, {s}, s, n##_fn);                                  \
-    return s;                                                 \
+// Float-only activations whose result has self's dtype, declared once for the
+// variant mechanism (ops/variants.h), which registers f, f_ and f.out.
+struct ActDef {
+  const char* name;
+  const char* cpu_kernel;  // CPU's kernel name, for its dtype error
+  Value (*fn)(Builder&, const Values&);
+};
+template <const ActDef& D>
+struct SimpleActivation {
+  static constexpr const char* kName = D.name;
+  static OutMeta meta(const at::Tensor& s) {
+    check_float(s, D.cpu_kernel);
+    return {s.sizes().vec(), s.scalar_type(), s.device()};
   }
-SIMPLE_ACT(hardsigmoid, "hardsigmoid_cpu")
-SIMPLE_ACT(hardswish, "hardswish_cpu")
-SIMPLE_ACT(mish, "mish_cpu")
-#undef SIMPLE_ACT
+  static void impl(const at::Tensor& out, const at::Tensor& s) { fwd(D.name, {s}, out, D.fn); }
+};
+constexpr ActDef d_hardsigmoid{"hardsigmoid", "hardsigmoid_cpu", hardsigmoid_fn};
+constexpr ActDef d_hardswish{"hardswish", "hardswish_cpu", hardswish_fn};
+constexpr ActDef d_mish{"mish", "mish_cpu", mish_fn};
 
 at::Tensor hardsigmoid_backward(const at::Tensor& g, const at::Tensor& s) {
   return bwd_new("hardsigmoid_backward", {g, s}, hardsigmoid_bwd_fn);
@@ -495,7 +493,7 @@ Value softshrink_fn(Builder& b, const Values& x) {
   Value v = x[0], l = x[1];
   Value nl = b.neg(l);
   Value r = b.select(b.compare(v, l, Direction::kGt), b.sub(v, l),
-                     b.select(b.compare(v, nl, Direction::kLt), b.add(v, l), zeros(b, v)));
+                     b.select(b.compare(v, nl, Direction::kLt), b.add(v, l), full_like(b, 0, v)));
   // NaN propagates like CPU.
   return b.select(b.compare(v, v, Direction::kNe), v, r);
 }
@@ -503,12 +501,12 @@ Value softshrink_fn(Builder& b, const Values& x) {
 Value shrink_bwd_fn(Builder& b, const Values& x) {
   Value v = x[1], l = x[2];
   Value inside = b.and_(b.compare(v, b.neg(l), Direction::kGe), b.compare(v, l, Direction::kLe));
-  return b.select(inside, zeros(b, x[0]), x[0]);
+  return b.select(inside, full_like(b, 0, x[0]), x[0]);
 }
 Value hardshrink_fn(Builder& b, const Values& x) {
   Value v = x[0], l = x[1];
   Value inside = b.and_(b.compare(v, b.neg(l), Direction::kGe), b.compare(v, l, Direction::kLe));
-  return b.select(inside, zeros(b, v), v);
+  return b.select(inside, full_like(b, 0, v), v);
 }
 at::Tensor softshrink(const at::Tensor& s, const c10::Scalar& l) {
   check_lambd(l);
@@ -549,7 +547,7 @@ at::Tensor prelu_kernel(const at::Tensor& self, const at::Tensor& weight) {
   ScalarType t = at::result_type(self, weight);
   at::Tensor out = empty_tpu(broadcast_shape({self, weight}), t, self.device());
   pointwise("_prelu_kernel", {self, weight}, out, opmath(t), [](Builder& b, const Values& x) {
-    return b.select(b.compare(x[0], zeros(b, x[0]), Direction::kGt), x[0], b.mul(x[1], x[0]));
+    return b.select(b.compare(x[0], full_like(b, 0, x[0]), Direction::kGt), x[0], b.mul(x[1], x[0]));
   });
   return out;
 }
@@ -575,8 +573,8 @@ std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad,
     Value g = b.broadcast_to(b.convert(in[0], e), d);
     Value x = b.broadcast_to(b.convert(in[1], e), d);
     Value w = b.broadcast_to(b.convert(in[2], e), d);
-    Value pos = b.compare(x, zeros(b, x), Direction::kGt);
-    return Values{b.select(pos, g, b.mul(w, g)), b.select(pos, zeros(b, x), b.mul(x, g))};
+    Value pos = b.compare(x, full_like(b, 0, x), Direction::kGt);
+    return Values{b.select(pos, g, b.mul(w, g)), b.select(pos, full_like(b, 0, x), b.mul(x, g))};
   });
   return {gi, gw};
 }
@@ -591,7 +589,7 @@ void rrelu_into(const at::Tensor& self, const at::Tensor& noise, const c10::Scal
     double slope = (lower.toDouble() + upper.toDouble()) / 2;
     pointwise("rrelu_eval", {self, c10::Scalar(slope)}, out, opmath(self.scalar_type()),
               [](Builder& b, const Values& x) {
-                return b.select(b.compare(x[0], zeros(b, x[0]), Direction::kGe), x[0], b.mul(x[0], x[1]));
+                return b.select(b.compare(x[0], full_like(b, 0, x[0]), Direction::kGe), x[0], b.mul(x[0], x[1]));
               });
     return;
   }
@@ -610,7 +608,7 @@ void rrelu_into(const at::Tensor& self, const at::Tensor& noise, const c10::Scal
   call.output(noise);
   call.run([&](Builder& b, const Values& in) {
     Value x = b.convert(in[0], e), r = b.convert(in[1], e);
-    Value n = b.select(b.compare(x, zeros(b, x), Direction::kGe), full_like(b, 1.0, x), r);
+    Value n = b.select(b.compare(x, full_like(b, 0, x), Direction::kGe), full_like(b, 1.0, x), r);
     return Values{b.mul(x, n), n};
   });
 }
@@ -643,7 +641,7 @@ at::Tensor rrelu_with_noise_backward(const at::Tensor& grad, const at::Tensor& s
   TORCH_CHECK(!self_is_result || (l + u) / 2 >= 0.0,
               "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported.");
   return bwd_new("rrelu_backward_eval", {grad, self, c10::Scalar((l + u) / 2)}, [](Builder& b, const Values& x) {
-    return b.select(b.compare(x[1], zeros(b, x[1]), Direction::kGt), x[0], b.mul(x[0], x[2]));
+    return b.select(b.compare(x[1], full_like(b, 0, x[1]), Direction::kGt), x[0], b.mul(x[0], x[2]));
   });
 }
 
@@ -685,7 +683,7 @@ at::Tensor& logit_backward_out(const at::Tensor& grad, const at::Tensor& self, s
         Value g = x[0], v = x[1];
         Value r = b.div(g, b.mul(v, b.sub(full_like(b, 1.0, v), v)));
         Value outside = b.or_(b.compare(v, x[2], Direction::kLt), b.compare(v, x[3], Direction::kGt));
-        Value fill = has_eps ? zeros(b, v) : full_like(b, std::numeric_limits<double>::quiet_NaN(), v);
+        Value fill = has_eps ? full_like(b, 0, v) : full_like(b, std::numeric_limits<double>::quiet_NaN(), v);
         return b.select(outside, fill, r);
       },
       has_eps);
@@ -768,18 +766,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("softplus.out", softplus_out);
   m.impl("softplus_backward", softplus_backward);
   m.impl("softplus_backward.grad_input", softplus_backward_out);
-  m.impl("hardsigmoid", hardsigmoid);
-  m.impl("hardsigmoid.out", hardsigmoid_out);
-  m.impl("hardsigmoid_", hardsigmoid_);
+  register_variants<SimpleActivation<d_hardsigmoid>>(m, "hardsigmoid");
   m.impl("hardsigmoid_backward", hardsigmoid_backward);
   m.impl("hardsigmoid_backward.grad_input", hardsigmoid_backward_out);
-  m.impl("hardswish", hardswish);
-  m.impl("hardswish.out", hardswish_out);
-  m.impl("hardswish_", hardswish_);
+  register_variants<SimpleActivation<d_hardswish>>(m, "hardswish");
   m.impl("hardswish_backward", hardswish_backward);
-  m.impl("mish", mish);
-  m.impl("mish.out", mish_out);
-  m.impl("mish_", mish_);
+  register_variants<SimpleActivation<d_mish>>(m, "mish");
   m.impl("glu", glu);
   m.impl("glu.out", glu_out);
   m.impl("glu_backward", glu_backward);

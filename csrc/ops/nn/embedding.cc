@@ -14,7 +14,6 @@
 namespace torch_tpu::ops {
 namespace {
 
-constexpr ElemType kS64 = ElemType::kS64;
 enum Mode : int64_t { kSum = 0, kMean = 1, kMax = 2 };
 
 void check_index_dtype(const at::Tensor& t, const char* name, int pos) {

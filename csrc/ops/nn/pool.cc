@@ -301,10 +301,6 @@ Value max_pool_backward_lower(Builder& b, Value gy, Value idx, const Dims& in_sh
 
 // --- ATen glue -----------------------------------------------------------------
 
-at::Tensor meta_of(const at::Tensor& t) {
-  return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
-}
-
 std::vector<int64_t> expand(c10::IntArrayRef a, int64_t n, c10::IntArrayRef dflt) {
   if (a.empty()) a = dflt;
   std::vector<int64_t> v(a.begin(), a.end());

@@ -14,11 +14,6 @@ using ir::Dims;
 
 Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
 
-void check_float(const at::Tensor& t, const char* kernel) {
-  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t.scalar_type()), "\"", kernel, "\" not implemented for '",
-                              c10::toString(t.scalar_type()), "'");
-}
-
 // --- renorm ------------------------------------------------------------------------------
 // Each slice along `dim` whose p-norm exceeds maxnorm is scaled by
 // maxnorm / (norm + 1e-7), computed in the accumulate type.

@@ -12,11 +12,6 @@ namespace {
 
 using ir::Dims;
 
-void check_float(const at::Tensor& t, const char* kernel) {
-  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t.scalar_type()), "\"", kernel, "\" not implemented for '",
-                              c10::toString(t.scalar_type()), "'");
-}
-
 // --- softmax / log_softmax ------------------------------------------------------
 
 // Reduces `x` over `dim` and broadcasts the result back to x's shape.

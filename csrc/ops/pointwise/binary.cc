@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -128,31 +129,6 @@ void run_binary(const BinDef& d, const Operand& a, const Operand& c, ScalarType 
   pointwise(d.name, {a, c}, out, opmath(result_of(d, common)), d.fn);
 }
 
-template <const BinDef& D>
-at::Tensor b_fn(const at::Tensor& self, const at::Tensor& other) {
-  auto t = at::result_type(self, other);
-  check_dtype(D, t);
-  at::Tensor out = empty_tpu(broadcast_shape({self, other}), result_of(D, t), device_of(self, other));
-  run_binary(D, self, other, t, out);
-  return out;
-}
-template <const BinDef& D>
-at::Tensor& b_inplace(at::Tensor& self, const at::Tensor& other) {
-  auto t = at::result_type(self, other);
-  check_dtype(D, t);
-  check_inplace(self, broadcast_shape({self, other}), result_of(D, t));
-  run_binary(D, self, other, t, self);
-  return self;
-}
-template <const BinDef& D>
-at::Tensor& b_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  auto t = at::result_type(self, other);
-  check_dtype(D, t);
-  prepare_out(out, broadcast_shape({self, other}), result_of(D, t), D.name);
-  run_binary(D, self, other, t, out);
-  return out;
-}
-
 constexpr BinDef d_pow{"pow", false, kInts, f_pow};
 constexpr BinDef d_atan2{"atan2", true, kAll, f_atan2};
 constexpr BinDef d_maximum{"maximum", false, kAll, f_maxmin<true>};
@@ -173,21 +149,21 @@ void check_bitwise(ScalarType t, const char* name) {
   TORCH_CHECK_NOT_IMPLEMENTED(!c10::isFloatingType(t), "\"", name, "_cpu\" not implemented for '", c10::toString(t),
                               "'");
 }
-template <const BinDef& D>
-at::Tensor bw_fn(const at::Tensor& s, const at::Tensor& o) {
-  check_bitwise(at::result_type(s, o), D.name);
-  return b_fn<D>(s, o);
-}
-template <const BinDef& D>
-at::Tensor& bw_inplace(at::Tensor& s, const at::Tensor& o) {
-  check_bitwise(at::result_type(s, o), D.name);
-  return b_inplace<D>(s, o);
-}
-template <const BinDef& D>
-at::Tensor& bw_out(const at::Tensor& s, const at::Tensor& o, at::Tensor& out) {
-  check_bitwise(at::result_type(s, o), D.name);
-  return b_out<D>(s, o, out);
-}
+// The op declaration the variant mechanism (ops/variants.h) registers
+// functional, in-place and out= forms from. Bitwise ops also refuse floats.
+template <const BinDef& D, bool kBitwise = false>
+struct Binary {
+  static constexpr const char* kName = D.name;
+  static OutMeta meta(const at::Tensor& self, const at::Tensor& other) {
+    auto t = at::result_type(self, other);
+    if (kBitwise) check_bitwise(t, D.name);
+    check_dtype(D, t);
+    return {broadcast_shape({self, other}), result_of(D, t), device_of(self, other)};
+  }
+  static void impl(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
+    run_binary(D, self, other, at::result_type(self, other), out);
+  }
+};
 
 // --- pow scalar overloads ------------------------------------------------------------
 
@@ -424,49 +400,33 @@ at::Tensor& heaviside_(at::Tensor& a, const at::Tensor& v) {
   return a;
 }
 
-#define REGB(op, d, suffix, outname)   \
-  m.impl(op suffix, b_fn<d>);          \
-  m.impl(op "_" suffix, b_inplace<d>); \
-  m.impl(op "." outname, b_out<d>);
-
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("pow.Tensor_Tensor", b_fn<d_pow>);
-  m.impl("pow_.Tensor", b_inplace<d_pow>);
-  m.impl("pow.Tensor_Tensor_out", b_out<d_pow>);
+  register_variants<Binary<d_pow>>(m, {"pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out"});
   m.impl("pow.Tensor_Scalar", pow_ts);
   m.impl("pow_.Scalar", pow_ts_);
   m.impl("pow.Tensor_Scalar_out", pow_ts_out);
   m.impl("pow.Scalar", pow_st);
   m.impl("pow.Scalar_out", pow_st_out);
-  REGB("atan2", d_atan2, "", "out")
-  m.impl("maximum", b_fn<d_maximum>);
-  m.impl("maximum.out", b_out<d_maximum>);
-  m.impl("minimum", b_fn<d_minimum>);
-  m.impl("minimum.out", b_out<d_minimum>);
-  m.impl("fmax", b_fn<d_fmax>);
-  m.impl("fmax.out", b_out<d_fmax>);
-  m.impl("fmin", b_fn<d_fmin>);
-  m.impl("fmin.out", b_out<d_fmin>);
-  REGB("fmod", d_fmod, ".Tensor", "Tensor_out")
-  REGB("remainder", d_remainder, ".Tensor", "Tensor_out")
-  m.impl("floor_divide", b_fn<d_floor_divide>);
-  m.impl("floor_divide_.Tensor", b_inplace<d_floor_divide>);
-  m.impl("floor_divide.out", b_out<d_floor_divide>);
-  m.impl("bitwise_and.Tensor", bw_fn<d_bitwise_and>);
-  m.impl("bitwise_and_.Tensor", bw_inplace<d_bitwise_and>);
-  m.impl("bitwise_and.Tensor_out", bw_out<d_bitwise_and>);
-  m.impl("bitwise_or.Tensor", bw_fn<d_bitwise_or>);
-  m.impl("bitwise_or_.Tensor", bw_inplace<d_bitwise_or>);
-  m.impl("bitwise_or.Tensor_out", bw_out<d_bitwise_or>);
-  m.impl("bitwise_xor.Tensor", bw_fn<d_bitwise_xor>);
-  m.impl("bitwise_xor_.Tensor", bw_inplace<d_bitwise_xor>);
-  m.impl("bitwise_xor.Tensor_out", bw_out<d_bitwise_xor>);
+  register_variants<Binary<d_atan2>>(m, "atan2");
+  register_variants<Binary<d_maximum>>(m, {"maximum", "", "maximum.out"});
+  register_variants<Binary<d_minimum>>(m, {"minimum", "", "minimum.out"});
+  register_variants<Binary<d_fmax>>(m, {"fmax", "", "fmax.out"});
+  register_variants<Binary<d_fmin>>(m, {"fmin", "", "fmin.out"});
+  register_variants<Binary<d_fmod>>(m, {"fmod.Tensor", "fmod_.Tensor", "fmod.Tensor_out"});
+  register_variants<Binary<d_remainder>>(m, {"remainder.Tensor", "remainder_.Tensor", "remainder.Tensor_out"});
+  register_variants<Binary<d_floor_divide>>(m, {"floor_divide", "floor_divide_.Tensor", "floor_divide.out"});
+  register_variants<Binary<d_bitwise_and, true>>(
+      m, {"bitwise_and.Tensor", "bitwise_and_.Tensor", "bitwise_and.Tensor_out"});
+  register_variants<Binary<d_bitwise_or, true>>(m,
+                                                {"bitwise_or.Tensor", "bitwise_or_.Tensor", "bitwise_or.Tensor_out"});
+  register_variants<Binary<d_bitwise_xor, true>>(
+      m, {"bitwise_xor.Tensor", "bitwise_xor_.Tensor", "bitwise_xor.Tensor_out"});
   m.impl("logical_and.out", logical_out<0>);
   m.impl("logical_or.out", logical_out<1>);
   m.impl("logical_xor.out", logical_out<2>);
-  REGB("hypot", d_hypot, "", "out")
-  REGB("copysign", d_copysign, ".Tensor", "out")
-  REGB("xlogy", d_xlogy, ".Tensor", "OutTensor")
+  register_variants<Binary<d_hypot>>(m, "hypot");
+  register_variants<Binary<d_copysign>>(m, {"copysign.Tensor", "copysign_.Tensor", "copysign.out"});
+  register_variants<Binary<d_xlogy>>(m, {"xlogy.Tensor", "xlogy_.Tensor", "xlogy.OutTensor"});
   m.impl("lerp.Scalar", lerp_s);
   m.impl("lerp_.Scalar", lerp_s_);
   m.impl("lerp.Scalar_out", lerp_s_out);

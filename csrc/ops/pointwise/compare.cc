@@ -12,6 +12,7 @@
 #include <torch/library.h>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 #include "record/driver.h"
 
 namespace torch_tpu::ops {
@@ -40,42 +41,25 @@ void cmp_run(const Operand& a, const Operand& c, ScalarType t, const at::Tensor&
                               c10::toString(t), "'");
   pointwise(kCmpName[C], {a, c}, out, t, cmp_fn<C>);
 }
-c10::Device dev(const at::Tensor& a, const at::Tensor& c) { return a.is_cpu() ? c.device() : a.device(); }
 
+// eq/ne/lt/le/gt/ge against a Tensor or a Scalar (`Other`), declared once
+// for the variant mechanism (ops/variants.h): the result is bool, broadcast.
+template <int C, class Other>
+struct Compare {
+  static constexpr const char* kName = kCmpName[C];
+  static OutMeta meta(const at::Tensor& s, Other o) {
+    Operand other(o);
+    c10::Device d = s.is_cpu() && other.t.defined() ? other.t.device() : s.device();
+    return {broadcast_shape({s, other}), c10::kBool, d};
+  }
+  static void impl(const at::Tensor& out, const at::Tensor& s, Other o) {
+    cmp_run<C>(s, o, at::result_type(s, o), out);
+  }
+};
 template <int C>
-at::Tensor cmp_t(const at::Tensor& s, const at::Tensor& o) {
-  at::Tensor out = empty_tpu(broadcast_shape({s, o}), c10::kBool, dev(s, o));
-  cmp_run<C>(s, o, at::result_type(s, o), out);
-  return out;
-}
-template <int C>
-at::Tensor& cmp_t_(at::Tensor& s, const at::Tensor& o) {
-  check_inplace(s, broadcast_shape({s, o}), c10::kBool);
-  cmp_run<C>(s, o, at::result_type(s, o), s);
-  return s;
-}
-template <int C>
-at::Tensor& cmp_t_out(const at::Tensor& s, const at::Tensor& o, at::Tensor& out) {
-  at::native::resize_output(out, broadcast_shape({s, o}));
-  cmp_run<C>(s, o, at::result_type(s, o), out);
-  return out;
-}
-template <int C>
-at::Tensor cmp_s(const at::Tensor& s, const c10::Scalar& o) {
-  at::Tensor out = empty_tpu(s.sizes(), c10::kBool, s.device());
-  cmp_run<C>(s, o, at::result_type(s, o), out);
-  return out;
-}
-template <int C>
-at::Tensor& cmp_s_(at::Tensor& s, const c10::Scalar& o) {
-  cmp_run<C>(s, o, at::result_type(s, o), s);
-  return s;
-}
-template <int C>
-at::Tensor& cmp_s_out(const at::Tensor& s, const c10::Scalar& o, at::Tensor& out) {
-  at::native::resize_output(out, s.sizes());
-  cmp_run<C>(s, o, at::result_type(s, o), out);
-  return out;
+void register_compare(torch::Library& m, const std::string& n) {
+  register_variants<Compare<C, const at::Tensor&>>(m, {n + ".Tensor", n + "_.Tensor", n + ".Tensor_out"});
+  register_variants<Compare<C, const c10::Scalar&>>(m, {n + ".Scalar", n + "_.Scalar", n + ".Scalar_out"});
 }
 
 // --- where -----------------------------------------------------------------------------
@@ -311,17 +295,14 @@ at::Tensor isinf_sign(const at::Tensor& self) {
   return isinf_sign_out<kNeg>(self, out);
 }
 
-#define REGC(i, n)                       \
-  m.impl(n ".Tensor", cmp_t<i>);         \
-  m.impl(n "_.Tensor", cmp_t_<i>);       \
-  m.impl(n ".Tensor_out", cmp_t_out<i>); \
-  m.impl(n ".Scalar", cmp_s<i>);         \
-  m.impl(n "_.Scalar", cmp_s_<i>);       \
-  m.impl(n ".Scalar_out", cmp_s_out<i>);
-
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  REGC(kEq, "eq")
-  REGC(kNe, "ne") REGC(kLt, "lt") REGC(kLe, "le") REGC(kGt, "gt") REGC(kGe, "ge") m.impl("where.self", where_self);
+  register_compare<kEq>(m, "eq");
+  register_compare<kNe>(m, "ne");
+  register_compare<kLt>(m, "lt");
+  register_compare<kLe>(m, "le");
+  register_compare<kGt>(m, "gt");
+  register_compare<kGe>(m, "ge");
+  m.impl("where.self", where_self);
   m.impl("where.self_out", where_self_out);
   m.impl("clamp", clamp);
   m.impl("clamp_", clamp_);

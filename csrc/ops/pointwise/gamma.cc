@@ -27,7 +27,6 @@ namespace {
 
 using c10::ScalarType;
 
-Value pnot(Builder& b, Value x) { return b.not_(x); }
 Value absv(Builder& b, Value x) { return b.abs(x); }
 Value lt(Builder& b, Value x, Value y) { return b.compare(x, y, Direction::kLt); }
 Value gt(Builder& b, Value x, Value y) { return b.compare(x, y, Direction::kGt); }
@@ -59,8 +58,7 @@ Values converge(Builder& b, Value done0, const Values& consts, const Values& sta
   {
     Builder c(*cond);
     Value i{cond->params()[0], 0}, done{cond->params()[1], 0};
-    Value more =
-        c.and_(lt(c, i, c.constant(static_cast<double>(max_iter), ElemType::kS32)), any_true(c, pnot(c, done)));
+    Value more = c.and_(lt(c, i, c.constant(static_cast<double>(max_iter), ElemType::kS32)), any_true(c, c.not_(done)));
     cond->set_outputs({more});
   }
   auto body = b.loop_region(init);
@@ -136,7 +134,7 @@ Value igam_series(Builder& b, Value a, Value x, Value need) {
   double eps = machep(a, b);
   Value ax = igam_fac(b, a, x);
   Value one = full_like(b, 1.0, a);
-  Value done0 = b.or_(pnot(b, need), eq(b, ax, full_like(b, 0.0, a)));
+  Value done0 = b.or_(b.not_(need), eq(b, ax, full_like(b, 0.0, a)));
   Values st = converge(b, done0, {x}, {a, one, one}, 2000, [eps](Builder& c, const Values& k, const Values& s, Value) {
     Value r = c.add(s[0], full_like(c, 1.0, s[0]));
     Value cc = c.mul(s[1], c.div(k[0], r));
@@ -152,7 +150,7 @@ Value igamc_series(Builder& b, Value a, Value x, Value need) {
   double eps = machep(a, b);
   Value one = full_like(b, 1.0, a), zero = full_like(b, 0.0, a);
   Values st = converge(
-      b, pnot(b, need), {a, x}, {one, zero}, 1999, [eps](Builder& c, const Values& k, const Values& s, Value i) {
+      b, b.not_(need), {a, x}, {one, zero}, 1999, [eps](Builder& c, const Values& k, const Values& s, Value i) {
         Value n = c.add(c.broadcast_to(c.convert(i, c.elem(s[0])), c.dims(s[0])), full_like(c, 1.0, s[0]));
         Value fac = c.mul(s[0], c.div(c.neg(k[1]), n));
         Value term = c.div(fac, c.add(k[0], n));
@@ -176,7 +174,7 @@ Value igamc_cf(Builder& b, Value a, Value x, Value need) {
   Value z = b.add(b.add(x, y), C(1));
   Value pkm1 = b.add(x, C(1)), qkm1 = b.mul(z, x);
   Value ans = b.div(pkm1, qkm1);
-  Value done0 = b.or_(pnot(b, need), eq(b, ax, C(0)));
+  Value done0 = b.or_(b.not_(need), eq(b, ax, C(0)));
   // state: c, y, z, pkm2, pkm1, qkm2, qkm1, ans
   Values st = converge(b, done0, {}, {C(0), y, z, C(1), pkm1, x, qkm1, ans}, 2000,
                        [eps, big, biginv](Builder& c, const Values&, const Values& s, Value) {
@@ -208,21 +206,21 @@ Value igamma_lower(Builder& b, Value a, Value x, bool upper) {
   // Safe stand-ins so that unused lanes don't feed NaN/inf into the loops.
   Value boundary = b.or_(b.or_(bad, a0), b.or_(x0, b.or_(ainf, xinf)));
   Value nan_in = b.or_(b.compare(a, a, Direction::kNe), b.compare(x, x, Direction::kNe));
-  Value ok = pnot(b, b.or_(boundary, nan_in));
+  Value ok = b.not_(b.or_(boundary, nan_in));
   Value as = b.select(ok, a, C(1)), xs = b.select(ok, x, C(1));
 
   // Which method each element uses (CPU's calc_igammac branches).
-  Value c_cf = b.and_(gt(b, xs, C(1.1)), pnot(b, lt(b, xs, as)));
+  Value c_cf = b.and_(gt(b, xs, C(1.1)), b.not_(lt(b, xs, as)));
   Value c_small = le(b, xs, C(0.5));
   Value c_sub_small = lt(b, b.div(C(-0.4), log_(b, xs)), as);
   Value c_sub_mid = lt(b, b.mul(xs, C(1.1)), as);
-  Value c_sub = b.select(gt(b, xs, C(1.1)), pnot(b, c_cf), b.select(c_small, c_sub_small, c_sub_mid));
+  Value c_sub = b.select(gt(b, xs, C(1.1)), b.not_(c_cf), b.select(c_small, c_sub_small, c_sub_mid));
   // igammac: c_cf -> CF; c_sub -> 1 - series; else igamc series.
   // igamma: x > 1 and x > a -> 1 - igammac(...); else series.
   Value use_c = b.and_(gt(b, xs, C(1)), gt(b, xs, as));
   Value need_cf = b.and_(ok, c_cf);
-  Value need_cser = b.and_(ok, pnot(b, b.or_(c_cf, c_sub)));
-  Value need_ser = b.and_(ok, upper ? c_sub : b.or_(pnot(b, use_c), c_sub));
+  Value need_cser = b.and_(ok, b.not_(b.or_(c_cf, c_sub)));
+  Value need_ser = b.and_(ok, upper ? c_sub : b.or_(b.not_(use_c), c_sub));
   if (!upper) {
     need_cf = b.and_(need_cf, use_c);
     need_cser = b.and_(need_cser, use_c);

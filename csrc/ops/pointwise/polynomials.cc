@@ -19,6 +19,7 @@
 #include <cmath>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -32,9 +33,6 @@ struct PolyDef {
   Kind kind;
   bool shifted;  // shifted Chebyshev: argument 2x - 1
 };
-
-Value sel(Builder& b, Value p, Value t, Value f) { return b.select(p, t, f); }
-Value pnot(Builder& b, Value x) { return b.not_(x); }
 
 // Degree above which CPU switches Chebyshev (|y| < 1) to the trig form.
 int64_t trig_threshold(const PolyDef& d) {
@@ -80,7 +78,7 @@ bool nan_stops(Kind k) { return k != Kind::kH && k != Kind::kHe; }
 // Elements with j <= m that are still running (no NaN yet, where CPU stops on NaN).
 Value running(Builder& b, Kind kind, Value j, Value m, Value q) {
   Value act = b.compare(b.broadcast_to(j, b.dims(m)), m, Direction::kLe);
-  if (nan_stops(kind)) act = b.and_(act, pnot(b, is_nan(b, q)));
+  if (nan_stops(kind)) act = b.and_(act, b.not_(is_nan(b, q)));
   return act;
 }
 
@@ -119,15 +117,15 @@ Value lower(Builder& b, const PolyDef& d, Value x, Value n) {
   Value zero_f = C(0), one_f = C(1);
   // n truncated toward zero; CPU's float -> int64 cast of NaN/inf/out of
   // range gives INT64_MIN, i.e. "negative", hence 0.
-  Value nt = sel(b, b.compare(n, zero_f, Direction::kLt), b.ceil(n), b.floor(n));
+  Value nt = b.select(b.compare(n, zero_f, Direction::kLt), b.ceil(n), b.floor(n));
   Value valid = b.and_(b.compare(nt, zero_f, Direction::kGe), b.compare(nt, C(9223372036854775808.0), Direction::kLt));
-  Value nf = sel(b, valid, nt, zero_f);
+  Value nf = b.select(valid, nt, zero_f);
   Value ni = b.convert(nf, ElemType::kS64);
   auto I = [&](int64_t v) { return b.constant(static_cast<double>(v), ElemType::kS64, b.dims(ni)); };
   Value even = b.compare(b.rem(ni, I(2)), I(0), Direction::kEq);
   Value n0 = b.compare(ni, I(0), Direction::kEq), n1 = b.compare(ni, I(1), Direction::kEq);
   Value two_n1 = b.add(b.add(nf, nf), one_f);  // float(2n + 1)
-  Value pm1 = sel(b, even, one_f, C(-1));      // (-1)^n
+  Value pm1 = b.select(even, one_f, C(-1));    // (-1)^n
 
   Value y = d.shifted ? b.sub(b.add(x, x), one_f) : x;
   Value result;  // closed-form value where `closed`
@@ -146,31 +144,31 @@ Value lower(Builder& b, const PolyDef& d, Value x, Value n) {
       Value edge, tv;
       if (d.kind == Kind::kT) {
         q1 = y;
-        edge = sel(b, b.or_(pos, even), one_f, C(-1));
+        edge = b.select(b.or_(pos, even), one_f, C(-1));
         tv = b.cos(b.mul(nf, th));
       } else if (d.kind == Kind::kU) {
         q1 = b.add(y, y);
         Value np1 = b.add(nf, one_f);
-        edge = sel(b, b.or_(pos, even), np1, b.neg(np1));
+        edge = b.select(b.or_(pos, even), np1, b.neg(np1));
         Value s = b.sin(th);
         Value a = b.mul(np1, th);
-        tv = sel(b, b.compare(s, zero_f, Direction::kNe), b.div(b.sin(a), s), b.div(b.mul(np1, b.cos(a)), y));
+        tv = b.select(b.compare(s, zero_f, Direction::kNe), b.div(b.sin(a), s), b.div(b.mul(np1, b.cos(a)), y));
       } else if (d.kind == Kind::kV) {
         q1 = b.sub(b.add(y, y), one_f);
         Value odd_case = b.mul(pm1, two_n1);  // +-(2n+1)
-        edge = sel(b, pos, one_f, odd_case);
+        edge = b.select(pos, one_f, odd_case);
         Value h = b.div(th, C(2));
         Value a = b.mul(b.add(nf, C(0.5)), th);
-        tv = sel(b, b.compare(b.sin(h), one_f, Direction::kNe), b.div(b.cos(a), b.cos(h)), odd_case);
+        tv = b.select(b.compare(b.sin(h), one_f, Direction::kNe), b.div(b.cos(a), b.cos(h)), odd_case);
       } else {
         q1 = b.add(b.add(y, y), one_f);
-        edge = sel(b, pos, two_n1, pm1);
+        edge = b.select(pos, two_n1, pm1);
         Value h = b.div(th, C(2));
         Value a = b.mul(b.add(nf, C(0.5)), th);
         Value degenerate = d.shifted ? pm1 : edge;
-        tv = sel(b, b.compare(b.cos(h), one_f, Direction::kNe), b.div(b.sin(a), b.sin(h)), degenerate);
+        tv = b.select(b.compare(b.cos(h), one_f, Direction::kNe), b.div(b.sin(a), b.sin(h)), degenerate);
       }
-      result = sel(b, at1, edge, sel(b, trig, tv, sel(b, n0, one_f, q1)));
+      result = b.select(at1, edge, b.select(trig, tv, b.select(n0, one_f, q1)));
       closed = b.or_(b.or_(at1, trig), b.or_(n0, n1));
       break;
     }
@@ -180,14 +178,14 @@ Value lower(Builder& b, const PolyDef& d, Value x, Value n) {
       // CPU gives up (NaN) past a dtype-dependent degree.
       int64_t limit = b.elem(x) == ElemType::kF32 ? 128 : b.elem(x) == ElemType::kF64 ? 512 : 1024;
       Value big = b.compare(ni, I(limit), Direction::kGt);
-      result = sel(b, n0, one_f, sel(b, n1, q1, C(NAN)));
+      result = b.select(n0, one_f, b.select(n1, q1, C(NAN)));
       closed = b.or_(b.or_(n0, n1), big);
       break;
     }
     case Kind::kL: {
       q1 = b.sub(one_f, x);
       Value x0 = b.compare(x, zero_f, Direction::kEq);
-      result = sel(b, b.or_(x0, n0), one_f, q1);
+      result = b.select(b.or_(x0, n0), one_f, q1);
       closed = b.or_(b.or_(x0, n0), n1);
       break;
     }
@@ -195,8 +193,8 @@ Value lower(Builder& b, const PolyDef& d, Value x, Value n) {
       q1 = x;
       Value at1 = b.compare(b.abs(x), one_f, Direction::kEq);
       Value pos = b.compare(x, zero_f, Direction::kGt);
-      Value edge = sel(b, b.or_(pos, even), one_f, C(-1));
-      result = sel(b, at1, edge, sel(b, n0, one_f, q1));
+      Value edge = b.select(b.or_(pos, even), one_f, C(-1));
+      result = b.select(at1, edge, b.select(n0, one_f, q1));
       closed = b.or_(at1, b.or_(n0, n1));
       break;
     }
@@ -204,23 +202,29 @@ Value lower(Builder& b, const PolyDef& d, Value x, Value n) {
   // (NaN x with n >= 2 gives NaN. CPU's U, W, Laguerre and Legendre loops
   // then return an uninitialised value, which varies with the element's
   // position in the vectorised loop; it is not reproduced.)
-  closed = b.or_(closed, pnot(b, valid));
-  Value m = sel(b, closed, I(0), b.sub(ni, I(1)));  // recurrence steps left
+  closed = b.or_(closed, b.not_(valid));
+  Value m = b.select(closed, I(0), b.sub(ni, I(1)));  // recurrence steps left
   Value rec = recurrence(b, d.kind, y, m, one_f, q1);
-  return sel(b, pnot(b, valid), zero_f, sel(b, closed, result, rec));
+  return b.select(b.not_(valid), zero_f, b.select(closed, result, rec));
 }
 
+// The op declaration the variant mechanism (ops/variants.h) registers from.
+// ATen's functional forms are composites over out=, so only out= is registered.
 template <const PolyDef& D>
-at::Tensor& poly_out(const at::Tensor& x, const at::Tensor& n, at::Tensor& out) {
-  ScalarType common = at::result_type(x, n);
-  ScalarType dtype = float_result(common);
-  // CPU's kernels exist for float and double only (ints promote to float).
-  TORCH_CHECK_NOT_IMPLEMENTED(dtype == c10::kFloat || dtype == c10::kDouble, "\"", D.name, "\" not implemented for '",
-                              c10::toString(dtype), "'");
-  prepare_out(out, broadcast_shape({x, n}), dtype, D.name);
-  pointwise(D.name, {x, n}, out, dtype, [](Builder& b, const Values& in) { return lower(b, D, in[0], in[1]); });
-  return out;
-}
+struct Polynomial {
+  static constexpr const char* kName = D.name;
+  static ScalarType dtype(const at::Tensor& x, const at::Tensor& n) { return float_result(at::result_type(x, n)); }
+  static OutMeta meta(const at::Tensor& x, const at::Tensor& n) {
+    ScalarType t = dtype(x, n);
+    // CPU's kernels exist for float and double only (ints promote to float).
+    TORCH_CHECK_NOT_IMPLEMENTED(t == c10::kFloat || t == c10::kDouble, "\"", D.name, "\" not implemented for '",
+                                c10::toString(t), "'");
+    return {broadcast_shape({x, n}), t, x.is_cpu() ? n.device() : x.device()};
+  }
+  static void impl(const at::Tensor& out, const at::Tensor& x, const at::Tensor& n) {
+    pointwise(D.name, {x, n}, out, dtype(x, n), [](Builder& b, const Values& in) { return lower(b, D, in[0], in[1]); });
+  }
+};
 
 constexpr PolyDef kChebT{"chebyshev_polynomial_t_cpu", Kind::kT, false};
 constexpr PolyDef kChebU{"chebyshev_polynomial_u_cpu", Kind::kU, false};
@@ -236,18 +240,18 @@ constexpr PolyDef kLagL{"laguerre_polynomial_l_cpu", Kind::kL, false};
 constexpr PolyDef kLegP{"legendre_polynomial_p_cpu", Kind::kP, false};
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("special_chebyshev_polynomial_t.out", poly_out<kChebT>);
-  m.impl("special_chebyshev_polynomial_u.out", poly_out<kChebU>);
-  m.impl("special_chebyshev_polynomial_v.out", poly_out<kChebV>);
-  m.impl("special_chebyshev_polynomial_w.out", poly_out<kChebW>);
-  m.impl("special_shifted_chebyshev_polynomial_t.out", poly_out<kSChebT>);
-  m.impl("special_shifted_chebyshev_polynomial_u.out", poly_out<kSChebU>);
-  m.impl("special_shifted_chebyshev_polynomial_v.out", poly_out<kSChebV>);
-  m.impl("special_shifted_chebyshev_polynomial_w.out", poly_out<kSChebW>);
-  m.impl("special_hermite_polynomial_h.out", poly_out<kHermH>);
-  m.impl("special_hermite_polynomial_he.out", poly_out<kHermHe>);
-  m.impl("special_laguerre_polynomial_l.out", poly_out<kLagL>);
-  m.impl("special_legendre_polynomial_p.out", poly_out<kLegP>);
+  register_variants<Polynomial<kChebT>>(m, {"", "", "special_chebyshev_polynomial_t.out"});
+  register_variants<Polynomial<kChebU>>(m, {"", "", "special_chebyshev_polynomial_u.out"});
+  register_variants<Polynomial<kChebV>>(m, {"", "", "special_chebyshev_polynomial_v.out"});
+  register_variants<Polynomial<kChebW>>(m, {"", "", "special_chebyshev_polynomial_w.out"});
+  register_variants<Polynomial<kSChebT>>(m, {"", "", "special_shifted_chebyshev_polynomial_t.out"});
+  register_variants<Polynomial<kSChebU>>(m, {"", "", "special_shifted_chebyshev_polynomial_u.out"});
+  register_variants<Polynomial<kSChebV>>(m, {"", "", "special_shifted_chebyshev_polynomial_v.out"});
+  register_variants<Polynomial<kSChebW>>(m, {"", "", "special_shifted_chebyshev_polynomial_w.out"});
+  register_variants<Polynomial<kHermH>>(m, {"", "", "special_hermite_polynomial_h.out"});
+  register_variants<Polynomial<kHermHe>>(m, {"", "", "special_hermite_polynomial_he.out"});
+  register_variants<Polynomial<kLagL>>(m, {"", "", "special_laguerre_polynomial_l.out"});
+  register_variants<Polynomial<kLegP>>(m, {"", "", "special_legendre_polynomial_p.out"});
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <initializer_list>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 #include "ops/pointwise/common.h"
 
 namespace torch_tpu::ops {
@@ -34,7 +35,6 @@ Value neg(Builder& b, Value x) { return b.neg(x); }
 Value expv(Builder& b, Value x) { return b.exp(x); }
 Value logv(Builder& b, Value x) { return b.log(x); }
 Value sqrtv(Builder& b, Value x) { return b.sqrt(x); }
-Value sel(Builder& b, Value p, Value t, Value f) { return b.select(p, t, f); }
 
 // Horner's rule, highest-degree coefficient first (Cephes polevl order).
 Value polevl(Builder& b, Value x, Coeffs c) {
@@ -113,11 +113,11 @@ Pieces i1e_pieces(Builder& b, Value ax) {
   Value big = b.div(chbevl(b, b.sub(b.div(full_like(b, 32.0, ax), ax), full_like(b, 2.0, ax)), kI1B), sqrtv(b, ax));
   return {small, big, le(b, ax, 8.0)};
 }
-Value odd(Builder& b, Value x, Value r) { return sel(b, lt(b, x, 0.0), neg(b, r), r); }
+Value odd(Builder& b, Value x, Value r) { return b.select(lt(b, x, 0.0), neg(b, r), r); }
 
 Value f_i0e(Builder& b, Value x) {
   Pieces p = i0e_pieces(b, absv(b, x));
-  return sel(b, p.is_small, p.small, p.big);
+  return b.select(p.is_small, p.small, p.big);
 }
 Value f_i0(Builder& b, Value x) {
   Value ax = absv(b, x);
@@ -126,11 +126,11 @@ Value f_i0(Builder& b, Value x) {
   // exp first, as CPU does, so that overflow gives the same inf/nan.
   Value big =
       b.div(b.mul(e, chbevl(b, b.sub(b.div(full_like(b, 32.0, ax), ax), full_like(b, 2.0, ax)), kI0B)), sqrtv(b, ax));
-  return sel(b, p.is_small, b.mul(e, p.small), big);
+  return b.select(p.is_small, b.mul(e, p.small), big);
 }
 Value f_i1e(Builder& b, Value x) {
   Pieces p = i1e_pieces(b, absv(b, x));
-  return odd(b, x, sel(b, p.is_small, p.small, p.big));
+  return odd(b, x, b.select(p.is_small, p.small, p.big));
 }
 Value f_i1(Builder& b, Value x) {
   Value ax = absv(b, x);
@@ -139,7 +139,7 @@ Value f_i1(Builder& b, Value x) {
   Value small = b.mul(b.mul(e, ax), chbevl(b, y, kI1A));
   Value big =
       b.div(b.mul(e, chbevl(b, b.sub(b.div(full_like(b, 32.0, ax), ax), full_like(b, 2.0, ax)), kI1B)), sqrtv(b, ax));
-  return odd(b, x, sel(b, le(b, ax, 8.0), small, big));
+  return odd(b, x, b.select(le(b, ax, 8.0), small, big));
 }
 
 // --- modified Bessel functions of the second kind ----------------------------------
@@ -192,9 +192,9 @@ Value f_k(Builder& b, Value x) {
   } else {
     big = b.div(b.mul(expv(b, neg(b, x)), series), sqrtv(b, x));
   }
-  Value r = sel(b, le(b, x, 2.0), small, big);
-  r = sel(b, lt(b, x, 0.0), full_like(b, NAN, x), r);
-  return sel(b, eq(b, x, 0.0), full_like(b, INFINITY, x), r);
+  Value r = b.select(le(b, x, 2.0), small, big);
+  r = b.select(lt(b, x, 0.0), full_like(b, NAN, x), r);
+  return b.select(eq(b, x, 0.0), full_like(b, INFINITY, x), r);
 }
 
 // --- Bessel functions of the first and second kind ----------------------------------
@@ -273,32 +273,32 @@ Value f_j0(Builder& b, Value x) {
                             b.sub(z, full_like(b, 3.04712623436620863991e+01, x))),
                       b.div(polevl(b, z, kRP0), polevl(b, z, kRQ0)));
   Value tiny = b.sub(full_like(b, 1.0, x), b.div(z, full_like(b, 4.0, x)));
-  small = sel(b, lt(b, ax, 1e-5), tiny, small);
-  return sel(b, le(b, ax, 5.0), small, bessel_asym<0>(b, ax, false));
+  small = b.select(lt(b, ax, 1e-5), tiny, small);
+  return b.select(le(b, ax, 5.0), small, bessel_asym<0>(b, ax, false));
 }
 Value j1_nonneg(Builder& b, Value x) {
   Value z = b.mul(x, x);
   Value small = b.mul(b.mul(b.mul(b.div(polevl(b, z, kRP1), polevl(b, z, kRQ1)), x),
                             b.sub(z, full_like(b, 1.46819706421238932572e+01, x))),
                       b.sub(z, full_like(b, 4.92184563216946036703e+01, x)));
-  return sel(b, le(b, x, 5.0), small, bessel_asym<1>(b, x, false));
+  return b.select(le(b, x, 5.0), small, bessel_asym<1>(b, x, false));
 }
 Value f_j1(Builder& b, Value x) { return odd(b, x, j1_nonneg(b, absv(b, x))); }
 Value f_y0(Builder& b, Value x) {
   Value z = b.mul(x, x);
   Value small = b.add(b.div(polevl(b, z, kYP0), polevl(b, z, kYQ0)),
                       b.mul(b.mul(full_like(b, kTwoOverPi, x), logv(b, x)), f_j0(b, x)));
-  small = sel(b, lt(b, x, 0.0), full_like(b, NAN, x), small);
-  small = sel(b, eq(b, x, 0.0), full_like(b, -INFINITY, x), small);
-  return sel(b, le(b, x, 5.0), small, bessel_asym<0>(b, x, true));
+  small = b.select(lt(b, x, 0.0), full_like(b, NAN, x), small);
+  small = b.select(eq(b, x, 0.0), full_like(b, -INFINITY, x), small);
+  return b.select(le(b, x, 5.0), small, bessel_asym<0>(b, x, true));
 }
 Value f_y1(Builder& b, Value x) {
   Value z = b.mul(x, x);
   Value j1l = b.sub(b.mul(j1_nonneg(b, x), logv(b, x)), b.div(full_like(b, 1.0, x), x));
   Value small = b.add(b.mul(x, b.div(polevl(b, z, kYP1), polevl(b, z, kYQ1))), b.mul(full_like(b, kTwoOverPi, x), j1l));
-  small = sel(b, lt(b, x, 0.0), full_like(b, NAN, x), small);
-  small = sel(b, eq(b, x, 0.0), full_like(b, -INFINITY, x), small);
-  return sel(b, le(b, x, 5.0), small, bessel_asym<1>(b, x, true));
+  small = b.select(lt(b, x, 0.0), full_like(b, NAN, x), small);
+  small = b.select(eq(b, x, 0.0), full_like(b, -INFINITY, x), small);
+  return b.select(le(b, x, 5.0), small, bessel_asym<1>(b, x, true));
 }
 
 Value f_spherical_j0(Builder& b, Value x) {
@@ -307,8 +307,8 @@ Value f_spherical_j0(Builder& b, Value x) {
                                                              {1.0 / 6227020800.0, -1.0 / 39916800.0, 1.0 / 362880.0,
                                                               -1.0 / 5040.0, 1.0 / 120.0, -1.0 / 6.0})));
   Value r = b.div(b.sin(x), x);
-  r = sel(b, lt(b, absv(b, x), 0.5), series, r);
-  return sel(b, eq(b, absv(b, x), INFINITY), full_like(b, 0.0, x), r);
+  r = b.select(lt(b, absv(b, x), 0.5), series, r);
+  return b.select(eq(b, absv(b, x), INFINITY), full_like(b, 0.0, x), r);
 }
 
 // --- Airy Ai ----------------------------------------------------------------------------
@@ -365,9 +365,10 @@ Value f_airy_ai(Builder& b, Value x) {
   }
   Value series =
       b.sub(b.mul(full_like(b, 0.355028053887817239260, x), fs), b.mul(full_like(b, 0.258819403792806798405, x), gs));
-  Value r = sel(b, lt(b, x, -2.09), osc, sel(b, b.compare(x, full_like(b, 2.09, x), Direction::kGe), decay, series));
-  r = sel(b, b.compare(x, full_like(b, 103.892, x), Direction::kGt), full_like(b, 0.0, x), r);
-  return sel(b, eq(b, absv(b, x), INFINITY), full_like(b, NAN, x), r);
+  Value r =
+      b.select(lt(b, x, -2.09), osc, b.select(b.compare(x, full_like(b, 2.09, x), Direction::kGe), decay, series));
+  r = b.select(b.compare(x, full_like(b, 103.892, x), Direction::kGt), full_like(b, 0.0, x), r);
+  return b.select(eq(b, absv(b, x), INFINITY), full_like(b, NAN, x), r);
 }
 
 // --- normal distribution helpers -----------------------------------------------------------
@@ -382,13 +383,13 @@ Value f_erfcx(Builder& b, Value x) {
   Value t = xs;
   for (int k = 20; k >= 1; --k) t = b.add(xs, b.div(full_like(b, 0.5 * k, x), t));
   Value cf = b.div(full_like(b, 1.0 / std::sqrt(M_PI), x), t);
-  return sel(b, lt(b, x, 2.0), direct, cf);
+  return b.select(lt(b, x, 2.0), direct, cf);
 }
 Value f_log_ndtr(Builder& b, Value x) {
   Value t = b.mul(x, full_like(b, M_SQRT1_2, x));
   Value lower = b.sub(logv(b, b.div(f_erfcx(b, neg(b, t)), full_like(b, 2.0, x))), b.mul(t, t));
   Value upper = b.log1p(neg(b, b.div(b.erfc(t), full_like(b, 2.0, x))));
-  return sel(b, lt(b, x, -1.0), lower, upper);
+  return b.select(lt(b, x, -1.0), lower, upper);
 }
 
 constexpr Coeffs kNP0 = {-5.99633501014107895267E1, 9.80010754185999661536E1, -5.66762857469070293439E1,
@@ -415,7 +416,7 @@ Value f_ndtri(Builder& b, Value y0) {
   constexpr double kExpM2 = 0.13533528323661269189;
   Value one = full_like(b, 1.0, y0);
   Value upper = b.compare(y0, full_like(b, 1.0 - kExpM2, y0), Direction::kGt);
-  Value y = sel(b, upper, b.sub(one, y0), y0);
+  Value y = b.select(upper, b.sub(one, y0), y0);
   Value c = b.sub(y, full_like(b, 0.5, y0));
   Value c2 = b.mul(c, c);
   Value central = b.add(c, b.mul(c, b.div(b.mul(c2, polevl(b, c2, kNP0)), polevl(b, c2, kNQ0))));
@@ -425,13 +426,13 @@ Value f_ndtri(Builder& b, Value y0) {
   Value z = b.div(one, x);
   Value near = b.div(b.mul(z, polevl(b, z, kNP1)), polevl(b, z, kNQ1));
   Value far = b.div(b.mul(z, polevl(b, z, kNP2)), polevl(b, z, kNQ2));
-  Value tail = b.sub(x0, sel(b, lt(b, x, 8.0), near, far));
-  tail = sel(b, upper, tail, neg(b, tail));
-  Value r = sel(b, b.compare(y, full_like(b, kExpM2, y0), Direction::kGt), central, tail);
+  Value tail = b.sub(x0, b.select(lt(b, x, 8.0), near, far));
+  tail = b.select(upper, tail, neg(b, tail));
+  Value r = b.select(b.compare(y, full_like(b, kExpM2, y0), Direction::kGt), central, tail);
   Value out_of_range = b.or_(lt(b, y0, 0.0), b.compare(y0, one, Direction::kGt));
-  r = sel(b, out_of_range, full_like(b, NAN, y0), r);
-  r = sel(b, eq(b, y0, 1.0), full_like(b, INFINITY, y0), r);
-  return sel(b, eq(b, y0, 0.0), full_like(b, -INFINITY, y0), r);
+  r = b.select(out_of_range, full_like(b, NAN, y0), r);
+  r = b.select(eq(b, y0, 1.0), full_like(b, INFINITY, y0), r);
+  return b.select(eq(b, y0, 0.0), full_like(b, -INFINITY, y0), r);
 }
 
 // CPU's bfloat16/half kernels round log's result to the storage type before
@@ -442,9 +443,9 @@ Value round_to(Builder& b, Value v, ElemType storage) {
 
 Value f_entr(Builder& b, Value x, ElemType storage) {
   Value r = neg(b, b.mul(x, round_to(b, logv(b, x), storage)));
-  r = sel(b, eq(b, x, 0.0), full_like(b, 0.0, x), r);
-  r = sel(b, lt(b, x, 0.0), full_like(b, -INFINITY, x), r);
-  return sel(b, is_nan(b, x), x, r);
+  r = b.select(eq(b, x, 0.0), full_like(b, 0.0, x), r);
+  r = b.select(lt(b, x, 0.0), full_like(b, -INFINITY, x), r);
+  return b.select(is_nan(b, x), x, r);
 }
 
 // --- unary driver -------------------------------------------------------------------------------
@@ -473,20 +474,17 @@ void run(const SDef& d, const at::Tensor& self, const at::Tensor& out) {
       d.name, {self}, out, opmath(t), [fn, storage](Builder& b, const Values& x) { return fn(b, x[0], storage); },
       static_cast<int64_t>(t));
 }
+// The op declarations the variant mechanism (ops/variants.h) registers
+// functional and out= forms from (torch.special has no in-place forms).
 template <const SDef& D>
-at::Tensor s_fn(const at::Tensor& self) {
-  check_dtype(D, self.scalar_type());
-  at::Tensor out = empty_tpu(self.sizes(), float_result(self.scalar_type()), self.device());
-  run(D, self, out);
-  return out;
-}
-template <const SDef& D>
-at::Tensor& s_out(const at::Tensor& self, at::Tensor& out) {
-  check_dtype(D, self.scalar_type());
-  prepare_out(out, self.sizes(), float_result(self.scalar_type()), D.name);
-  run(D, self, out);
-  return out;
-}
+struct SpecialUnary {
+  static constexpr const char* kName = D.name;
+  static OutMeta meta(const at::Tensor& self) {
+    check_dtype(D, self.scalar_type());
+    return {self.sizes().vec(), float_result(self.scalar_type()), self.device()};
+  }
+  static void impl(const at::Tensor& out, const at::Tensor& self) { run(D, self, out); }
+};
 
 constexpr SDef d_i0e{"special_i0e", "i0e", true, plain<f_i0e>};
 constexpr SDef d_i1{"special_i1", "i1", true, plain<f_i1>};
@@ -513,8 +511,8 @@ constexpr SDef d_erfcx{"special_erfcx", "erfcx", false, plain<f_erfcx>};
 Value f_xlog1py(Builder& b, const Values& v, ElemType storage) {
   Value x = v[0], y = v[1];
   Value r = b.mul(x, round_to(b, b.log1p(y), storage));
-  r = sel(b, eq(b, x, 0.0), full_like(b, 0.0, x), r);
-  return sel(b, is_nan(b, y), y, r);
+  r = b.select(eq(b, x, 0.0), full_like(b, 0.0, x), r);
+  return b.select(is_nan(b, y), y, r);
 }
 // Hurwitz zeta(x, q). chlo.zeta handles x > 1 with any q; CPU's edge rules
 // (x == 1 -> inf, x < 1 -> nan, q a non-positive integer -> inf, q < 0 with
@@ -533,16 +531,16 @@ Value f_zeta(Builder& b, const Values& v, ElemType) {
     Value base = b.add(q, full_like(b, k, q));
     Value mag = b.pow(absv(b, base), neg(b, x));
     Value flip = b.and_(lt(b, base, 0.0), x_odd);
-    head = b.add(head, sel(b, flip, neg(b, mag), mag));
+    head = b.add(head, b.select(flip, neg(b, mag), mag));
   }
   Value shifted = b.add(head, b.zeta(x, b.add(q, full_like(b, kZetaShift, q))));
-  r = sel(b, lt(b, q, 0.0), shifted, r);
+  r = b.select(lt(b, q, 0.0), shifted, r);
   Value q_int = b.compare(q, b.floor(q), Direction::kEq);
   Value q_nonpos = le(b, q, 0.0);
-  r = sel(b, b.and_(q_nonpos, b.not_(x_int)), full_like(b, NAN, x), r);
-  r = sel(b, b.and_(q_nonpos, q_int), full_like(b, INFINITY, x), r);
-  r = sel(b, lt(b, x, 1.0), full_like(b, NAN, x), r);
-  return sel(b, eq(b, x, 1.0), full_like(b, INFINITY, x), r);
+  r = b.select(b.and_(q_nonpos, b.not_(x_int)), full_like(b, NAN, x), r);
+  r = b.select(b.and_(q_nonpos, q_int), full_like(b, INFINITY, x), r);
+  r = b.select(lt(b, x, 1.0), full_like(b, NAN, x), r);
+  return b.select(eq(b, x, 1.0), full_like(b, INFINITY, x), r);
 }
 
 struct BDef {
@@ -568,20 +566,15 @@ void b_run(const at::Tensor& self, const at::Tensor& other, ScalarType t, const 
       static_cast<int64_t>(t));
 }
 template <const BDef& D>
-at::Tensor b_fn(const at::Tensor& self, const at::Tensor& other) {
-  ScalarType t = b_check(D, self, other);
-  c10::Device dev = self.is_cpu() ? other.device() : self.device();
-  at::Tensor out = empty_tpu(broadcast_shape({self, other}), t, dev);
-  b_run<D>(self, other, t, out);
-  return out;
-}
-template <const BDef& D>
-at::Tensor& b_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  ScalarType t = b_check(D, self, other);
-  prepare_out(out, broadcast_shape({self, other}), t, D.name);
-  b_run<D>(self, other, t, out);
-  return out;
-}
+struct SpecialBinary {
+  static constexpr const char* kName = D.name;
+  static OutMeta meta(const at::Tensor& self, const at::Tensor& other) {
+    return {broadcast_shape({self, other}), b_check(D, self, other), self.is_cpu() ? other.device() : self.device()};
+  }
+  static void impl(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
+    b_run<D>(self, other, float_result(at::result_type(self, other)), out);
+  }
+};
 
 // --- i0 ------------------------------------------------------------------------------
 // torch.i0 (f_i0 above is special_modified_bessel_i0's Cephes series).
@@ -612,34 +605,30 @@ Value f_i0_as(Builder& b, Value x) {
 
 constexpr udef::UDef d_i0{"i0", true, true, f_i0_as};
 
-#define REG(op, d)     \
-  m.impl(op, s_fn<d>); \
-  m.impl(op ".out", s_out<d>);
-
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  REG("special_i0e", d_i0e)
-  REG("special_i1", d_i1)
-  REG("special_i1e", d_i1e)
-  REG("special_modified_bessel_i0", d_mi0)
-  REG("special_modified_bessel_i1", d_mi1)
-  REG("special_modified_bessel_k0", d_mk0)
-  REG("special_modified_bessel_k1", d_mk1)
-  REG("special_scaled_modified_bessel_k0", d_sk0)
-  REG("special_scaled_modified_bessel_k1", d_sk1)
-  REG("special_bessel_j0", d_j0)
-  REG("special_bessel_j1", d_j1)
-  REG("special_bessel_y0", d_y0)
-  REG("special_bessel_y1", d_y1)
-  REG("special_spherical_bessel_j0", d_sj0)
-  REG("special_airy_ai", d_airy)
-  REG("special_entr", d_entr)
-  REG("special_ndtri", d_ndtri)
-  REG("special_log_ndtr", d_log_ndtr)
-  REG("special_erfcx", d_erfcx)
-  m.impl("special_xlog1py", b_fn<d_xlog1py>);
-  m.impl("special_xlog1py.out", b_out<d_xlog1py>);
-  m.impl("special_zeta", b_fn<d_zeta>);
-  m.impl("special_zeta.out", b_out<d_zeta>);
+  register_variants<SpecialUnary<d_i0e>>(m, {"special_i0e", "", "special_i0e.out"});
+  register_variants<SpecialUnary<d_i1>>(m, {"special_i1", "", "special_i1.out"});
+  register_variants<SpecialUnary<d_i1e>>(m, {"special_i1e", "", "special_i1e.out"});
+  register_variants<SpecialUnary<d_mi0>>(m, {"special_modified_bessel_i0", "", "special_modified_bessel_i0.out"});
+  register_variants<SpecialUnary<d_mi1>>(m, {"special_modified_bessel_i1", "", "special_modified_bessel_i1.out"});
+  register_variants<SpecialUnary<d_mk0>>(m, {"special_modified_bessel_k0", "", "special_modified_bessel_k0.out"});
+  register_variants<SpecialUnary<d_mk1>>(m, {"special_modified_bessel_k1", "", "special_modified_bessel_k1.out"});
+  register_variants<SpecialUnary<d_sk0>>(
+      m, {"special_scaled_modified_bessel_k0", "", "special_scaled_modified_bessel_k0.out"});
+  register_variants<SpecialUnary<d_sk1>>(
+      m, {"special_scaled_modified_bessel_k1", "", "special_scaled_modified_bessel_k1.out"});
+  register_variants<SpecialUnary<d_j0>>(m, {"special_bessel_j0", "", "special_bessel_j0.out"});
+  register_variants<SpecialUnary<d_j1>>(m, {"special_bessel_j1", "", "special_bessel_j1.out"});
+  register_variants<SpecialUnary<d_y0>>(m, {"special_bessel_y0", "", "special_bessel_y0.out"});
+  register_variants<SpecialUnary<d_y1>>(m, {"special_bessel_y1", "", "special_bessel_y1.out"});
+  register_variants<SpecialUnary<d_sj0>>(m, {"special_spherical_bessel_j0", "", "special_spherical_bessel_j0.out"});
+  register_variants<SpecialUnary<d_airy>>(m, {"special_airy_ai", "", "special_airy_ai.out"});
+  register_variants<SpecialUnary<d_entr>>(m, {"special_entr", "", "special_entr.out"});
+  register_variants<SpecialUnary<d_ndtri>>(m, {"special_ndtri", "", "special_ndtri.out"});
+  register_variants<SpecialUnary<d_log_ndtr>>(m, {"special_log_ndtr", "", "special_log_ndtr.out"});
+  register_variants<SpecialUnary<d_erfcx>>(m, {"special_erfcx", "", "special_erfcx.out"});
+  register_variants<SpecialBinary<d_xlog1py>>(m, {"special_xlog1py", "", "special_xlog1py.out"});
+  register_variants<SpecialBinary<d_zeta>>(m, {"special_zeta", "", "special_zeta.out"});
   register_variants<udef::FloatUnary<d_i0>>(m, "i0");
 }
 

@@ -89,11 +89,6 @@ Value std_normal(Builder& b, Value seed, Value offset, const Dims& dims, ElemTyp
   return b.mul(r, b.cos(theta));
 }
 
-void check_float(const at::Tensor& self, const char* kernel) {
-  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(self.scalar_type()), "\"", kernel, "\" not implemented for '",
-                              c10::toString(self.scalar_type()), "'");
-}
-
 // --- uniform_ ------------------------------------------------------------------
 
 at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
@@ -481,8 +476,6 @@ at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor
 }
 
 // --- multinomial -------------------------------------------------------------------------
-
-constexpr ElemType kS64 = ElemType::kS64;
 
 at::Tensor& multinomial_out(const at::Tensor& self, int64_t num_samples, bool replacement,
                             std::optional<at::Generator> gen, at::Tensor& out) {

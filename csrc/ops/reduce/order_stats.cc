@@ -26,8 +26,6 @@ using ir::Dims;
 
 namespace {
 
-constexpr ElemType kS64 = ElemType::kS64;
-
 Dims dims_without(const Dims& s, int64_t d) {
   Dims r;
   for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i)

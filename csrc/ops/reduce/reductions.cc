@@ -720,8 +720,6 @@ std::tuple<at::Tensor&, at::Tensor&> aminmax_out(const at::Tensor& self, std::op
 
 // --- count_nonzero ----------------------------------------------------------
 
-constexpr ElemType kS64 = ElemType::kS64;
-
 at::Tensor count_nonzero_dims(const at::Tensor& self, c10::IntArrayRef dims) {
   int64_t r = self.dim();
   std::vector<bool> seen(std::max<int64_t>(r, 1), false);

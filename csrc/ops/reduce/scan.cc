@@ -22,11 +22,6 @@ using ir::Dims;
 
 Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
 
-void check_float(const at::Tensor& t, const char* kernel) {
-  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t.scalar_type()), "\"", kernel, "\" not implemented for '",
-                              c10::toString(t.scalar_type()), "'");
-}
-
 // ATen's result dtype: the dtype argument, else integers and bool widen to int64.
 c10::ScalarType scan_dtype(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
   if (dtype) return *dtype;

@@ -10,8 +10,6 @@
 namespace torch_tpu::ops {
 namespace {
 
-constexpr ElemType kS64 = ElemType::kS64;
-
 // x[r, idx[r, k]] for x [B, M] and s64 idx [B, K] (indices already in range).
 Value gather2d(Builder& b, Value x, Value idx) {
   Dims id = b.dims(idx);

@@ -14,8 +14,6 @@ namespace torch_tpu::ops {
 const record::SyncSite kBincountSync{"bincount", record::SyncReason::kDataDependentShape};
 namespace {
 
-constexpr ElemType kS64 = ElemType::kS64;
-
 // --- bincount ----------------------------------------------------------------------------
 
 at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights_opt, int64_t minlength) {

@@ -11,8 +11,6 @@ namespace torch_tpu::ops {
 const record::SyncSite kUniqueSync{"unique", record::SyncReason::kDataDependentShape};
 namespace {
 
-constexpr ElemType kS64 = ElemType::kS64;
-
 // --- unique ------------------------------------------------------------------------------
 
 // Flattened keys (sorted unless consecutive) with their original positions

@@ -19,12 +19,6 @@ namespace {
 Dims to_dims(c10::IntArrayRef a) { return Dims(a.begin(), a.end()); }
 Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
 
-constexpr ElemType kS64 = ElemType::kS64;
-
-at::Tensor meta_of(const at::Tensor& t) {
-  return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
-}
-
 // --- cat -----------------------------------------------------------------------
 
 at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out) {
