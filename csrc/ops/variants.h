@@ -1,8 +1,11 @@
 // One declaration per op gives its functional, in-place and out= kernels, as
 // ATen's structured kernels do. An op is a type with
 //   static constexpr const char* kName;              // for error messages
-//   static OutMeta meta(const at::Tensor& self, Args... args);  // checks, result sizes/dtype/device
-//   static void impl(const at::Tensor& out, const at::Tensor& self, Args... args);  // writes the result
+//   static M meta(const at::Tensor& self, Args... args);  // checks; result sizes/dtype/device
+//     (M is OutMeta, or a struct deriving from it that also carries what impl
+//     needs, so nothing is computed twice)
+//   static void impl(const at::Tensor& out, const M& m, const at::Tensor& self, Args... args);
+//                                                    // writes the result; `m` is what meta returned
 // and register_variants<Op>(m, "neg") registers neg, neg_ and neg.out from
 // it. PyTorch's rules live here once: out= checks the dtype cast and resizes
 // (warning when a non-empty out changes shape), in-place requires the result
@@ -11,6 +14,7 @@
 #include <torch/library.h>
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ops/common.h"
@@ -19,35 +23,36 @@ namespace torch_tpu::ops {
 
 struct OutMeta {
   std::vector<int64_t> sizes;
-  c10::ScalarType dtype;
-  c10::Device device;
+  c10::ScalarType dtype = c10::kFloat;
+  c10::Device device = c10::kCPU;
 };
 
 template <class Op, class... Args>
 struct Variants {
   static at::Tensor functional(const at::Tensor& self, Args... args) {
-    OutMeta m = Op::meta(self, args...);
+    auto m = Op::meta(self, args...);
     at::Tensor out = empty_tpu(m.sizes, m.dtype, m.device);
-    Op::impl(out, self, args...);
+    Op::impl(out, m, self, args...);
     return out;
   }
   static at::Tensor& inplace(at::Tensor& self, Args... args) {
-    OutMeta m = Op::meta(self, args...);
+    auto m = Op::meta(self, args...);
     check_inplace(self, m.sizes, m.dtype);
-    Op::impl(self, self, args...);
+    Op::impl(self, m, self, args...);
     return self;
   }
   static at::Tensor& out(const at::Tensor& self, Args... args, at::Tensor& out) {
-    OutMeta m = Op::meta(self, args...);
+    auto m = Op::meta(self, args...);
     prepare_out(out, m.sizes, m.dtype, Op::kName);
-    Op::impl(out, self, args...);
+    Op::impl(out, m, self, args...);
     return out;
   }
 };
 
 namespace detail {
-template <class Op, class... Args>
-Variants<Op, Args...> variants_of(OutMeta (*)(const at::Tensor&, Args...));
+template <class Op, class M, class... Args>
+  requires std::is_base_of_v<OutMeta, M>
+Variants<Op, Args...> variants_of(M (*)(const at::Tensor&, Args...));
 }  // namespace detail
 // The Variants of `Op`, with the argument types of Op::meta after self.
 template <class Op>

@@ -23,24 +23,13 @@ using ir::Dims;
 
 Value gt(Builder& b, Value x, Value y) { return b.compare(x, y, Direction::kGt); }
 
+using S = const c10::Scalar&;
+// The result of an activation: self's sizes, dtype and device.
+OutMeta same_as(const at::Tensor& s) { return {s.sizes().vec(), s.scalar_type(), s.device()}; }
+
 // Forward: out has self's dtype. Operands: {self, scalars...}.
 void fwd(const char* name, std::vector<Operand> ins, const at::Tensor& out, const PointwiseFn& fn) {
   pointwise(name, ins, out, opmath(ins[0].t.scalar_type()), fn);
-}
-// fwd returning `out`, for the kernels that return it directly.
-at::Tensor& fwd_into(const char* name, std::vector<Operand> ins, at::Tensor& out, const PointwiseFn& fn) {
-  pointwise(name, ins, out, opmath(ins[0].t.scalar_type()), fn);
-  return out;
-}
-at::Tensor fwd_new(const char* name, std::vector<Operand> ins, const PointwiseFn& fn) {
-  at::Tensor out = empty_like_tpu(ins[0].t);
-  fwd(name, std::move(ins), out, fn);
-  return out;
-}
-at::Tensor& fwd_out(const char* name, std::vector<Operand> ins, at::Tensor& out, const PointwiseFn& fn) {
-  prepare_out(out, ins[0].t.sizes(), ins[0].t.scalar_type(), name);
-  fwd(name, std::move(ins), out, fn);
-  return out;
 }
 // Backward: operands {grad, self, scalars...}; result dtype of (grad, self).
 at::Tensor bwd_new(const char* name, std::vector<Operand> ins, const PointwiseFn& fn) {
@@ -105,27 +94,17 @@ void gelu_into(const at::Tensor& self, int64_t mode, const at::Tensor& out) {
       [mode](Builder& b, const Values& x) { return gelu_fwd(b, x[0], mode); }, mode);
 }
 
-at::Tensor gelu(const at::Tensor& self, std::string_view approximate) {
-  int64_t mode = gelu_mode(approximate);
-  check_float(self, "GeluKernelImpl");
-  at::Tensor out = empty_like_tpu(self);
-  gelu_into(self, mode, out);
-  return out;
-}
-at::Tensor& gelu_out(const at::Tensor& self, std::string_view approximate, at::Tensor& out) {
-  int64_t mode = gelu_mode(approximate);
-  check_float(self, "GeluKernelImpl");
-  prepare_out(out, self.sizes(), self.scalar_type(), "gelu");
-  gelu_into(self, mode, out);
-  return out;
-}
-at::Tensor& gelu_(at::Tensor& self, std::string_view approximate) {
-  int64_t mode = gelu_mode(approximate);
-  check_float(self, "GeluKernelImpl");
-  gelu_into(self, mode, self);
-  return self;
-}
-
+struct Gelu {
+  static constexpr const char* kName = "gelu";
+  static OutMeta meta(const at::Tensor& self, std::string_view approximate) {
+    gelu_mode(approximate);  // validates
+    check_float(self, "GeluKernelImpl");
+    return same_as(self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, std::string_view approximate) {
+    gelu_into(self, gelu_mode(approximate), out);
+  }
+};
 void gelu_backward_into(const at::Tensor& grad, const at::Tensor& self, int64_t mode, const at::Tensor& out) {
   pointwise(
       "gelu_backward", {grad, self}, out, opmath(self.scalar_type()),
@@ -157,23 +136,16 @@ Value silu_bwd_fn(Builder& b, const Values& x) {
   return b.mul(b.mul(x[0], s), b.add(one, b.mul(x[1], b.sub(one, s))));
 }
 
-at::Tensor silu(const at::Tensor& self) {
-  check_float(self, "silu");
-  at::Tensor out = empty_like_tpu(self);
-  pointwise("silu", {self}, out, opmath(self.scalar_type()), silu_fn);
-  return out;
-}
-at::Tensor& silu_out(const at::Tensor& self, at::Tensor& out) {
-  check_float(self, "silu");
-  prepare_out(out, self.sizes(), self.scalar_type(), "silu");
-  pointwise("silu", {self}, out, opmath(self.scalar_type()), silu_fn);
-  return out;
-}
-at::Tensor& silu_(at::Tensor& self) {
-  check_float(self, "silu");
-  pointwise("silu", {self}, self, opmath(self.scalar_type()), silu_fn);
-  return self;
-}
+struct Silu {
+  static constexpr const char* kName = "silu";
+  static OutMeta meta(const at::Tensor& self) {
+    check_float(self, "silu");
+    return same_as(self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self) {
+    pointwise("silu", {self}, out, opmath(self.scalar_type()), silu_fn);
+  }
+};
 at::Tensor silu_backward(const at::Tensor& grad, const at::Tensor& self) {
   check_float(self, "silu_backward");
   at::Tensor out = empty_tpu(broadcast_shape({grad, self}), self.scalar_type(), self.device());
@@ -194,21 +166,16 @@ Value elu_fn(Builder& b, const Values& x) {
   Value neg = b.mul(b.mul(b.expm1(b.mul(v, x[3])), x[1]), x[2]);
   return b.select(gt(b, v, full_like(b, 0, v)), b.mul(v, x[2]), neg);
 }
-at::Tensor elu(const at::Tensor& s, const c10::Scalar& a, const c10::Scalar& sc, const c10::Scalar& is) {
-  check_float(s, "elu_cpu");
-  return fwd_new("elu", {s, a, sc, is}, elu_fn);
-}
-at::Tensor& elu_out(const at::Tensor& s, const c10::Scalar& a, const c10::Scalar& sc, const c10::Scalar& is,
-                    at::Tensor& out) {
-  check_float(s, "elu_cpu");
-  return fwd_out("elu", {s, a, sc, is}, out, elu_fn);
-}
-at::Tensor& elu_(at::Tensor& s, const c10::Scalar& a, const c10::Scalar& sc, const c10::Scalar& is) {
-  check_float(s, "elu_cpu");
-  fwd("elu", {s, a, sc, is}, s, elu_fn);
-  return s;
-}
-// x = {grad, self_or_result, alpha, scale, input_scale}
+struct Elu {
+  static constexpr const char* kName = "elu";
+  static OutMeta meta(const at::Tensor& s, S, S, S) {
+    check_float(s, "elu_cpu");
+    return same_as(s);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& s, S a, S sc, S is) {
+    fwd(kName, {s, a, sc, is}, out, elu_fn);
+  }
+};  // x = {grad, self_or_result, alpha, scale, input_scale}
 template <bool kIsResult>
 Value elu_bwd_fn(Builder& b, const Values& x) {
   Value g = x[0], v = x[1];
@@ -246,19 +213,16 @@ Value hardtanh_fn(Builder& b, const Values& x) {
 void check_hardtanh(const at::Tensor& s) {
   TORCH_CHECK(s.scalar_type() != c10::kBool, "Bool inputs not supported for hardtanh");
 }
-at::Tensor hardtanh(const at::Tensor& s, const c10::Scalar& lo, const c10::Scalar& hi) {
-  check_hardtanh(s);
-  return fwd_new("hardtanh", {s, lo, hi}, hardtanh_fn);
-}
-at::Tensor& hardtanh_out(const at::Tensor& s, const c10::Scalar& lo, const c10::Scalar& hi, at::Tensor& out) {
-  check_hardtanh(s);
-  return fwd_out("hardtanh", {s, lo, hi}, out, hardtanh_fn);
-}
-at::Tensor& hardtanh_(at::Tensor& s, const c10::Scalar& lo, const c10::Scalar& hi) {
-  check_hardtanh(s);
-  fwd("hardtanh", {s, lo, hi}, s, hardtanh_fn);
-  return s;
-}
+struct Hardtanh {
+  static constexpr const char* kName = "hardtanh";
+  static OutMeta meta(const at::Tensor& s, S, S) {
+    check_hardtanh(s);
+    return same_as(s);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& s, S lo, S hi) {
+    fwd(kName, {s, lo, hi}, out, hardtanh_fn);
+  }
+};
 Value hardtanh_bwd_fn(Builder& b, const Values& x) {
   Value v = x[1];
   Value outside = b.or_(b.compare(v, x[2], Direction::kLe), b.compare(v, x[3], Direction::kGe));
@@ -276,19 +240,16 @@ at::Tensor& hardtanh_backward_out(const at::Tensor& g, const at::Tensor& s, cons
 Value leaky_fn(Builder& b, const Values& x) {
   return b.select(gt(b, x[0], full_like(b, 0, x[0])), x[0], b.mul(x[0], x[1]));
 }
-at::Tensor leaky_relu(const at::Tensor& s, const c10::Scalar& slope) {
-  check_float(s, "leaky_relu_cpu");
-  return fwd_new("leaky_relu", {s, slope}, leaky_fn);
-}
-at::Tensor& leaky_relu_out(const at::Tensor& s, const c10::Scalar& slope, at::Tensor& out) {
-  check_float(s, "leaky_relu_cpu");
-  return fwd_out("leaky_relu", {s, slope}, out, leaky_fn);
-}
-at::Tensor& leaky_relu_(at::Tensor& s, const c10::Scalar& slope) {
-  check_float(s, "leaky_relu_cpu");
-  fwd("leaky_relu", {s, slope}, s, leaky_fn);
-  return s;
-}
+struct LeakyRelu {
+  static constexpr const char* kName = "leaky_relu";
+  static OutMeta meta(const at::Tensor& s, S) {
+    check_float(s, "leaky_relu_cpu");
+    return same_as(s);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& s, S slope) {
+    fwd(kName, {s, slope}, out, leaky_fn);
+  }
+};
 Value leaky_bwd_fn(Builder& b, const Values& x) {
   return b.select(gt(b, x[1], full_like(b, 0, x[1])), x[0], b.mul(x[0], x[2]));
 }
@@ -316,15 +277,16 @@ Value softplus_fn(Builder& b, const Values& x) {
   Value soft = b.div(b.log1p(b.exp(bx)), x[1]);
   return b.select(gt(b, bx, x[2]), x[0], soft);
 }
-at::Tensor softplus(const at::Tensor& s, const c10::Scalar& beta, const c10::Scalar& th) {
-  check_float(s, "softplus_cpu");
-  return fwd_new("softplus", {s, beta, th}, softplus_fn);
-}
-at::Tensor& softplus_out(const at::Tensor& s, const c10::Scalar& beta, const c10::Scalar& th, at::Tensor& out) {
-  check_float(s, "softplus_cpu");
-  return fwd_out("softplus", {s, beta, th}, out, softplus_fn);
-}
-// x = {grad, self, beta, threshold}
+struct Softplus {
+  static constexpr const char* kName = "softplus";
+  static OutMeta meta(const at::Tensor& s, S, S) {
+    check_float(s, "softplus_cpu");
+    return same_as(s);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& s, S beta, S th) {
+    fwd(kName, {s, beta, th}, out, softplus_fn);
+  }
+};  // x = {grad, self, beta, threshold}
 Value softplus_bwd_fn(Builder& b, const Values& x) {
   Value bx = b.mul(x[1], x[2]);
   Value z = b.exp(bx);
@@ -379,7 +341,7 @@ struct SimpleActivation {
     check_float(s, D.cpu_kernel);
     return {s.sizes().vec(), s.scalar_type(), s.device()};
   }
-  static void impl(const at::Tensor& out, const at::Tensor& s) { fwd(D.name, {s}, out, D.fn); }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& s) { fwd(D.name, {s}, out, D.fn); }
 };
 constexpr ActDef d_hardsigmoid{"hardsigmoid", "hardsigmoid_cpu", hardsigmoid_fn};
 constexpr ActDef d_hardswish{"hardswish", "hardswish_cpu", hardswish_fn};
@@ -474,16 +436,13 @@ at::Tensor& glu_backward_out(const at::Tensor& g, const at::Tensor& s, int64_t d
 // --- threshold ---------------------------------------------------------------------
 // x = {self, threshold, value}: x <= threshold ? value : x (NaN stays NaN).
 Value threshold_fn(Builder& b, const Values& x) { return b.select(b.compare(x[0], x[1], Direction::kLe), x[2], x[0]); }
-at::Tensor threshold(const at::Tensor& s, const c10::Scalar& th, const c10::Scalar& v) {
-  return fwd_new("threshold", {s, th, v}, threshold_fn);
-}
-at::Tensor& threshold_out(const at::Tensor& s, const c10::Scalar& th, const c10::Scalar& v, at::Tensor& out) {
-  return fwd_out("threshold", {s, th, v}, out, threshold_fn);
-}
-at::Tensor& threshold_(at::Tensor& s, const c10::Scalar& th, const c10::Scalar& v) {
-  return fwd_into("threshold", {s, th, v}, s, threshold_fn);
-}
-
+struct Threshold {
+  static constexpr const char* kName = "threshold";
+  static OutMeta meta(const at::Tensor& s, S, S) { return same_as(s); }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& s, S th, S v) {
+    fwd(kName, {s, th, v}, out, threshold_fn);
+  }
+};
 // --- softshrink / hardshrink ---------------------------------------------------------
 void check_lambd(const c10::Scalar& l) {
   TORCH_CHECK(l.toDouble() >= 0, "lambda must be greater or equal to 0, but found to be ", l.toDouble(), ".");
@@ -508,16 +467,17 @@ Value hardshrink_fn(Builder& b, const Values& x) {
   Value inside = b.and_(b.compare(v, b.neg(l), Direction::kGe), b.compare(v, l, Direction::kLe));
   return b.select(inside, full_like(b, 0, v), v);
 }
-at::Tensor softshrink(const at::Tensor& s, const c10::Scalar& l) {
-  check_lambd(l);
-  check_float(s, "softshrink_cpu");
-  return fwd_new("softshrink", {s, l}, softshrink_fn);
-}
-at::Tensor& softshrink_out(const at::Tensor& s, const c10::Scalar& l, at::Tensor& out) {
-  check_lambd(l);
-  check_float(s, "softshrink_cpu");
-  return fwd_out("softshrink", {s, l}, out, softshrink_fn);
-}
+struct Softshrink {
+  static constexpr const char* kName = "softshrink";
+  static OutMeta meta(const at::Tensor& s, S l) {
+    check_lambd(l);
+    check_float(s, "softshrink_cpu");
+    return same_as(s);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& s, S l) {
+    fwd(kName, {s, l}, out, softshrink_fn);
+  }
+};
 at::Tensor& softshrink_backward_out(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& l, at::Tensor& out) {
   ScalarType t = at::result_type(g, s);
   prepare_out(out, broadcast_shape({g, s}), t, "shrink_backward");
@@ -530,16 +490,16 @@ at::Tensor softshrink_backward(const at::Tensor& g, const at::Tensor& s, const c
 }
 // CPU compares hardshrink (and both backward kernels) in the tensor's own
 // dtype, with lambd rounded to it; no arithmetic happens, so no opmath.
-at::Tensor& hardshrink_out(const at::Tensor& s, const c10::Scalar& l, at::Tensor& out) {
-  check_float(s, "hardshrink_cpu");
-  prepare_out(out, s.sizes(), s.scalar_type(), "hardshrink");
-  pointwise("hardshrink", {s, l}, out, s.scalar_type(), hardshrink_fn);
-  return out;
-}
-at::Tensor hardshrink(const at::Tensor& s, const c10::Scalar& l) {
-  at::Tensor out = empty_like_tpu(s);
-  return hardshrink_out(s, l, out);
-}
+struct Hardshrink {
+  static constexpr const char* kName = "hardshrink";
+  static OutMeta meta(const at::Tensor& s, S) {
+    check_float(s, "hardshrink_cpu");
+    return same_as(s);
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& s, S l) {
+    pointwise(kName, {s, l}, out, m.dtype, hardshrink_fn);
+  }
+};
 
 // --- prelu ------------------------------------------------------------------------------
 // `weight` arrives already shaped to broadcast against self (prelu is composite).
@@ -737,33 +697,22 @@ at::Tensor log_sigmoid_backward(const at::Tensor& grad, const at::Tensor& self, 
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("gelu", gelu);
-  m.impl("gelu.out", gelu_out);
-  m.impl("gelu_", gelu_);
+  register_variants<Gelu>(m, "gelu");
   m.impl("gelu_backward", gelu_backward);
   m.impl("gelu_backward.grad_input", gelu_backward_out);
-  m.impl("silu", silu);
-  m.impl("silu.out", silu_out);
-  m.impl("silu_", silu_);
+  register_variants<Silu>(m, "silu");
   m.impl("silu_backward", silu_backward);
   m.impl("silu_backward.grad_input", silu_backward_out);
-  m.impl("elu", elu);
-  m.impl("elu.out", elu_out);
-  m.impl("elu_", elu_);
+  register_variants<Elu>(m, "elu");
   m.impl("elu_backward", elu_backward);
   m.impl("elu_backward.grad_input", elu_backward_out);
-  m.impl("hardtanh", hardtanh);
-  m.impl("hardtanh.out", hardtanh_out);
-  m.impl("hardtanh_", hardtanh_);
+  register_variants<Hardtanh>(m, "hardtanh");
   m.impl("hardtanh_backward", hardtanh_backward);
   m.impl("hardtanh_backward.grad_input", hardtanh_backward_out);
-  m.impl("leaky_relu", leaky_relu);
-  m.impl("leaky_relu.out", leaky_relu_out);
-  m.impl("leaky_relu_", leaky_relu_);
+  register_variants<LeakyRelu>(m, "leaky_relu");
   m.impl("leaky_relu_backward", leaky_relu_backward);
   m.impl("leaky_relu_backward.grad_input", leaky_relu_backward_out);
-  m.impl("softplus", softplus);
-  m.impl("softplus.out", softplus_out);
+  register_variants<Softplus>(m, {"softplus", "", "softplus.out"});
   m.impl("softplus_backward", softplus_backward);
   m.impl("softplus_backward.grad_input", softplus_backward_out);
   register_variants<SimpleActivation<d_hardsigmoid>>(m, "hardsigmoid");
@@ -776,15 +725,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("glu.out", glu_out);
   m.impl("glu_backward", glu_backward);
   m.impl("glu_backward.grad_input", glu_backward_out);
-  m.impl("threshold", threshold);
-  m.impl("threshold.out", threshold_out);
-  m.impl("threshold_", threshold_);
-  m.impl("softshrink", softshrink);
-  m.impl("softshrink.out", softshrink_out);
+  register_variants<Threshold>(m, "threshold");
+  register_variants<Softshrink>(m, {"softshrink", "", "softshrink.out"});
   m.impl("softshrink_backward", softshrink_backward);
   m.impl("softshrink_backward.grad_input", softshrink_backward_out);
-  m.impl("hardshrink", hardshrink);
-  m.impl("hardshrink.out", hardshrink_out);
+  register_variants<Hardshrink>(m, {"hardshrink", "", "hardshrink.out"});
   m.impl("hardshrink_backward", softshrink_backward);
   m.impl("hardshrink_backward.grad_input", softshrink_backward_out);
   m.impl("_prelu_kernel", prelu_kernel);

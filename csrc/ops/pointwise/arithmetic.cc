@@ -7,6 +7,7 @@
 #include <torch/library.h>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -61,60 +62,38 @@ void check_sub(const at::Tensor& self, const at::Tensor& other) {
               "invert a mask, use the `~` or `logical_not()` operator instead.");
 }
 
-// --- add / sub ---------------------------------------------------------------
+// --- add / sub / mul / div ---------------------------------------------------------
+// Each declared once for the variant mechanism (ops/variants.h), which
+// registers the functional, in-place and out= forms.
 
-template <bool kSub>
-at::Tensor& addsub_out(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha, at::Tensor& out) {
-  if (kSub) check_sub(self, other);
-  auto dtype = at::result_type(self, other);
-  check_alpha(dtype, alpha);
-  prepare_out(out, broadcast_shape({self, other}), dtype, kSub ? "sub" : "add");
-  pointwise(kSub ? "sub" : "add", {self, other, alpha}, out, dtype, kSub ? sub_fn : add_fn);
-  return out;
+c10::Device device_of(const at::Tensor& self, const at::Tensor& other) {
+  return self.is_cpu() ? other.device() : self.device();
 }
 
 template <bool kSub>
-at::Tensor addsub(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
-  if (kSub) check_sub(self, other);
-  auto dtype = at::result_type(self, other);
-  check_alpha(dtype, alpha);
-  at::Tensor out = empty_tpu(broadcast_shape({self, other}), dtype, self.is_cpu() ? other.device() : self.device());
-  pointwise(kSub ? "sub" : "add", {self, other, alpha}, out, dtype, kSub ? sub_fn : add_fn);
-  return out;
-}
+struct AddSub {
+  static constexpr const char* kName = kSub ? "sub" : "add";
+  static OutMeta meta(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
+    if (kSub) check_sub(self, other);
+    auto dtype = at::result_type(self, other);
+    check_alpha(dtype, alpha);
+    return {broadcast_shape({self, other}), dtype, device_of(self, other)};
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, const at::Tensor& other,
+                   const c10::Scalar& alpha) {
+    pointwise(kName, {self, other, alpha}, out, m.dtype, kSub ? sub_fn : add_fn);
+  }
+};
 
-template <bool kSub>
-at::Tensor& addsub_(at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
-  if (kSub) check_sub(self, other);
-  auto dtype = at::result_type(self, other);
-  check_alpha(dtype, alpha);
-  check_inplace(self, broadcast_shape({self, other}), dtype);
-  pointwise(kSub ? "sub" : "add", {self, other, alpha}, self, dtype, kSub ? sub_fn : add_fn);
-  return self;
-}
-
-// --- mul ---------------------------------------------------------------------
-
-at::Tensor& mul_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  auto dtype = at::result_type(self, other);
-  prepare_out(out, broadcast_shape({self, other}), dtype, "mul");
-  pointwise("mul", {self, other}, out, dtype, mul_fn);
-  return out;
-}
-at::Tensor mul(const at::Tensor& self, const at::Tensor& other) {
-  auto dtype = at::result_type(self, other);
-  at::Tensor out = empty_tpu(broadcast_shape({self, other}), dtype, self.is_cpu() ? other.device() : self.device());
-  pointwise("mul", {self, other}, out, dtype, mul_fn);
-  return out;
-}
-at::Tensor& mul_(at::Tensor& self, const at::Tensor& other) {
-  auto dtype = at::result_type(self, other);
-  check_inplace(self, broadcast_shape({self, other}), dtype);
-  pointwise("mul", {self, other}, self, dtype, mul_fn);
-  return self;
-}
-
-// --- div ---------------------------------------------------------------------
+struct Mul {
+  static constexpr const char* kName = "mul";
+  static OutMeta meta(const at::Tensor& self, const at::Tensor& other) {
+    return {broadcast_shape({self, other}), at::result_type(self, other), device_of(self, other)};
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, const at::Tensor& other) {
+    pointwise(kName, {self, other}, out, m.dtype, mul_fn);
+  }
+};
 
 int64_t rounding(std::optional<std::string_view> mode) {
   if (!mode.has_value()) return 0;
@@ -123,39 +102,32 @@ int64_t rounding(std::optional<std::string_view> mode) {
   TORCH_CHECK(false, "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", *mode, "'");
 }
 
-c10::ScalarType div_dtype(const at::Tensor& a, const at::Tensor& b, int64_t mode) {
-  auto t = at::result_type(a, b);
-  return mode == 0 ? float_result(t) : t;
+// True division gives a float; trunc and floor keep the promoted type.
+OutMeta div_meta(const at::Tensor& self, const at::Tensor& other, int64_t mode) {
+  auto t = at::result_type(self, other);
+  return {broadcast_shape({self, other}), mode == 0 ? float_result(t) : t, device_of(self, other)};
 }
-
-at::Tensor& div_out_mode(const at::Tensor& self, const at::Tensor& other, std::optional<std::string_view> m,
-                         at::Tensor& out) {
-  int64_t mode = rounding(m);
-  auto dtype = div_dtype(self, other, mode);
-  prepare_out(out, broadcast_shape({self, other}), dtype, "div");
-  pointwise("div", {self, other}, out, dtype, [mode](Builder& b, const Values& x) { return div_fn(b, x, mode); }, mode);
-  return out;
-}
-at::Tensor div_mode(const at::Tensor& self, const at::Tensor& other, std::optional<std::string_view> m) {
-  int64_t mode = rounding(m);
-  auto dtype = div_dtype(self, other, mode);
-  at::Tensor out = empty_tpu(broadcast_shape({self, other}), dtype, self.is_cpu() ? other.device() : self.device());
-  pointwise("div", {self, other}, out, dtype, [mode](Builder& b, const Values& x) { return div_fn(b, x, mode); }, mode);
-  return out;
-}
-at::Tensor& div_mode_(at::Tensor& self, const at::Tensor& other, std::optional<std::string_view> m) {
-  int64_t mode = rounding(m);
-  auto dtype = div_dtype(self, other, mode);
-  check_inplace(self, broadcast_shape({self, other}), dtype);
+void div_impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, const at::Tensor& other, int64_t mode) {
   pointwise(
-      "div", {self, other}, self, dtype, [mode](Builder& b, const Values& x) { return div_fn(b, x, mode); }, mode);
-  return self;
+      "div", {self, other}, out, m.dtype, [mode](Builder& b, const Values& x) { return div_fn(b, x, mode); }, mode);
 }
-at::Tensor& div_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return div_out_mode(self, other, std::nullopt, out);
-}
-at::Tensor div(const at::Tensor& self, const at::Tensor& other) { return div_mode(self, other, std::nullopt); }
-at::Tensor& div_(at::Tensor& self, const at::Tensor& other) { return div_mode_(self, other, std::nullopt); }
+struct Div {
+  static constexpr const char* kName = "div";
+  static OutMeta meta(const at::Tensor& self, const at::Tensor& other) { return div_meta(self, other, 0); }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, const at::Tensor& other) {
+    div_impl(out, m, self, other, 0);
+  }
+};
+struct DivMode {
+  static constexpr const char* kName = "div";
+  static OutMeta meta(const at::Tensor& self, const at::Tensor& other, std::optional<std::string_view> mode) {
+    return div_meta(self, other, rounding(mode));
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, const at::Tensor& other,
+                   std::optional<std::string_view> mode) {
+    div_impl(out, m, self, other, rounding(mode));
+  }
+};
 
 // --- rsub --------------------------------------------------------------------------
 
@@ -165,21 +137,11 @@ at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const c10::Scal
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("add.Tensor", addsub<false>);
-  m.impl("add_.Tensor", addsub_<false>);
-  m.impl("add.out", addsub_out<false>);
-  m.impl("sub.Tensor", addsub<true>);
-  m.impl("sub_.Tensor", addsub_<true>);
-  m.impl("sub.out", addsub_out<true>);
-  m.impl("mul.Tensor", mul);
-  m.impl("mul_.Tensor", mul_);
-  m.impl("mul.out", mul_out);
-  m.impl("div.Tensor", div);
-  m.impl("div_.Tensor", div_);
-  m.impl("div.out", div_out);
-  m.impl("div.Tensor_mode", div_mode);
-  m.impl("div_.Tensor_mode", div_mode_);
-  m.impl("div.out_mode", div_out_mode);
+  register_variants<AddSub<false>>(m, {"add.Tensor", "add_.Tensor", "add.out"});
+  register_variants<AddSub<true>>(m, {"sub.Tensor", "sub_.Tensor", "sub.out"});
+  register_variants<Mul>(m, {"mul.Tensor", "mul_.Tensor", "mul.out"});
+  register_variants<Div>(m, {"div.Tensor", "div_.Tensor", "div.out"});
+  register_variants<DivMode>(m, {"div.Tensor_mode", "div_.Tensor_mode", "div.out_mode"});
   m.impl("rsub.Tensor", rsub);
 }
 

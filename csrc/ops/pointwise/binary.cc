@@ -160,7 +160,7 @@ struct Binary {
     check_dtype(D, t);
     return {broadcast_shape({self, other}), result_of(D, t), device_of(self, other)};
   }
-  static void impl(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, const at::Tensor& other) {
     run_binary(D, self, other, at::result_type(self, other), out);
   }
 };
@@ -243,45 +243,20 @@ void check_lerp(const at::Tensor& self, const at::Tensor& end, const at::Tensor*
 std::vector<int64_t> lerp_shape(const at::Tensor& s, const at::Tensor& e, const at::Tensor* w) {
   return w ? broadcast_shape({s, e, *w}) : broadcast_shape({s, e});
 }
-void lerp_run(const at::Tensor& s, const at::Tensor& e, const Operand& w, const at::Tensor& out) {
-  pointwise("lerp", {s, e, w}, out, opmath(s.scalar_type()), f_lerp);
-}
-at::Tensor lerp_s(const at::Tensor& s, const at::Tensor& e, const c10::Scalar& w) {
-  check_lerp(s, e, nullptr);
-  at::Tensor out = empty_tpu(lerp_shape(s, e, nullptr), s.scalar_type(), s.device());
-  lerp_run(s, e, w, out);
-  return out;
-}
-at::Tensor& lerp_s_(at::Tensor& s, const at::Tensor& e, const c10::Scalar& w) {
-  check_lerp(s, e, nullptr);
-  check_inplace(s, lerp_shape(s, e, nullptr), s.scalar_type());
-  lerp_run(s, e, w, s);
-  return s;
-}
-at::Tensor& lerp_s_out(const at::Tensor& s, const at::Tensor& e, const c10::Scalar& w, at::Tensor& out) {
-  check_lerp(s, e, nullptr);
-  prepare_out(out, lerp_shape(s, e, nullptr), s.scalar_type(), "lerp");
-  lerp_run(s, e, w, out);
-  return out;
-}
-at::Tensor lerp_t(const at::Tensor& s, const at::Tensor& e, const at::Tensor& w) {
-  check_lerp(s, e, &w);
-  at::Tensor out = empty_tpu(lerp_shape(s, e, &w), s.scalar_type(), s.device());
-  lerp_run(s, e, w, out);
-  return out;
-}
-at::Tensor& lerp_t_(at::Tensor& s, const at::Tensor& e, const at::Tensor& w) {
-  check_lerp(s, e, &w);
-  check_inplace(s, lerp_shape(s, e, &w), s.scalar_type());
-  lerp_run(s, e, w, s);
-  return s;
-}
-at::Tensor& lerp_t_out(const at::Tensor& s, const at::Tensor& e, const at::Tensor& w, at::Tensor& out) {
-  check_lerp(s, e, &w);
-  prepare_out(out, lerp_shape(s, e, &w), s.scalar_type(), "lerp");
-  lerp_run(s, e, w, out);
-  return out;
-}
+// lerp with a Scalar or Tensor weight, declared for the variant mechanism.
+template <class Weight>
+struct Lerp {
+  static constexpr const char* kName = "lerp";
+  static OutMeta meta(const at::Tensor& s, const at::Tensor& e, const Weight& w) {
+    const at::Tensor* wt = nullptr;
+    if constexpr (std::is_same_v<Weight, at::Tensor>) wt = &w;
+    check_lerp(s, e, wt);
+    return {lerp_shape(s, e, wt), s.scalar_type(), s.device()};
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& s, const at::Tensor& e, const Weight& w) {
+    pointwise("lerp", {s, e, w}, out, opmath(s.scalar_type()), f_lerp);
+  }
+};
 
 // --- addcmul / addcdiv -------------------------------------------------------------------
 
@@ -299,36 +274,22 @@ ScalarType addc_dtype(const at::Tensor& s, const at::Tensor& t1, const at::Tenso
               "For integral input tensors, argument value must not be a floating point number.");
   return t;
 }
+// addcmul / addcdiv: self + value * (tensor1 op tensor2), declared for the
+// variant mechanism.
 template <bool kDiv>
-void addc_run(const at::Tensor& s, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& v, ScalarType t,
-              const at::Tensor& out) {
-  pointwise(kDiv ? "addcdiv" : "addcmul", {s, t1, t2, v}, out, opmath(t), [](Builder& b, const Values& x) {
-    Value p = kDiv ? b.div(x[1], x[2]) : b.mul(x[1], x[2]);
-    return b.add(x[0], b.mul(x[3], p));
-  });
-}
-template <bool kDiv>
-at::Tensor addc(const at::Tensor& s, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& v) {
-  auto t = addc_dtype<kDiv>(s, t1, t2, v);
-  at::Tensor out = empty_tpu(broadcast_shape({s, t1, t2}), t, s.device());
-  addc_run<kDiv>(s, t1, t2, v, t, out);
-  return out;
-}
-template <bool kDiv>
-at::Tensor& addc_(at::Tensor& s, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& v) {
-  auto t = addc_dtype<kDiv>(s, t1, t2, v);
-  check_inplace(s, broadcast_shape({s, t1, t2}), t);
-  addc_run<kDiv>(s, t1, t2, v, t, s);
-  return s;
-}
-template <bool kDiv>
-at::Tensor& addc_out(const at::Tensor& s, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& v,
-                     at::Tensor& out) {
-  auto t = addc_dtype<kDiv>(s, t1, t2, v);
-  prepare_out(out, broadcast_shape({s, t1, t2}), t, kDiv ? "addcdiv" : "addcmul");
-  addc_run<kDiv>(s, t1, t2, v, t, out);
-  return out;
-}
+struct AddC {
+  static constexpr const char* kName = kDiv ? "addcdiv" : "addcmul";
+  static OutMeta meta(const at::Tensor& s, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& v) {
+    return {broadcast_shape({s, t1, t2}), addc_dtype<kDiv>(s, t1, t2, v), s.device()};
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& s, const at::Tensor& t1,
+                   const at::Tensor& t2, const c10::Scalar& v) {
+    pointwise(kName, {s, t1, t2, v}, out, opmath(m.dtype), [](Builder& b, const Values& x) {
+      Value p = kDiv ? b.div(x[1], x[2]) : b.mul(x[1], x[2]);
+      return b.add(x[0], b.mul(x[3], p));
+    });
+  }
+};
 
 // --- logaddexp / logaddexp2 / heaviside ----------------------------------------------
 
@@ -427,18 +388,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<Binary<d_hypot>>(m, "hypot");
   register_variants<Binary<d_copysign>>(m, {"copysign.Tensor", "copysign_.Tensor", "copysign.out"});
   register_variants<Binary<d_xlogy>>(m, {"xlogy.Tensor", "xlogy_.Tensor", "xlogy.OutTensor"});
-  m.impl("lerp.Scalar", lerp_s);
-  m.impl("lerp_.Scalar", lerp_s_);
-  m.impl("lerp.Scalar_out", lerp_s_out);
-  m.impl("lerp.Tensor", lerp_t);
-  m.impl("lerp_.Tensor", lerp_t_);
-  m.impl("lerp.Tensor_out", lerp_t_out);
-  m.impl("addcmul", addc<false>);
-  m.impl("addcmul_", addc_<false>);
-  m.impl("addcmul.out", addc_out<false>);
-  m.impl("addcdiv", addc<true>);
-  m.impl("addcdiv_", addc_<true>);
-  m.impl("addcdiv.out", addc_out<true>);
+  register_variants<Lerp<c10::Scalar>>(m, {"lerp.Scalar", "lerp_.Scalar", "lerp.Scalar_out"});
+  register_variants<Lerp<at::Tensor>>(m, {"lerp.Tensor", "lerp_.Tensor", "lerp.Tensor_out"});
+  register_variants<AddC<false>>(m, "addcmul");
+  register_variants<AddC<true>>(m, "addcdiv");
   m.impl("logaddexp", logaddexp<false>);
   m.impl("logaddexp.out", logaddexp_out<false>);
   m.impl("logaddexp2", logaddexp<true>);

@@ -46,7 +46,7 @@ struct FloatUnary {
   static OutMeta meta(const at::Tensor& self) {
     return {self.sizes().vec(), u_result(D, self.scalar_type()), self.device()};
   }
-  static void impl(const at::Tensor& out, const at::Tensor& self) { u_run(D, self, out); }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self) { u_run(D, self, out); }
 };
 
 }  // namespace torch_tpu::ops::udef

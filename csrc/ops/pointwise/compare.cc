@@ -52,7 +52,7 @@ struct Compare {
     c10::Device d = s.is_cpu() && other.t.defined() ? other.t.device() : s.device();
     return {broadcast_shape({s, other}), c10::kBool, d};
   }
-  static void impl(const at::Tensor& out, const at::Tensor& s, Other o) {
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& s, Other o) {
     cmp_run<C>(s, o, at::result_type(s, o), out);
   }
 };
@@ -130,12 +130,11 @@ Value clamp_fn(Builder& b, const Values& x, bool has_lo, bool has_hi) {
   return r;
 }
 
-struct ClampArgs {
+// The meta of every clamp overload: the result plus the operands to lower.
+struct ClampArgs : OutMeta {
   std::vector<Operand> ops;
   bool lo = false, hi = false;
   bool scalar = false;  // Scalar-bound overload (CPU's *_scalar_cpu kernels)
-  ScalarType dtype;
-  std::vector<int64_t> shape;
 };
 
 ClampArgs clamp_args_s(const at::Tensor& self, const std::optional<c10::Scalar>& lo,
@@ -160,7 +159,8 @@ ClampArgs clamp_args_s(const at::Tensor& self, const std::optional<c10::Scalar>&
   }
   t = at::native::result_type(st);
   a.dtype = t;
-  a.shape = std::vector<int64_t>(self.sizes().begin(), self.sizes().end());
+  a.sizes = self.sizes().vec();
+  a.device = self.device();
   return a;
 }
 ClampArgs clamp_args_t(const at::Tensor& self, const std::optional<at::Tensor>& lo,
@@ -181,7 +181,8 @@ ClampArgs clamp_args_t(const at::Tensor& self, const std::optional<at::Tensor>& 
     ts.push_back(*hi);
   }
   a.dtype = at::native::result_type(ts);
-  a.shape = broadcast_shape(a.ops);
+  a.sizes = broadcast_shape(a.ops);
+  a.device = self.device();
   return a;
 }
 
@@ -200,63 +201,36 @@ void clamp_run(const char* name, const ClampArgs& a, const at::Tensor& out) {
       (lo ? 1 : 0) + (hi ? 2 : 0));
 }
 
-at::Tensor finish(const char* name, const ClampArgs& a, const at::Tensor& self) {
-  at::Tensor out = empty_tpu(a.shape, a.dtype, self.device());
-  clamp_run(name, a, out);
-  return out;
+// clamp with optional Scalar or Tensor bounds, and clamp_min / clamp_max
+// (one bound), declared for the variant mechanism (ops/variants.h).
+template <class Bound>
+ClampArgs clamp_args(const at::Tensor& s, const std::optional<Bound>& lo, const std::optional<Bound>& hi) {
+  if constexpr (std::is_same_v<Bound, c10::Scalar>)
+    return clamp_args_s(s, lo, hi);
+  else
+    return clamp_args_t(s, lo, hi);
 }
-at::Tensor& finish_(const char* name, const ClampArgs& a, at::Tensor& self) {
-  check_inplace(self, a.shape, a.dtype);
-  clamp_run(name, a, self);
-  return self;
-}
-at::Tensor& finish_out(const char* name, const ClampArgs& a, at::Tensor& out) {
-  prepare_out(out, a.shape, a.dtype, name);
-  clamp_run(name, a, out);
-  return out;
-}
-
-using OS = std::optional<c10::Scalar>;
-using OT = std::optional<at::Tensor>;
-at::Tensor clamp(const at::Tensor& s, const OS& lo, const OS& hi) {
-  return finish("clamp", clamp_args_s(s, lo, hi), s);
-}
-at::Tensor& clamp_(at::Tensor& s, const OS& lo, const OS& hi) { return finish_("clamp", clamp_args_s(s, lo, hi), s); }
-at::Tensor& clamp_out(const at::Tensor& s, const OS& lo, const OS& hi, at::Tensor& out) {
-  return finish_out("clamp", clamp_args_s(s, lo, hi), out);
-}
-at::Tensor clamp_t(const at::Tensor& s, const OT& lo, const OT& hi) {
-  return finish("clamp", clamp_args_t(s, lo, hi), s);
-}
-at::Tensor& clamp_t_(at::Tensor& s, const OT& lo, const OT& hi) { return finish_("clamp", clamp_args_t(s, lo, hi), s); }
-at::Tensor& clamp_t_out(const at::Tensor& s, const OT& lo, const OT& hi, at::Tensor& out) {
-  return finish_out("clamp", clamp_args_t(s, lo, hi), out);
-}
-// clamp_min / clamp_max: one bound.
-template <bool kMin>
-at::Tensor cm(const at::Tensor& s, const c10::Scalar& v) {
-  return finish("clamp", kMin ? clamp_args_s(s, v, std::nullopt) : clamp_args_s(s, std::nullopt, v), s);
-}
-template <bool kMin>
-at::Tensor& cm_(at::Tensor& s, const c10::Scalar& v) {
-  return finish_("clamp", kMin ? clamp_args_s(s, v, std::nullopt) : clamp_args_s(s, std::nullopt, v), s);
-}
-template <bool kMin>
-at::Tensor& cm_out(const at::Tensor& s, const c10::Scalar& v, at::Tensor& out) {
-  return finish_out("clamp", kMin ? clamp_args_s(s, v, std::nullopt) : clamp_args_s(s, std::nullopt, v), out);
-}
-template <bool kMin>
-at::Tensor cmt(const at::Tensor& s, const at::Tensor& v) {
-  return finish("clamp", kMin ? clamp_args_t(s, v, std::nullopt) : clamp_args_t(s, std::nullopt, v), s);
-}
-template <bool kMin>
-at::Tensor& cmt_(at::Tensor& s, const at::Tensor& v) {
-  return finish_("clamp", kMin ? clamp_args_t(s, v, std::nullopt) : clamp_args_t(s, std::nullopt, v), s);
-}
-template <bool kMin>
-at::Tensor& cmt_out(const at::Tensor& s, const at::Tensor& v, at::Tensor& out) {
-  return finish_out("clamp", kMin ? clamp_args_t(s, v, std::nullopt) : clamp_args_t(s, std::nullopt, v), out);
-}
+template <class Bound>
+struct Clamp {
+  static constexpr const char* kName = "clamp";
+  static ClampArgs meta(const at::Tensor& s, const std::optional<Bound>& lo, const std::optional<Bound>& hi) {
+    return clamp_args<Bound>(s, lo, hi);
+  }
+  static void impl(const at::Tensor& out, const ClampArgs& a, const at::Tensor&, const std::optional<Bound>&,
+                   const std::optional<Bound>&) {
+    clamp_run("clamp", a, out);
+  }
+};
+template <bool kMin, class Bound>
+struct ClampOne {
+  static constexpr const char* kName = "clamp";
+  static ClampArgs meta(const at::Tensor& s, const Bound& v) {
+    return kMin ? clamp_args<Bound>(s, v, std::nullopt) : clamp_args<Bound>(s, std::nullopt, v);
+  }
+  static void impl(const at::Tensor& out, const ClampArgs& a, const at::Tensor&, const Bound&) {
+    clamp_run("clamp", a, out);
+  }
+};
 
 // --- equal -----------------------------------------------------------------------
 
@@ -304,24 +278,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_compare<kGe>(m, "ge");
   m.impl("where.self", where_self);
   m.impl("where.self_out", where_self_out);
-  m.impl("clamp", clamp);
-  m.impl("clamp_", clamp_);
-  m.impl("clamp.out", clamp_out);
-  m.impl("clamp.Tensor", clamp_t);
-  m.impl("clamp_.Tensor", clamp_t_);
-  m.impl("clamp.Tensor_out", clamp_t_out);
-  m.impl("clamp_min", cm<true>);
-  m.impl("clamp_min_", cm_<true>);
-  m.impl("clamp_min.out", cm_out<true>);
-  m.impl("clamp_max", cm<false>);
-  m.impl("clamp_max_", cm_<false>);
-  m.impl("clamp_max.out", cm_out<false>);
-  m.impl("clamp_min.Tensor", cmt<true>);
-  m.impl("clamp_min_.Tensor", cmt_<true>);
-  m.impl("clamp_min.Tensor_out", cmt_out<true>);
-  m.impl("clamp_max.Tensor", cmt<false>);
-  m.impl("clamp_max_.Tensor", cmt_<false>);
-  m.impl("clamp_max.Tensor_out", cmt_out<false>);
+  register_variants<Clamp<c10::Scalar>>(m, "clamp");
+  register_variants<Clamp<at::Tensor>>(m, {"clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out"});
+  register_variants<ClampOne<true, c10::Scalar>>(m, "clamp_min");
+  register_variants<ClampOne<false, c10::Scalar>>(m, "clamp_max");
+  register_variants<ClampOne<true, at::Tensor>>(m, {"clamp_min.Tensor", "clamp_min_.Tensor", "clamp_min.Tensor_out"});
+  register_variants<ClampOne<false, at::Tensor>>(m, {"clamp_max.Tensor", "clamp_max_.Tensor", "clamp_max.Tensor_out"});
   m.impl("equal", equal);
   m.impl("isneginf", isinf_sign<true>);
   m.impl("isneginf.out", isinf_sign_out<true>);

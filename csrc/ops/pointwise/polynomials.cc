@@ -221,8 +221,8 @@ struct Polynomial {
                                 c10::toString(t), "'");
     return {broadcast_shape({x, n}), t, x.is_cpu() ? n.device() : x.device()};
   }
-  static void impl(const at::Tensor& out, const at::Tensor& x, const at::Tensor& n) {
-    pointwise(D.name, {x, n}, out, dtype(x, n), [](Builder& b, const Values& in) { return lower(b, D, in[0], in[1]); });
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& x, const at::Tensor& n) {
+    pointwise(D.name, {x, n}, out, m.dtype, [](Builder& b, const Values& in) { return lower(b, D, in[0], in[1]); });
   }
 };
 

@@ -483,7 +483,7 @@ struct SpecialUnary {
     check_dtype(D, self.scalar_type());
     return {self.sizes().vec(), float_result(self.scalar_type()), self.device()};
   }
-  static void impl(const at::Tensor& out, const at::Tensor& self) { run(D, self, out); }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self) { run(D, self, out); }
 };
 
 constexpr SDef d_i0e{"special_i0e", "i0e", true, plain<f_i0e>};
@@ -571,8 +571,8 @@ struct SpecialBinary {
   static OutMeta meta(const at::Tensor& self, const at::Tensor& other) {
     return {broadcast_shape({self, other}), b_check(D, self, other), self.is_cpu() ? other.device() : self.device()};
   }
-  static void impl(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
-    b_run<D>(self, other, float_result(at::result_type(self, other)), out);
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, const at::Tensor& other) {
+    b_run<D>(self, other, m.dtype, out);
   }
 };
 

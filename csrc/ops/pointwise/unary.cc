@@ -188,7 +188,7 @@ struct Unary {
     check_dtype(D, self.scalar_type());
     return {self.sizes().vec(), result_of(D, self.scalar_type()), self.device()};
   }
-  static void impl(const at::Tensor& out, const at::Tensor& self) { run_unary(D, self, out); }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self) { run_unary(D, self, out); }
 };
 
 // --- round(decimals) ----------------------------------------------------------
