@@ -87,7 +87,7 @@ void check_float(const at::Tensor& t, const char* kernel);
 inline constexpr ElemType kS64 = ElemType::kS64;
 // A tensor's sizes as IR dims.
 inline Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
-inline ElemType opmath_elem(c10::ScalarType t) { return to_elem(opmath(t)); }
+inline ElemType opmath_elem(c10::ScalarType t) { return ir::compute_type(to_elem(t)); }
 // dot_general/convolution precision for operands of dtype `t`, following
 // torch.set_float32_matmul_precision (highest/high/medium -> HIGHEST/HIGH/DEFAULT).
 const char* precision_for(c10::ScalarType t);

@@ -273,13 +273,6 @@ std::pair<ElemType, int64_t> OpCall::written_elem(size_t si) const {
   return {u.slot->elem, u.slot->numel};
 }
 
-std::vector<StorageSlot*> OpCall::param_slots() const {
-  std::vector<StorageSlot*> out;
-  for (const SlotUse& u : slots_)
-    if (needs_param(u)) out.push_back(u.slot);
-  return out;
-}
-
 std::vector<Value> OpCall::assemble(ir::Builder& b, std::vector<Value>& storage, const std::vector<Value>& scalars,
                                     const Lowering& lower) const {
   // An unwritten storage reads as zeros (torch.empty is uninitialised).

@@ -68,17 +68,14 @@ class OpCall {
   std::string_view name() const { return name_; }
   const CacheKey& key() const { return key_done_; }
   int device() const { return device_; }
-  // Storage slots the program reads as parameters, in parameter order (the
-  // runtime scalars follow them).
-  std::vector<StorageSlot*> param_slots() const;
   // Appends the call to `b`: `storage[i]` is slot i's current flat value
   // (invalid: a parameter is not needed, and a never-written storage reads
   // as zeros), `scalars` the runtime scalars in order. Returns, for each
   // written slot in slot order, its new flat value.
   std::vector<ir::Value> assemble(ir::Builder& b, std::vector<ir::Value>& storage,
                                   const std::vector<ir::Value>& scalars, const Lowering& lower) const;
-  // The call as a program of its own: parameters for param_slots() and the
-  // scalars, outputs for the written slots.
+  // The call as a program of its own: parameters for the storages it reads and
+  // the scalars, outputs for the written slots.
   void build_program(ir::Graph& g, const Lowering& lower) const;
   // The call's own executable: memory cache, then the persistent tiers, then
   // a compile.

@@ -5,25 +5,7 @@ import pytest
 import torch
 
 from tests.helpers import TPU, both_raise, check, to_tpu, tols
-from tests.helpers import check as _check
-
-
-def check_equal_nan(fn, *args, grad=False, **kw):
-    """helpers.check, but NaN == NaN (these functions return NaN by design
-    outside their domain)."""
-    if grad:
-        return _check(fn, *args, grad=True, **kw)
-    expected = fn(*args)
-    actual = fn(*[to_tpu(a) for a in args])
-    dts = [a.dtype for a in args if isinstance(a, torch.Tensor)]
-    tol = tols(dts[0]) if dts else {}
-    if isinstance(expected, tuple):
-        for a, e in zip(actual, expected):
-            torch.testing.assert_close(a.cpu(), e, equal_nan=True, **tol)
-    else:
-        torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, **tol)
-    return actual
-
+from tests.ops.pointwise._common import check_equal_nan
 
 NAN, INF = float("nan"), float("inf")
 
