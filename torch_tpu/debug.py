@@ -11,7 +11,9 @@ def metrics() -> dict:
     executions, h2d_transfers, h2d_bytes, d2h_transfers, d2h_bytes,
     sync_points (kernels that read device values on the host), key_checks
     (cache hits re-verified under TORCH_TPU_CHECK_KEYS=1), fallbacks (dict
-    op -> count), cached_executables.
+    op -> count), cached_executables; fused eager: flushes (graphs run),
+    fused_ops (ops they held), fused_cache_hits, fused_max_ops (the largest
+    graph), flush_reasons (dict reason -> count).
     """
     return _C._metrics()
 
@@ -38,6 +40,12 @@ def metrics_report() -> str:
         rows.append(("cache keys verified", m["key_checks"]))
     width = max(len(k) for k, _ in rows)
     lines += [f"{k:<{width}}  {v}" for k, v in rows]
+    if m["flushes"]:
+        lines.append(f"{'fused eager flushes':<{width}}  {m['flushes']} "
+                     f"({m['fused_ops']} ops, {m['fused_ops'] / m['flushes']:.1f} per flush, "
+                     f"largest {m['fused_max_ops']}; {m['fused_cache_hits']} cache hits)")
+        for why, n in sorted(m["flush_reasons"].items(), key=lambda kv: -kv[1]):
+            lines.append(f"  {why}: {n}")
     fb = m["fallbacks"]
     lines.append(f"{'cpu fallbacks':<{width}}  {sum(fb.values())}")
     for op, n in sorted(fb.items(), key=lambda kv: -kv[1]):

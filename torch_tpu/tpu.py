@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from torch_tpu import _C
+from torch_tpu._eager import EagerMode, get_eager_mode, mark_step, set_eager_mode
 
 __all__ = [
     "is_available", "device_count", "current_device", "set_device", "device", "synchronize",
@@ -15,6 +16,7 @@ __all__ = [
     "initial_seed", "get_rng_state", "set_rng_state", "get_rng_state_all", "set_rng_state_all",
     "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "is_initialized", "init",
     "get_amp_supported_dtype", "is_bf16_supported", "default_generators",  # noqa: F822 (module __getattr__)
+    "EagerMode", "eager_mode", "set_eager_mode", "get_eager_mode", "mark_step",  # noqa: F822
 ]
 
 _current = 0
@@ -90,7 +92,7 @@ class device:
 
 
 def synchronize(device: Any = None) -> None:
-    """Waits for all enqueued tpu work to finish (raises its errors)."""
+    """Runs any pending fused-eager graph and waits for all enqueued tpu work (raises its errors)."""
     _C._synchronize()
 
 
@@ -139,6 +141,8 @@ def _generators() -> tuple:
 def __getattr__(name: str):
     if name == "default_generators":
         return _generators()
+    if name == "eager_mode":
+        return get_eager_mode()
     raise AttributeError(f"module 'torch.tpu' has no attribute '{name}'")
 
 
@@ -220,3 +224,22 @@ def _get_cache_stats() -> dict:
     st["num_cache_hits"] = mem["hits"] + sum(st[t]["hits"] for t in ("disk", "shared") if t in st)
     st["num_cache_misses"] = st["compiles"]
     return st
+
+
+# ``torch.tpu.eager_mode = EagerMode.DEFER_AND_FUSE`` must switch the mode,
+# so the module's class gets a setter for that one attribute.
+class _DeviceModule(type(_C)):
+    @property
+    def eager_mode(self) -> EagerMode:
+        return get_eager_mode()
+
+    @eager_mode.setter
+    def eager_mode(self, mode) -> None:
+        from torch_tpu import _eager
+
+        _eager._set(mode)
+
+
+import sys as _sys  # noqa: E402
+
+_sys.modules[__name__].__class__ = _DeviceModule

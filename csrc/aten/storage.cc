@@ -8,8 +8,13 @@
 namespace torch_tpu {
 namespace {
 
+std::atomic<SlotFreeHook> g_free_hook{nullptr};
+std::atomic<SlotMaterializeHook> g_materialize_hook{nullptr};
+
 void delete_slot(void* p) {
   auto* s = static_cast<StorageSlot*>(p);
+  // Installed only while a deferred driver runs; it may name this slot.
+  if (auto h = g_free_hook.load(std::memory_order_acquire)) h(s);
   memory_stats().allocated -= static_cast<int64_t>(s->nbytes);
   delete s;
 }
@@ -35,6 +40,8 @@ class TpuAllocator final : public c10::Allocator {
     auto* d = static_cast<StorageSlot*>(dest);
     auto* s = static_cast<const StorageSlot*>(src);
     TORCH_CHECK(count == s->nbytes && count == d->nbytes, "tpu: partial raw storage copies are not supported");
+    materialize_slot(const_cast<StorageSlot*>(s));
+    materialize_slot(d);
     d->buffer = s->buffer;  // buffers are immutable: sharing is a copy
     d->elem = s->elem;
     d->numel = s->numel;
@@ -52,6 +59,13 @@ void set_current_device_index(c10::DeviceIndex i) { g_current = i; }
 MemoryStats& memory_stats() {
   static MemoryStats s;
   return s;
+}
+
+void set_slot_free_hook(SlotFreeHook h) { g_free_hook.store(h, std::memory_order_release); }
+void set_slot_materialize_hook(SlotMaterializeHook h) { g_materialize_hook.store(h, std::memory_order_release); }
+void materialize_slot(StorageSlot* s) {
+  if (!s->pending) return;
+  if (auto h = g_materialize_hook.load(std::memory_order_acquire)) h(s);
 }
 
 StorageSlot* slot_of(const c10::Storage& s) { return static_cast<StorageSlot*>(s.data_ptr().get_context()); }

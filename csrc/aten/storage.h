@@ -22,7 +22,21 @@ struct StorageSlot {
   runtime::BufferPtr buffer;              // null until first write
   ir::ElemType elem = ir::ElemType::kU8;  // element type of `buffer`
   int64_t numel = 0;                      // elements in `buffer`
+  // A deferred driver (fused eager) has recorded a write that is not yet
+  // run: `elem`/`numel` already describe the pending value, `buffer` is the
+  // old one (or null). Only the driver's flush clears it.
+  bool pending = false;
 };
+
+// Called just before any slot is freed while set (by the fused-eager driver,
+// which must forget slots its pending graph names).
+using SlotFreeHook = void (*)(StorageSlot*);
+void set_slot_free_hook(SlotFreeHook h);
+// The recorder's hook to run before code here touches a pending slot's buffer.
+using SlotMaterializeHook = void (*)(StorageSlot*);
+void set_slot_materialize_hook(SlotMaterializeHook h);
+// Makes `s->buffer` current (a no-op unless `s->pending`).
+void materialize_slot(StorageSlot* s);
 
 StorageSlot* slot_of(const c10::Storage& s);
 

@@ -22,9 +22,15 @@ struct Metrics {
   std::atomic<int64_t> d2h_bytes{0};
   std::atomic<int64_t> sync_points{0};  // kernels that read device values on the host
   std::atomic<int64_t> key_checks{0};   // cache hits rebuilt under TORCH_TPU_CHECK_KEYS
+  // Fused eager: graphs run, ops they held, and those served from the cache.
+  std::atomic<int64_t> flushes{0};
+  std::atomic<int64_t> fused_ops{0};
+  std::atomic<int64_t> fused_cache_hits{0};
+  std::atomic<int64_t> fused_max_ops{0};
 
   std::mutex mu;
-  std::map<std::string, int64_t> fallbacks;  // by op name
+  std::map<std::string, int64_t> fallbacks;      // by op name
+  std::map<std::string, int64_t> flush_reasons;  // why fused eager ran its graph
 
   void reset();
 };

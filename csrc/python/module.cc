@@ -45,6 +45,21 @@ PYBIND11_MODULE(_C, m) {
     py::gil_scoped_release nogil;
     record::synchronize();
   });
+  // Eager modes (torch.tpu.EagerMode): 0 DEFER_NEVER, 1 DEFER_NEVER_AND_LAUNCH_BLOCKING, 2 DEFER_AND_FUSE.
+  m.def("_set_eager_mode", [](int mode) {
+    TORCH_CHECK(mode >= 0 && mode <= 2, "unknown eager mode ", mode);
+    py::gil_scoped_release nogil;
+    record::set_current_driver(mode == 2 ? &record::fused_driver() : nullptr);
+    record::set_launch_blocking(mode == 1);
+  });
+  m.def("_eager_mode", []() {
+    if (&record::current_driver() == &record::fused_driver()) return 2;
+    return record::launch_blocking() ? 1 : 0;
+  });
+  m.def("_mark_step", []() {
+    py::gil_scoped_release nogil;
+    record::current_driver().sync_point(record::SyncReason::kMarkStep, "");
+  });
   m.def("_memory_allocated", []() { return memory_stats().allocated.load(); });
   m.def("_max_memory_allocated", []() { return memory_stats().peak.load(); });
   m.def("_reset_peak_memory_stats", []() { memory_stats().peak = memory_stats().allocated.load(); });
@@ -91,6 +106,16 @@ PYBIND11_MODULE(_C, m) {
       for (auto& [k, v] : mt.fallbacks) fb[py::str(k)] = v;
     }
     d["fallbacks"] = fb;
+    d["flushes"] = mt.flushes.load();
+    d["fused_ops"] = mt.fused_ops.load();
+    d["fused_cache_hits"] = mt.fused_cache_hits.load();
+    d["fused_max_ops"] = mt.fused_max_ops.load();
+    py::dict fr;
+    {
+      std::lock_guard<std::mutex> lock(mt.mu);
+      for (auto& [k, v] : mt.flush_reasons) fr[py::str(k)] = v;
+    }
+    d["flush_reasons"] = fr;
     d["cached_executables"] = ExecutableCache::get().size();
     return d;
   });

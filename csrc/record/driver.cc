@@ -6,7 +6,25 @@
 
 namespace torch_tpu::record {
 
-const char* to_string(SyncReason r) { return r == SyncReason::kHostRead ? "host read" : "data-dependent shape"; }
+const char* to_string(SyncReason r) {
+  switch (r) {
+    case SyncReason::kHostRead:
+      return "host read";
+    case SyncReason::kDataDependentShape:
+      return "data-dependent shape";
+    case SyncReason::kSynchronize:
+      return "synchronize";
+    case SyncReason::kMarkStep:
+      return "mark_step";
+    case SyncReason::kSizeLimit:
+      return "size limit";
+    case SyncReason::kModeChange:
+      return "mode change";
+    case SyncReason::kSlotAccess:
+      return "storage access";
+  }
+  return "?";
+}
 
 namespace {
 std::atomic<Driver*> g_driver{nullptr};
@@ -22,7 +40,15 @@ Driver& current_driver() {
   return d ? *d : strict_driver();
 }
 
-Driver* set_current_driver(Driver* d) { return g_driver.exchange(d); }
+Driver* set_current_driver(Driver* d) {
+  Driver& old = current_driver();
+  Driver& next = d ? *d : strict_driver();
+  if (&old == &next) return g_driver.load();
+  // The old driver runs what it holds before the new one sees any call.
+  old.deactivate();
+  next.activate();
+  return g_driver.exchange(d);
+}
 
 void sync_point(SyncReason why, std::string_view op) {
   bump(metrics().sync_points);

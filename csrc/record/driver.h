@@ -15,6 +15,12 @@ namespace torch_tpu::record {
 enum class SyncReason {
   kHostRead,            // reads a value (equal, is_nonzero, an error check on device results)
   kDataDependentShape,  // its output shape depends on the data (nonzero, unique, masked_select, ...)
+  // Not kernels: reasons a deferred driver runs what it holds.
+  kSynchronize,  // torch.tpu.synchronize()
+  kMarkStep,     // an explicit flush (torch_tpu.mark_step, an optimizer step)
+  kSizeLimit,    // the pending graph reached its op limit
+  kModeChange,   // the eager mode changed
+  kSlotAccess,   // code outside the recorder needs a storage's buffer (resize, raw copy, host write)
 };
 const char* to_string(SyncReason r);
 
@@ -27,6 +33,9 @@ class Driver {
   // A kernel is about to read device values on the host: a deferred driver
   // must materialise what it holds first. Strict eager has nothing pending.
   virtual void sync_point(SyncReason why, std::string_view op) = 0;
+  // Installed as the current driver / replaced by another one.
+  virtual void activate() {}
+  virtual void deactivate() {}
 };
 
 // The driver calls go to; the strict-eager driver unless one is installed.
@@ -34,6 +43,7 @@ Driver& current_driver();
 // Installs `d` (nullptr restores strict eager); returns the previous one.
 Driver* set_current_driver(Driver* d);
 Driver& strict_driver();
+Driver& fused_driver();
 
 // Called before a kernel reads device values on the host.
 void sync_point(SyncReason why, std::string_view op);

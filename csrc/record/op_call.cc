@@ -4,6 +4,7 @@
 #include <c10/util/Exception.h>
 
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <tuple>
@@ -102,6 +103,9 @@ runtime::BufferPtr device_scalar(const ScalarBits& bits, ElemType t, int device)
   return buf;
 }
 
+// Whether a slot holds a value (run, or pending in a deferred graph).
+bool has_value(const StorageSlot* s) { return s->buffer || s->pending; }
+
 // Buffers produced since the last synchronize(), for torch.tpu.synchronize.
 std::mutex g_pending_mu;
 std::vector<std::weak_ptr<runtime::Buffer>> g_pending;
@@ -119,12 +123,18 @@ void track(const runtime::BufferPtr& b) {
 
 }  // namespace
 
-bool launch_blocking() {
-  static bool v = env_flag("TORCH_TPU_LAUNCH_BLOCKING") || env_flag("TPU_LAUNCH_BLOCKING");
+namespace {
+std::atomic<bool>& blocking_flag() {
+  static std::atomic<bool> v{env_flag("TORCH_TPU_LAUNCH_BLOCKING") || env_flag("TPU_LAUNCH_BLOCKING")};
   return v;
 }
+}  // namespace
+
+bool launch_blocking() { return blocking_flag().load(std::memory_order_relaxed); }
+void set_launch_blocking(bool on) { blocking_flag().store(on); }
 
 void synchronize() {
+  current_driver().sync_point(SyncReason::kSynchronize, "torch.tpu.synchronize");
   std::vector<std::weak_ptr<runtime::Buffer>> pending;
   {
     std::lock_guard<std::mutex> lock(g_pending_mu);
@@ -251,20 +261,23 @@ void OpCall::run(const Lowering& lower) {
     const SlotUse& u = slots_[i];
     const StorageSlot* s = u.slot;
     any_write |= u.written;
-    key_.add((u.read ? 1 : 0) | (u.written ? 2 : 0) | (u.full_write ? 4 : 0) | (s->buffer ? 8 : 0) |
+    bool has = has_value(s);
+    key_.add((u.read ? 1 : 0) | (u.written ? 2 : 0) | (u.full_write ? 4 : 0) | (has ? 8 : 0) |
              (static_cast<uint64_t>(s->elem) << 8));
-    key_.add(static_cast<uint64_t>(s->buffer ? s->numel : static_cast<int64_t>(s->nbytes)));
+    key_.add(static_cast<uint64_t>(has ? s->numel : static_cast<int64_t>(s->nbytes)));
   }
   if (!any_write) return;  // every output is empty
   key_done_ = key_.finish();
   current_driver().dispatch(*this, lower);
 }
 
-bool OpCall::needs_param(const SlotUse& u) const { return u.slot->buffer && (u.read || (u.written && !u.full_write)); }
+bool OpCall::needs_param(const SlotUse& u) const {
+  return has_value(u.slot) && (u.read || (u.written && !u.full_write));
+}
 
 std::pair<ElemType, int64_t> OpCall::written_elem(size_t si) const {
   const SlotUse& u = slots_[si];
-  if (u.full_write || !u.slot->buffer) {
+  if (u.full_write || !has_value(u.slot)) {
     ElemType e = ElemType::kU8;
     for (auto& [s, v] : outs_)
       if (s == static_cast<int>(si) && v.numel() > 0) e = v.elem;
@@ -372,15 +385,10 @@ ProgramPtr OpCall::lookup_or_compile(const Lowering& lower) const {
 void OpCall::execute_and_swap(const CompiledProgram& prog) const {
   // Arguments: storage buffers, then scalars.
   std::vector<PJRT_Buffer*> argv;
-  std::vector<runtime::BufferPtr> keep;
   for (const SlotUse& u : slots_)
     if (needs_param(u)) argv.push_back(u.slot->buffer->get());
-  for (const Arg& a : args_) {
-    if (a.kind == Arg::kView) continue;
-    c10::Scalar v = a.kind == Arg::kScalar ? a.value : a.cpu.item();
-    keep.push_back(device_scalar(scalar_bits(v, a.elem), a.elem, device_));
-    argv.push_back(keep.back()->get());
-  }
+  std::vector<runtime::BufferPtr> keep = scalar_buffers();
+  for (auto& b : keep) argv.push_back(b->get());
   auto outs = prog.exe->execute(argv, pjrt_device(device_));
   bump(metrics().executions);
   size_t oi = 0;
@@ -391,11 +399,32 @@ void OpCall::execute_and_swap(const CompiledProgram& prog) const {
     s->buffer = outs[oi++];
     s->elem = e;
     s->numel = n;
-    if (launch_blocking())
-      s->buffer->ready_event().await(std::string(name_).c_str());
-    else
-      track(s->buffer);
+    track_result(s->buffer, name_);
   }
+}
+
+std::vector<runtime::BufferPtr> OpCall::scalar_buffers() const {
+  std::vector<runtime::BufferPtr> bufs;
+  for (const Arg& a : args_) {
+    if (a.kind == Arg::kView) continue;
+    c10::Scalar v = a.kind == Arg::kScalar ? a.value : a.cpu.item();
+    bufs.push_back(device_scalar(scalar_bits(v, a.elem), a.elem, device_));
+  }
+  return bufs;
+}
+
+std::vector<ElemType> OpCall::scalar_elems() const {
+  std::vector<ElemType> elems;
+  for (const Arg& a : args_)
+    if (a.kind != Arg::kView) elems.push_back(a.elem);
+  return elems;
+}
+
+void OpCall::track_result(const runtime::BufferPtr& b, std::string_view what) {
+  if (launch_blocking())
+    b->ready_event().await(std::string(what).c_str());
+  else
+    track(b);
 }
 
 void copy_to_host(const at::Tensor& src, void* dst, size_t nbytes) {
@@ -413,6 +442,7 @@ void copy_to_host(const at::Tensor& src, void* dst, size_t nbytes) {
     call.input(src);
     call.output(tmp);
     call.run([](ir::Builder&, const std::vector<Value>& in) { return std::vector<Value>{in[0]}; });
+    current_driver().sync_point(SyncReason::kHostRead, "copy_to_host");  // a deferred driver recorded it
     StorageSlot* t = slot_of(tmp.storage());
     t->buffer->to_host(dst, nbytes);
   }
@@ -430,6 +460,8 @@ void copy_from_host(const at::Tensor& dst, const void* src, size_t nbytes) {
   bump(metrics().h2d_count);
   bump(metrics().h2d_bytes, static_cast<int64_t>(nbytes));
   if (v.covers(storage_elems) && static_cast<int64_t>(s->nbytes) == storage_elems * ir::byte_size(e)) {
+    // A pending write recorded earlier must not land after this one.
+    materialize_slot(s);
     s->buffer = client().buffer_from_host(src, to_pjrt(e), {v.numel()}, dev);
     s->elem = e;
     s->numel = v.numel();

@@ -84,6 +84,21 @@ class OpCall {
   // written storages (asynchronously unless TORCH_TPU_LAUNCH_BLOCKING).
   void execute_and_swap(const CompiledProgram& prog) const;
 
+  // --- for deferred drivers: the storages the call touches, in slot order ---
+  size_t num_slots() const { return slots_.size(); }
+  StorageSlot* slot(size_t i) const { return slots_[i].slot; }
+  // Whether the call needs slot i's value from before it (read, or written in part).
+  bool needs_value(size_t i) const { return needs_param(slots_[i]); }
+  bool writes(size_t i) const { return slots_[i].written; }
+  // The element type and count slot i holds once the call has run.
+  std::pair<ir::ElemType, int64_t> result_elem(size_t i) const { return written_elem(i); }
+  // The runtime scalars' device buffers, in argument order.
+  std::vector<runtime::BufferPtr> scalar_buffers() const;
+  std::vector<ir::ElemType> scalar_elems() const;
+  // Waits for a produced buffer under TORCH_TPU_LAUNCH_BLOCKING, else
+  // remembers it for synchronize().
+  static void track_result(const runtime::BufferPtr& b, std::string_view what);
+
  private:
   struct Arg {
     enum Kind { kView, kScalarTensor, kScalar } kind;
@@ -121,6 +136,8 @@ void copy_to_host(const at::Tensor& src, void* dst, size_t nbytes);
 void copy_from_host(const at::Tensor& dst, const void* src, size_t nbytes);
 // Whether TORCH_TPU_LAUNCH_BLOCKING is set.
 bool launch_blocking();
+// EagerMode.DEFER_NEVER_AND_LAUNCH_BLOCKING switches it at run time.
+void set_launch_blocking(bool on);
 // Waits for all work enqueued so far.
 void synchronize();
 

@@ -1,0 +1,96 @@
+"""Eager execution modes, named as TorchTPU names them.
+
+``torch.tpu.eager_mode`` selects one, globally:
+
+* ``DEFER_NEVER`` (default): strict eager. Every op runs as its own cached
+  program, asynchronously.
+* ``DEFER_NEVER_AND_LAUNCH_BLOCKING``: the same, but every op waits for its
+  result, so errors surface on the line that caused them
+  (``TORCH_TPU_LAUNCH_BLOCKING=1``).
+* ``DEFER_AND_FUSE``: fused eager. Ops are recorded into a pending graph and
+  run as one program when a value is needed (``TORCH_TPU_DEFER_AND_FUSE=1``).
+  See docs/execution_modes.md.
+"""
+from __future__ import annotations
+
+import enum
+import os
+
+from torch_tpu import _C
+
+
+class EagerMode(enum.IntEnum):
+    DEFER_NEVER = 0
+    DEFER_NEVER_AND_LAUNCH_BLOCKING = 1
+    DEFER_AND_FUSE = 2
+
+    def __str__(self) -> str:
+        return f"EagerMode.{self.name}"
+
+
+def get_eager_mode() -> EagerMode:
+    return EagerMode(_C._eager_mode())
+
+
+def _set(mode) -> None:
+    if isinstance(mode, str):
+        try:
+            mode = EagerMode[mode]
+        except KeyError:
+            raise ValueError(f"unknown eager mode {mode!r}; expected one of {[m.name for m in EagerMode]}") from None
+    if not isinstance(mode, (EagerMode, int)) or int(mode) not in {int(m) for m in EagerMode}:
+        raise ValueError(f"unknown eager mode {mode!r}; expected a torch.tpu.EagerMode")
+    _C._set_eager_mode(int(mode))
+
+
+class set_eager_mode:
+    """Sets the eager mode; as a context manager, restores the previous one on exit.
+
+    ``with torch.tpu.set_eager_mode(torch.tpu.EagerMode.DEFER_AND_FUSE): ...``
+    """
+
+    def __init__(self, mode) -> None:
+        self.prev = get_eager_mode()
+        _set(mode)
+
+    def __enter__(self) -> "set_eager_mode":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        _set(self.prev)
+        return False
+
+
+def mark_step() -> None:
+    """Runs the pending fused-eager graph now (a no-op in strict eager).
+
+    torch_xla's name for the step boundary, kept as a compatibility alias.
+    """
+    _C._mark_step()
+
+
+def _optimizer_step_done(optimizer, args, kwargs) -> None:
+    # A training step ends at optimizer.step(): flushing there gives every
+    # step the same graph (one cache hit per step) instead of graphs cut
+    # wherever the size limit falls.
+    if _C._eager_mode() == EagerMode.DEFER_AND_FUSE:
+        _C._mark_step()
+
+
+_hooked = False
+
+
+def _install() -> None:
+    global _hooked
+    if not _hooked:
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        register_optimizer_step_post_hook(_optimizer_step_done)
+        _hooked = True
+    def on(name: str) -> bool:
+        return os.environ.get(name, "0") not in ("", "0")
+
+    # Launch blocking is a debugging switch: it wins when both are set.
+    blocking = on("TORCH_TPU_LAUNCH_BLOCKING") or on("TPU_LAUNCH_BLOCKING")
+    if on("TORCH_TPU_DEFER_AND_FUSE") and not blocking:
+        _set(EagerMode.DEFER_AND_FUSE)
