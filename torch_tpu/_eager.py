@@ -16,6 +16,8 @@ from __future__ import annotations
 import enum
 import os
 
+import torch
+
 from torch_tpu import _C
 
 
@@ -73,6 +75,8 @@ def _optimizer_step_done(optimizer, args, kwargs) -> None:
     # A training step ends at optimizer.step(): flushing there gives every
     # step the same graph (one cache hit per step) instead of graphs cut
     # wherever the size limit falls.
+    if torch.compiler.is_compiling():  # a compiled step flushes by itself
+        return
     if _C._eager_mode() == EagerMode.DEFER_AND_FUSE:
         _C._mark_step()
 

@@ -56,10 +56,13 @@ PYBIND11_MODULE(_C, m) {
     if (&record::current_driver() == &record::fused_driver()) return 2;
     return record::launch_blocking() ? 1 : 0;
   });
-  m.def("_mark_step", []() {
-    py::gil_scoped_release nogil;
-    record::current_driver().sync_point(record::SyncReason::kMarkStep, "");
-  });
+  m.def(
+      "_mark_step",
+      [](const std::string& why) {
+        py::gil_scoped_release nogil;
+        record::current_driver().sync_point(record::SyncReason::kMarkStep, why);
+      },
+      py::arg("why") = "");
   m.def("_memory_allocated", []() { return memory_stats().allocated.load(); });
   m.def("_max_memory_allocated", []() { return memory_stats().peak.load(); });
   m.def("_reset_peak_memory_stats", []() { memory_stats().peak = memory_stats().allocated.load(); });
