@@ -5,6 +5,7 @@ asserts that no op fell back."""
 from __future__ import annotations
 
 import copy
+import os
 
 import torch
 
@@ -28,10 +29,16 @@ def train(model, make_opt, loss_fn, batches, device):
     if hasattr(model, "tie_weights"):
         model.tie_weights()
     opt = make_opt(model.parameters())
+    run = model
+    # TORCH_TPU_TEST_COMPILE=1 (make test-modes) trains the tpu model through
+    # torch.compile(backend="tpu"); TORCH_TPU_DEFER_AND_FUSE=1 runs fused eager.
+    if device.type == "tpu" and os.environ.get("TORCH_TPU_TEST_COMPILE", "0") != "0":
+        torch._dynamo.reset()
+        run = torch.compile(model, backend="tpu")
     losses, first_grads = [], None
     for i, batch in enumerate(batches):
         opt.zero_grad()
-        loss = loss_fn(model, *to(batch, device))
+        loss = loss_fn(run, *to(batch, device))
         loss.backward()
         if i == 0:
             first_grads = {n: p.grad.detach().cpu().clone() for n, p in model.named_parameters()
