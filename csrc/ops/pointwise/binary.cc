@@ -271,32 +271,22 @@ Value f_logaddexp(Builder& b, const Values& in) {
 constexpr PointwiseDef d_logaddexp{"logaddexp", Result::kSame, Accepts::kFloats, lowerN<f_logaddexp<false>>};
 constexpr PointwiseDef d_logaddexp2{"logaddexp2", Result::kSame, Accepts::kFloats, lowerN<f_logaddexp<true>>};
 
-void heaviside_run(const at::Tensor& a, const at::Tensor& v, const at::Tensor& out) {
-  TORCH_CHECK(a.scalar_type() == v.scalar_type(), "heaviside is not yet implemented for tensors with different dtypes");
-  TORCH_CHECK(!c10::isComplexType(a.scalar_type()), "heaviside is not yet implemented for complex tensors.");
-  pointwise("heaviside", {a, v}, out, a.scalar_type(), [](Builder& b, const Values& x) {
-    Value z = zero(b, b.elem(x[0]), b.dims(x[0]));
-    Value pos = b.convert(b.compare(x[0], z, Direction::kGt), b.elem(x[0]));
-    return b.select(b.compare(x[0], z, Direction::kEq), x[1], pos);
-  });
-}
-at::Tensor heaviside(const at::Tensor& a, const at::Tensor& v) {
-  TORCH_CHECK(a.scalar_type() == v.scalar_type(), "heaviside is not yet implemented for tensors with different dtypes");
-  at::Tensor out = empty_tpu(broadcast_shape({a, v}), a.scalar_type(), a.device());
-  heaviside_run(a, v, out);
-  return out;
-}
-at::Tensor& heaviside_out(const at::Tensor& a, const at::Tensor& v, at::Tensor& out) {
-  TORCH_CHECK(a.scalar_type() == v.scalar_type(), "heaviside is not yet implemented for tensors with different dtypes");
-  prepare_out(out, broadcast_shape({a, v}), a.scalar_type(), "heaviside");
-  heaviside_run(a, v, out);
-  return out;
-}
-at::Tensor& heaviside_(at::Tensor& a, const at::Tensor& v) {
-  check_inplace(a, broadcast_shape({a, v}), a.scalar_type());
-  heaviside_run(a, v, a);
-  return a;
-}
+struct Heaviside {
+  static constexpr const char* kName = "heaviside";
+  static OutMeta meta(const at::Tensor& a, const at::Tensor& v) {
+    TORCH_CHECK(a.scalar_type() == v.scalar_type(),
+                "heaviside is not yet implemented for tensors with different dtypes");
+    TORCH_CHECK(!c10::isComplexType(a.scalar_type()), "heaviside is not yet implemented for complex tensors.");
+    return {broadcast_shape({a, v}), a.scalar_type(), a.device()};
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& a, const at::Tensor& v) {
+    pointwise(kName, {a, v}, out, m.dtype, [](Builder& b, const Values& x) {
+      Value z = zero(b, b.elem(x[0]), b.dims(x[0]));
+      Value pos = b.convert(b.compare(x[0], z, Direction::kGt), b.elem(x[0]));
+      return b.select(b.compare(x[0], z, Direction::kEq), x[1], pos);
+    });
+  }
+};
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<Binary<d_pow>>(m, {"pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out"});
@@ -326,9 +316,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<AddC<true>>(m, "addcdiv");
   register_variants<Binary<d_logaddexp>>(m, {"logaddexp", "", "logaddexp.out"});
   register_variants<Binary<d_logaddexp2>>(m, {"logaddexp2", "", "logaddexp2.out"});
-  m.impl("heaviside", heaviside);
-  m.impl("heaviside.out", heaviside_out);
-  m.impl("heaviside_", heaviside_);
+  register_variants<Heaviside>(m, "heaviside");
 }
 
 }  // namespace

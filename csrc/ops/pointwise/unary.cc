@@ -135,39 +135,34 @@ constexpr PointwiseDef d_bitwise_not{"bitwise_not", Result::kSame, Accepts::kInt
 
 // --- round(decimals) ----------------------------------------------------------
 
-void round_dec_run(const at::Tensor& self, int64_t decimals, const at::Tensor& out) {
-  ScalarType t = self.scalar_type();
-  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t), "\"round_vml_cpu\" not implemented for '", c10::toString(t), "'");
-  if (decimals == 0) {
-    run_pointwise(d_round, {self}, t, out);
-    return;
+// round(decimals): float types only.
+struct RoundDecimals {
+  static constexpr const char* kName = "round";
+  static OutMeta meta(const at::Tensor& self, int64_t) {
+    ScalarType t = self.scalar_type();
+    TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t), "\"round_vml_cpu\" not implemented for '", c10::toString(t),
+                                "'");
+    return {self.sizes().vec(), t, self.device()};
   }
-  // Like ATen: scale by 10^|d|, round half-to-even, scale back.
-  bool neg = decimals < 0;
-  double ten_pow = std::pow(10.0, static_cast<double>(neg ? -decimals : decimals));
-  pointwise(
-      "round_decimals", {self, c10::Scalar(ten_pow)}, out, opmath(t),
-      [neg](Builder& b, const Values& x) {
-        Value s = neg ? b.div(x[0], x[1]) : b.mul(x[0], x[1]);
-        Value r = b.round_even(s);
-        return neg ? b.mul(r, x[1]) : b.div(r, x[1]);
-      },
-      neg ? 1 : 2);
-}
-at::Tensor round_dec(const at::Tensor& self, int64_t decimals) {
-  at::Tensor out = empty_like_tpu(self);
-  round_dec_run(self, decimals, out);
-  return out;
-}
-at::Tensor& round_dec_(at::Tensor& self, int64_t decimals) {
-  round_dec_run(self, decimals, self);
-  return self;
-}
-at::Tensor& round_dec_out(const at::Tensor& self, int64_t decimals, at::Tensor& out) {
-  prepare_out(out, self.sizes(), self.scalar_type(), "round");
-  round_dec_run(self, decimals, out);
-  return out;
-}
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, int64_t decimals) {
+    ScalarType t = m.dtype;
+    if (decimals == 0) {
+      run_pointwise(d_round, {self}, t, out);
+      return;
+    }
+    // Like ATen: scale by 10^|d|, round half-to-even, scale back.
+    bool neg = decimals < 0;
+    double ten_pow = std::pow(10.0, static_cast<double>(neg ? -decimals : decimals));
+    pointwise(
+        "round_decimals", {self, c10::Scalar(ten_pow)}, out, opmath(t),
+        [neg](Builder& b, const Values& x) {
+          Value s = neg ? b.div(x[0], x[1]) : b.mul(x[0], x[1]);
+          Value r = b.round_even(s);
+          return neg ? b.mul(r, x[1]) : b.div(r, x[1]);
+        },
+        neg ? 1 : 2);
+  }
+};
 
 // --- logical_not, isnan.out is composite; nan_to_num ---------------------------
 
@@ -313,9 +308,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<Unary<d_bitwise_not>>(m, "bitwise_not");
   register_variants<Unary<d_relu>>(m, {"relu", "relu_", ""});
   register_variants<Unary<d_isnan>>(m, {"isnan", "", ""});
-  m.impl("round.decimals", round_dec);
-  m.impl("round_.decimals", round_dec_);
-  m.impl("round.decimals_out", round_dec_out);
+  register_variants<RoundDecimals>(m, {"round.decimals", "round_.decimals", "round.decimals_out"});
   m.impl("logical_not.out", logical_not_out);
   m.impl("nan_to_num", nan_to_num);
   m.impl("nan_to_num_", nan_to_num_);
