@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include <sstream>
+#include <string>
 
 #include "ops/common.h"
 
@@ -171,46 +172,45 @@ void pad_backward_into(PadMode mode, int64_t nsp, const at::Tensor& grad, const 
   });
 }
 
+// The four kernels of one reflection/replication pad op, named after it
+// (reflection_pad2d, .out, _backward, _backward.grad_input).
 template <PadMode M, int64_t N>
-at::Tensor pad_fn(const at::Tensor& self, c10::IntArrayRef padding) {
-  at::Tensor out = empty_tpu({0}, self.scalar_type(), self.device());
-  pad_into(M, N, self, padding, out);
-  return out;
-}
-
-template <PadMode M, int64_t N>
-at::Tensor& pad_out(const at::Tensor& self, c10::IntArrayRef padding, at::Tensor& out) {
-  pad_into(M, N, self, padding, out);
-  return out;
-}
-
-template <PadMode M, int64_t N>
-at::Tensor pad_bwd(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef padding) {
-  at::Tensor gi = empty_tpu({0}, grad.scalar_type(), grad.device());
-  pad_backward_into(M, N, grad, self, padding, gi);
-  return gi;
-}
-
-template <PadMode M, int64_t N>
-at::Tensor& pad_bwd_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef padding, at::Tensor& gi) {
-  pad_backward_into(M, N, grad, self, padding, gi);
-  return gi;
-}
+struct Pad {
+  static at::Tensor fwd(const at::Tensor& self, c10::IntArrayRef padding) {
+    at::Tensor out = empty_tpu({0}, self.scalar_type(), self.device());
+    pad_into(M, N, self, padding, out);
+    return out;
+  }
+  static at::Tensor& fwd_out(const at::Tensor& self, c10::IntArrayRef padding, at::Tensor& out) {
+    pad_into(M, N, self, padding, out);
+    return out;
+  }
+  static at::Tensor bwd(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef padding) {
+    at::Tensor gi = empty_tpu({0}, grad.scalar_type(), grad.device());
+    pad_backward_into(M, N, grad, self, padding, gi);
+    return gi;
+  }
+  static at::Tensor& bwd_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef padding, at::Tensor& gi) {
+    pad_backward_into(M, N, grad, self, padding, gi);
+    return gi;
+  }
+  static void reg(torch::Library& m) {
+    std::string name = mode_name(M) + std::to_string(N) + "d";
+    m.impl(name.c_str(), TORCH_FN(fwd));
+    m.impl((name + ".out").c_str(), TORCH_FN(fwd_out));
+    m.impl((name + "_backward").c_str(), TORCH_FN(bwd));
+    m.impl((name + "_backward.grad_input").c_str(), TORCH_FN(bwd_out));
+  }
+};
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("constant_pad_nd", constant_pad_nd);
-#define REG(NAME, MODE, N)                     \
-  m.impl(#NAME, pad_fn<MODE, N>);              \
-  m.impl(#NAME ".out", pad_out<MODE, N>);      \
-  m.impl(#NAME "_backward", pad_bwd<MODE, N>); \
-  m.impl(#NAME "_backward.grad_input", pad_bwd_out<MODE, N>);
-  REG(reflection_pad1d, PadMode::kReflect, 1)
-  REG(reflection_pad2d, PadMode::kReflect, 2)
-  REG(reflection_pad3d, PadMode::kReflect, 3)
-  REG(replication_pad1d, PadMode::kReplicate, 1)
-  REG(replication_pad2d, PadMode::kReplicate, 2)
-  REG(replication_pad3d, PadMode::kReplicate, 3)
-#undef REG
+  Pad<PadMode::kReflect, 1>::reg(m);
+  Pad<PadMode::kReflect, 2>::reg(m);
+  Pad<PadMode::kReflect, 3>::reg(m);
+  Pad<PadMode::kReplicate, 1>::reg(m);
+  Pad<PadMode::kReplicate, 2>::reg(m);
+  Pad<PadMode::kReplicate, 3>::reg(m);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <optional>
 #include <sstream>
+#include <string>
 
 #include "ops/common.h"
 
@@ -310,118 +311,81 @@ void upsample_backward_into(const char* name, Mode mode, const at::Tensor& grad,
 
 using OptD = std::optional<double>;
 
-at::Tensor fwd(const char* name, Mode mode, const at::Tensor& self, c10::IntArrayRef osize, bool ac, const Scales& s) {
-  at::Tensor out = empty_tpu({0}, self.scalar_type(), self.device());
-  upsample_into(name, mode, self, osize, ac, s, out);
-  return out;
+// align_corners and the scales from the tail of a schema's arguments:
+// nearest ops take one optional scale per dim, the others align_corners first.
+struct Tail {
+  bool ac;
+  Scales s;
+};
+template <class... S>
+Tail tail(bool ac, S... s) {
+  return {ac, {s...}};
+}
+template <class... S>
+Tail tail(OptD first, S... s) {
+  return {false, {first, s...}};
 }
 
-at::Tensor bwd(const char* name, Mode mode, const at::Tensor& grad, c10::IntArrayRef osize, c10::IntArrayRef isize,
-               bool ac, const Scales& s) {
-  at::Tensor gi = empty_tpu({0}, grad.scalar_type(), grad.device());
-  upsample_backward_into(name, mode, grad, osize, isize, ac, s, gi);
-  return gi;
-}
+struct UpsampleOp {
+  const char* name;  // the schema's, also in dtype errors
+  Mode mode;
+};
 
-// Nearest (legacy and exact), 1d/2d/3d.
-#define NEAREST_OPS(OP, MODE)                                                                                         \
-  at::Tensor OP##1d(const at::Tensor& x, c10::IntArrayRef os, OptD s) {                                               \
-    return fwd(#OP "1d", MODE, x, os, false, {s});                                                                    \
-  }                                                                                                                   \
-  at::Tensor& OP##1d_out(const at::Tensor& x, c10::IntArrayRef os, OptD s, at::Tensor& out) {                         \
-    upsample_into(#OP "1d", MODE, x, os, false, {s}, out);                                                            \
-    return out;                                                                                                       \
-  }                                                                                                                   \
-  at::Tensor OP##2d(const at::Tensor& x, c10::IntArrayRef os, OptD h, OptD w) {                                       \
-    return fwd(#OP "2d", MODE, x, os, false, {h, w});                                                                 \
-  }                                                                                                                   \
-  at::Tensor& OP##2d_out(const at::Tensor& x, c10::IntArrayRef os, OptD h, OptD w, at::Tensor& out) {                 \
-    upsample_into(#OP "2d", MODE, x, os, false, {h, w}, out);                                                         \
-    return out;                                                                                                       \
-  }                                                                                                                   \
-  at::Tensor OP##3d(const at::Tensor& x, c10::IntArrayRef os, OptD d, OptD h, OptD w) {                               \
-    return fwd(#OP "3d", MODE, x, os, false, {d, h, w});                                                              \
-  }                                                                                                                   \
-  at::Tensor& OP##3d_out(const at::Tensor& x, c10::IntArrayRef os, OptD d, OptD h, OptD w, at::Tensor& out) {         \
-    upsample_into(#OP "3d", MODE, x, os, false, {d, h, w}, out);                                                      \
-    return out;                                                                                                       \
-  }                                                                                                                   \
-  at::Tensor OP##1d_backward(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, OptD s) {                 \
-    return bwd(#OP "1d_backward", MODE, g, os, is, false, {s});                                                       \
-  }                                                                                                                   \
-  at::Tensor& OP##1d_backward_out(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, OptD s,              \
-                                  at::Tensor& gi) {                                                                   \
-    upsample_backward_into(#OP "1d_backward", MODE, g, os, is, false, {s}, gi);                                       \
-    return gi;                                                                                                        \
-  }                                                                                                                   \
-  at::Tensor OP##2d_backward(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, OptD h, OptD w) {         \
-    return bwd(#OP "2d_backward", MODE, g, os, is, false, {h, w});                                                    \
-  }                                                                                                                   \
-  at::Tensor& OP##2d_backward_out(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, OptD h, OptD w,      \
-                                  at::Tensor& gi) {                                                                   \
-    upsample_backward_into(#OP "2d_backward", MODE, g, os, is, false, {h, w}, gi);                                    \
-    return gi;                                                                                                        \
-  }                                                                                                                   \
-  at::Tensor OP##3d_backward(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, OptD d, OptD h, OptD w) { \
-    return bwd(#OP "3d_backward", MODE, g, os, is, false, {d, h, w});                                                 \
-  }                                                                                                                   \
-  at::Tensor& OP##3d_backward_out(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, OptD d, OptD h,      \
-                                  OptD w, at::Tensor& gi) {                                                           \
-    upsample_backward_into(#OP "3d_backward", MODE, g, os, is, false, {d, h, w}, gi);                                 \
-    return gi;                                                                                                        \
+// The four kernels of one upsample op (functional, .out, _backward,
+// _backward.grad_input); `A` is the schema's arguments after output_size
+// (and input_size), see Tail.
+template <const UpsampleOp& D, class... A>
+struct Upsample {
+  static at::Tensor& fwd_out(const at::Tensor& x, c10::IntArrayRef os, A... a, at::Tensor& out) {
+    Tail t = tail(a...);
+    upsample_into(D.name, D.mode, x, os, t.ac, t.s, out);
+    return out;
   }
-
-NEAREST_OPS(upsample_nearest, Mode::kNearest)
-NEAREST_OPS(_upsample_nearest_exact, Mode::kNearestExact)
-#undef NEAREST_OPS
-
-// Interpolating modes (with align_corners).
-#define INTERP_OP(NAME, MODE, PARAMS, ARGS, SCALES)                                                              \
-  at::Tensor NAME(const at::Tensor& x, c10::IntArrayRef os, bool ac PARAMS) {                                    \
-    return fwd(#NAME, MODE, x, os, ac, SCALES);                                                                  \
-  }                                                                                                              \
-  at::Tensor& NAME##_out(const at::Tensor& x, c10::IntArrayRef os, bool ac PARAMS, at::Tensor& out) {            \
-    upsample_into(#NAME, MODE, x, os, ac, SCALES, out);                                                          \
-    return out;                                                                                                  \
-  }                                                                                                              \
-  at::Tensor NAME##_backward(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, bool ac PARAMS) {    \
-    return bwd(#NAME "_backward", MODE, g, os, is, ac, SCALES);                                                  \
-  }                                                                                                              \
-  at::Tensor& NAME##_backward_out(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, bool ac PARAMS, \
-                                  at::Tensor& gi) {                                                              \
-    upsample_backward_into(#NAME "_backward", MODE, g, os, is, ac, SCALES, gi);                                  \
-    return gi;                                                                                                   \
+  static at::Tensor fwd(const at::Tensor& x, c10::IntArrayRef os, A... a) {
+    at::Tensor out = empty_tpu({0}, x.scalar_type(), x.device());
+    return fwd_out(x, os, a..., out);
   }
+  static at::Tensor& bwd_out(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, A... a, at::Tensor& gi) {
+    Tail t = tail(a...);
+    std::string name = std::string(D.name) + "_backward";
+    upsample_backward_into(name.c_str(), D.mode, g, os, is, t.ac, t.s, gi);
+    return gi;
+  }
+  static at::Tensor bwd(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, A... a) {
+    at::Tensor gi = empty_tpu({0}, g.scalar_type(), g.device());
+    return bwd_out(g, os, is, a..., gi);
+  }
+  static void reg(torch::Library& m) {
+    std::string name = D.name;
+    m.impl(name.c_str(), TORCH_FN(fwd));
+    m.impl((name + ".out").c_str(), TORCH_FN(fwd_out));
+    m.impl((name + "_backward").c_str(), TORCH_FN(bwd));
+    m.impl((name + "_backward.grad_input").c_str(), TORCH_FN(bwd_out));
+  }
+};
 
-#define P1 , OptD s
-#define P2 , OptD h, OptD w
-#define P3 , OptD d, OptD h, OptD w
-INTERP_OP(upsample_linear1d, Mode::kLinear, P1, , (Scales{s}))
-INTERP_OP(upsample_bilinear2d, Mode::kLinear, P2, , (Scales{h, w}))
-INTERP_OP(upsample_trilinear3d, Mode::kLinear, P3, , (Scales{d, h, w}))
-INTERP_OP(upsample_bicubic2d, Mode::kCubic, P2, , (Scales{h, w}))
-#undef P1
-#undef P2
-#undef P3
-#undef INTERP_OP
+constexpr UpsampleOp kNearest1d{"upsample_nearest1d", Mode::kNearest};
+constexpr UpsampleOp kNearest2d{"upsample_nearest2d", Mode::kNearest};
+constexpr UpsampleOp kNearest3d{"upsample_nearest3d", Mode::kNearest};
+constexpr UpsampleOp kExact1d{"_upsample_nearest_exact1d", Mode::kNearestExact};
+constexpr UpsampleOp kExact2d{"_upsample_nearest_exact2d", Mode::kNearestExact};
+constexpr UpsampleOp kExact3d{"_upsample_nearest_exact3d", Mode::kNearestExact};
+constexpr UpsampleOp kLinear1d{"upsample_linear1d", Mode::kLinear};
+constexpr UpsampleOp kBilinear2d{"upsample_bilinear2d", Mode::kLinear};
+constexpr UpsampleOp kTrilinear3d{"upsample_trilinear3d", Mode::kLinear};
+constexpr UpsampleOp kBicubic2d{"upsample_bicubic2d", Mode::kCubic};
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-#define REG(OP)                           \
-  m.impl(#OP, OP);                        \
-  m.impl(#OP ".out", OP##_out);           \
-  m.impl(#OP "_backward", OP##_backward); \
-  m.impl(#OP "_backward.grad_input", OP##_backward_out);
-  REG(upsample_nearest1d)
-  REG(upsample_nearest2d)
-  REG(upsample_nearest3d)
-  REG(_upsample_nearest_exact1d)
-  REG(_upsample_nearest_exact2d)
-  REG(_upsample_nearest_exact3d)
-  REG(upsample_linear1d)
-  REG(upsample_bilinear2d)
-  REG(upsample_trilinear3d)
-  REG(upsample_bicubic2d)
-#undef REG
+  Upsample<kNearest1d, OptD>::reg(m);
+  Upsample<kNearest2d, OptD, OptD>::reg(m);
+  Upsample<kNearest3d, OptD, OptD, OptD>::reg(m);
+  Upsample<kExact1d, OptD>::reg(m);
+  Upsample<kExact2d, OptD, OptD>::reg(m);
+  Upsample<kExact3d, OptD, OptD, OptD>::reg(m);
+  Upsample<kLinear1d, bool, OptD>::reg(m);
+  Upsample<kBilinear2d, bool, OptD, OptD>::reg(m);
+  Upsample<kTrilinear3d, bool, OptD, OptD, OptD>::reg(m);
+  Upsample<kBicubic2d, bool, OptD, OptD>::reg(m);
 }
 
 }  // namespace

@@ -54,102 +54,110 @@
 #include <ATen/ops/_foreach_zero_native.h>
 #include <torch/library.h>
 
+#include <string>
+
 namespace torch_tpu::ops {
 namespace {
 
 using namespace at::native;  // NOLINT: the foreach_tensor_*_slow kernels
 
-// op.Scalar / op.List / op.ScalarList (functional and in-place) mapped to
-// ATen kernel family `k`.
-#define TT_FOREACH_BINARY(op, k)                                                      \
-  m.impl("_foreach_" #op ".Scalar", foreach_tensor_##k##_scalar_kernel_slow);         \
-  m.impl("_foreach_" #op "_.Scalar", foreach_tensor_##k##_scalar_kernel_slow_);       \
-  m.impl("_foreach_" #op ".List", foreach_tensor_##k##_list_kernel_slow);             \
-  m.impl("_foreach_" #op "_.List", foreach_tensor_##k##_list_kernel_slow_);           \
-  m.impl("_foreach_" #op ".ScalarList", foreach_tensor_##k##_scalarlist_kernel_slow); \
-  m.impl("_foreach_" #op "_.ScalarList", foreach_tensor_##k##_scalarlist_kernel_slow_);
-
-#define TT_FOREACH_TENSOR(op)                                                  \
-  m.impl("_foreach_" #op ".Tensor", foreach_tensor_##op##_tensor_kernel_slow); \
-  m.impl("_foreach_" #op "_.Tensor", foreach_tensor_##op##_tensor_kernel_slow_);
-
-#define TT_FOREACH_UNARY(op)                           \
-  m.impl("_foreach_" #op, foreach_tensor_##op##_slow); \
-  m.impl("_foreach_" #op "_", foreach_tensor_##op##_slow_);
-
-#define TT_FOREACH_ADDC(op)                                                       \
-  m.impl("_foreach_" #op ".Scalar", foreach_tensor_##op##_scalar_slow);           \
-  m.impl("_foreach_" #op "_.Scalar", foreach_tensor_##op##_scalar_slow_);         \
-  m.impl("_foreach_" #op ".ScalarList", foreach_tensor_##op##_scalarlist_slow);   \
-  m.impl("_foreach_" #op "_.ScalarList", foreach_tensor_##op##_scalarlist_slow_); \
-  m.impl("_foreach_" #op ".Tensor", foreach_tensor_##op##_tensor_slow);           \
-  m.impl("_foreach_" #op "_.Tensor", foreach_tensor_##op##_tensor_slow_);
+// Registers "_foreach_<op>[.<overload>]" and its in-place twin
+// "_foreach_<op>_[.<overload>]".
+template <class F, class FI>
+void both(torch::Library& m, const char* op, const char* overload, F f, FI fi) {
+  std::string base = std::string("_foreach_") + op, dot = *overload ? std::string(".") + overload : "";
+  m.impl((base + dot).c_str(), f);
+  m.impl((base + "_" + dot).c_str(), fi);
+}
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  TT_FOREACH_BINARY(add, add)
-  TT_FOREACH_BINARY(sub, sub)
-  TT_FOREACH_BINARY(mul, mul)
-  TT_FOREACH_BINARY(div, div)
-  TT_FOREACH_BINARY(clamp_min, clamp_min)
-  TT_FOREACH_BINARY(clamp_max, clamp_max)
+  both(m, "add", "Scalar", foreach_tensor_add_scalar_kernel_slow, foreach_tensor_add_scalar_kernel_slow_);
+  both(m, "add", "List", foreach_tensor_add_list_kernel_slow, foreach_tensor_add_list_kernel_slow_);
+  both(m, "add", "ScalarList", foreach_tensor_add_scalarlist_kernel_slow, foreach_tensor_add_scalarlist_kernel_slow_);
+  both(m, "sub", "Scalar", foreach_tensor_sub_scalar_kernel_slow, foreach_tensor_sub_scalar_kernel_slow_);
+  both(m, "sub", "List", foreach_tensor_sub_list_kernel_slow, foreach_tensor_sub_list_kernel_slow_);
+  both(m, "sub", "ScalarList", foreach_tensor_sub_scalarlist_kernel_slow, foreach_tensor_sub_scalarlist_kernel_slow_);
+  both(m, "mul", "Scalar", foreach_tensor_mul_scalar_kernel_slow, foreach_tensor_mul_scalar_kernel_slow_);
+  both(m, "mul", "List", foreach_tensor_mul_list_kernel_slow, foreach_tensor_mul_list_kernel_slow_);
+  both(m, "mul", "ScalarList", foreach_tensor_mul_scalarlist_kernel_slow, foreach_tensor_mul_scalarlist_kernel_slow_);
+  both(m, "div", "Scalar", foreach_tensor_div_scalar_kernel_slow, foreach_tensor_div_scalar_kernel_slow_);
+  both(m, "div", "List", foreach_tensor_div_list_kernel_slow, foreach_tensor_div_list_kernel_slow_);
+  both(m, "div", "ScalarList", foreach_tensor_div_scalarlist_kernel_slow, foreach_tensor_div_scalarlist_kernel_slow_);
+  both(m, "clamp_min", "Scalar", foreach_tensor_clamp_min_scalar_kernel_slow,
+       foreach_tensor_clamp_min_scalar_kernel_slow_);
+  both(m, "clamp_min", "List", foreach_tensor_clamp_min_list_kernel_slow, foreach_tensor_clamp_min_list_kernel_slow_);
+  both(m, "clamp_min", "ScalarList", foreach_tensor_clamp_min_scalarlist_kernel_slow,
+       foreach_tensor_clamp_min_scalarlist_kernel_slow_);
+  both(m, "clamp_max", "Scalar", foreach_tensor_clamp_max_scalar_kernel_slow,
+       foreach_tensor_clamp_max_scalar_kernel_slow_);
+  both(m, "clamp_max", "List", foreach_tensor_clamp_max_list_kernel_slow, foreach_tensor_clamp_max_list_kernel_slow_);
+  both(m, "clamp_max", "ScalarList", foreach_tensor_clamp_max_scalarlist_kernel_slow,
+       foreach_tensor_clamp_max_scalarlist_kernel_slow_);
   // maximum/minimum share clamp_min/clamp_max's kernels in ATen.
-  TT_FOREACH_BINARY(maximum, clamp_min)
-  TT_FOREACH_BINARY(minimum, clamp_max)
-  TT_FOREACH_BINARY(pow, pow)
-  TT_FOREACH_TENSOR(add)
-  TT_FOREACH_TENSOR(mul)
-  TT_FOREACH_TENSOR(div)
-  TT_FOREACH_ADDC(addcmul)
-  TT_FOREACH_ADDC(addcdiv)
-  m.impl("_foreach_lerp.List", foreach_tensor_ternary_lerp_slow);
-  m.impl("_foreach_lerp_.List", foreach_tensor_ternary_lerp_slow_);
-  m.impl("_foreach_lerp.Scalar", foreach_tensor_lerp_list_kernel_slow);
-  m.impl("_foreach_lerp_.Scalar", foreach_tensor_lerp_list_kernel_slow_);
-  m.impl("_foreach_lerp.ScalarList", foreach_tensor_lerp_scalarlist_kernel_slow);
-  m.impl("_foreach_lerp_.ScalarList", foreach_tensor_lerp_scalarlist_kernel_slow_);
+  both(m, "maximum", "Scalar", foreach_tensor_clamp_min_scalar_kernel_slow,
+       foreach_tensor_clamp_min_scalar_kernel_slow_);
+  both(m, "maximum", "List", foreach_tensor_clamp_min_list_kernel_slow, foreach_tensor_clamp_min_list_kernel_slow_);
+  both(m, "maximum", "ScalarList", foreach_tensor_clamp_min_scalarlist_kernel_slow,
+       foreach_tensor_clamp_min_scalarlist_kernel_slow_);
+  both(m, "minimum", "Scalar", foreach_tensor_clamp_max_scalar_kernel_slow,
+       foreach_tensor_clamp_max_scalar_kernel_slow_);
+  both(m, "minimum", "List", foreach_tensor_clamp_max_list_kernel_slow, foreach_tensor_clamp_max_list_kernel_slow_);
+  both(m, "minimum", "ScalarList", foreach_tensor_clamp_max_scalarlist_kernel_slow,
+       foreach_tensor_clamp_max_scalarlist_kernel_slow_);
+  both(m, "pow", "Scalar", foreach_tensor_pow_scalar_kernel_slow, foreach_tensor_pow_scalar_kernel_slow_);
+  both(m, "pow", "List", foreach_tensor_pow_list_kernel_slow, foreach_tensor_pow_list_kernel_slow_);
+  both(m, "pow", "ScalarList", foreach_tensor_pow_scalarlist_kernel_slow, foreach_tensor_pow_scalarlist_kernel_slow_);
+  both(m, "add", "Tensor", foreach_tensor_add_tensor_kernel_slow, foreach_tensor_add_tensor_kernel_slow_);
+  both(m, "mul", "Tensor", foreach_tensor_mul_tensor_kernel_slow, foreach_tensor_mul_tensor_kernel_slow_);
+  both(m, "div", "Tensor", foreach_tensor_div_tensor_kernel_slow, foreach_tensor_div_tensor_kernel_slow_);
+  both(m, "addcmul", "Scalar", foreach_tensor_addcmul_scalar_slow, foreach_tensor_addcmul_scalar_slow_);
+  both(m, "addcmul", "ScalarList", foreach_tensor_addcmul_scalarlist_slow, foreach_tensor_addcmul_scalarlist_slow_);
+  both(m, "addcmul", "Tensor", foreach_tensor_addcmul_tensor_slow, foreach_tensor_addcmul_tensor_slow_);
+  both(m, "addcdiv", "Scalar", foreach_tensor_addcdiv_scalar_slow, foreach_tensor_addcdiv_scalar_slow_);
+  both(m, "addcdiv", "ScalarList", foreach_tensor_addcdiv_scalarlist_slow, foreach_tensor_addcdiv_scalarlist_slow_);
+  both(m, "addcdiv", "Tensor", foreach_tensor_addcdiv_tensor_slow, foreach_tensor_addcdiv_tensor_slow_);
+  both(m, "lerp", "List", foreach_tensor_ternary_lerp_slow, foreach_tensor_ternary_lerp_slow_);
+  both(m, "lerp", "Scalar", foreach_tensor_lerp_list_kernel_slow, foreach_tensor_lerp_list_kernel_slow_);
+  both(m, "lerp", "ScalarList", foreach_tensor_lerp_scalarlist_kernel_slow,
+       foreach_tensor_lerp_scalarlist_kernel_slow_);
   m.impl("_foreach_pow.ScalarAndTensor", foreach_scalar_pow_list_kernel_slow);
-  TT_FOREACH_UNARY(sqrt)
-  TT_FOREACH_UNARY(rsqrt)
-  TT_FOREACH_UNARY(neg)
-  TT_FOREACH_UNARY(abs)
-  TT_FOREACH_UNARY(exp)
-  TT_FOREACH_UNARY(log)
-  TT_FOREACH_UNARY(reciprocal)
-  TT_FOREACH_UNARY(sign)
+  both(m, "sqrt", "", foreach_tensor_sqrt_slow, foreach_tensor_sqrt_slow_);
+  both(m, "rsqrt", "", foreach_tensor_rsqrt_slow, foreach_tensor_rsqrt_slow_);
+  both(m, "neg", "", foreach_tensor_neg_slow, foreach_tensor_neg_slow_);
+  both(m, "abs", "", foreach_tensor_abs_slow, foreach_tensor_abs_slow_);
+  both(m, "exp", "", foreach_tensor_exp_slow, foreach_tensor_exp_slow_);
+  both(m, "log", "", foreach_tensor_log_slow, foreach_tensor_log_slow_);
+  both(m, "reciprocal", "", foreach_tensor_reciprocal_slow, foreach_tensor_reciprocal_slow_);
+  both(m, "sign", "", foreach_tensor_sign_slow, foreach_tensor_sign_slow_);
+  both(m, "acos", "", foreach_tensor_acos_slow, foreach_tensor_acos_slow_);
+  both(m, "asin", "", foreach_tensor_asin_slow, foreach_tensor_asin_slow_);
+  both(m, "atan", "", foreach_tensor_atan_slow, foreach_tensor_atan_slow_);
+  both(m, "ceil", "", foreach_tensor_ceil_slow, foreach_tensor_ceil_slow_);
+  both(m, "cos", "", foreach_tensor_cos_slow, foreach_tensor_cos_slow_);
+  both(m, "cosh", "", foreach_tensor_cosh_slow, foreach_tensor_cosh_slow_);
+  both(m, "erf", "", foreach_tensor_erf_slow, foreach_tensor_erf_slow_);
+  both(m, "erfc", "", foreach_tensor_erfc_slow, foreach_tensor_erfc_slow_);
+  both(m, "expm1", "", foreach_tensor_expm1_slow, foreach_tensor_expm1_slow_);
+  both(m, "floor", "", foreach_tensor_floor_slow, foreach_tensor_floor_slow_);
+  both(m, "frac", "", foreach_tensor_frac_slow, foreach_tensor_frac_slow_);
+  both(m, "lgamma", "", foreach_tensor_lgamma_slow, foreach_tensor_lgamma_slow_);
+  both(m, "log10", "", foreach_tensor_log10_slow, foreach_tensor_log10_slow_);
+  both(m, "log1p", "", foreach_tensor_log1p_slow, foreach_tensor_log1p_slow_);
+  both(m, "log2", "", foreach_tensor_log2_slow, foreach_tensor_log2_slow_);
+  both(m, "round", "", foreach_tensor_round_slow, foreach_tensor_round_slow_);
+  both(m, "sigmoid", "", foreach_tensor_sigmoid_slow, foreach_tensor_sigmoid_slow_);
+  both(m, "sin", "", foreach_tensor_sin_slow, foreach_tensor_sin_slow_);
+  both(m, "sinh", "", foreach_tensor_sinh_slow, foreach_tensor_sinh_slow_);
+  both(m, "tan", "", foreach_tensor_tan_slow, foreach_tensor_tan_slow_);
+  both(m, "tanh", "", foreach_tensor_tanh_slow, foreach_tensor_tanh_slow_);
+  both(m, "trunc", "", foreach_tensor_trunc_slow, foreach_tensor_trunc_slow_);
   m.impl("_foreach_zero_", foreach_tensor_zero_slow_);
   m.impl("_foreach_copy_", foreach_tensor_copy_list_kernel_slow_);
   m.impl("_foreach_norm.Scalar", foreach_tensor_norm_slow);
-  TT_FOREACH_UNARY(acos)
-  TT_FOREACH_UNARY(asin)
-  TT_FOREACH_UNARY(atan)
-  TT_FOREACH_UNARY(ceil)
-  TT_FOREACH_UNARY(cos)
-  TT_FOREACH_UNARY(cosh)
-  TT_FOREACH_UNARY(erf)
-  TT_FOREACH_UNARY(erfc)
-  TT_FOREACH_UNARY(expm1)
-  TT_FOREACH_UNARY(floor)
-  TT_FOREACH_UNARY(frac)
-  TT_FOREACH_UNARY(lgamma)
-  TT_FOREACH_UNARY(log10)
-  TT_FOREACH_UNARY(log1p)
-  TT_FOREACH_UNARY(log2)
-  TT_FOREACH_UNARY(round)
-  TT_FOREACH_UNARY(sigmoid)
-  TT_FOREACH_UNARY(sin)
-  TT_FOREACH_UNARY(sinh)
-  TT_FOREACH_UNARY(tan)
-  TT_FOREACH_UNARY(tanh)
-  TT_FOREACH_UNARY(trunc)
   m.impl("_foreach_max", foreach_tensor_max_slow);
   m.impl("_foreach_powsum.Scalar", foreach_tensor_powsum_slow);
   m.impl("_foreach_clone", foreach_tensor_clone_slow);
 }
-
-#undef TT_FOREACH_BINARY
-#undef TT_FOREACH_TENSOR
-#undef TT_FOREACH_UNARY
-#undef TT_FOREACH_ADDC
 
 }  // namespace
 }  // namespace torch_tpu::ops

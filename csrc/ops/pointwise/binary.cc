@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "ops/common.h"
+#include "ops/pointwise/common.h"
 #include "ops/variants.h"
 
 namespace torch_tpu::ops {
@@ -103,110 +104,66 @@ Value f_logical_and(Builder& b, const Values& x) { return b.and_(truthy(b, x[0])
 Value f_logical_or(Builder& b, const Values& x) { return b.or_(truthy(b, x[0]), truthy(b, x[1])); }
 Value f_logical_xor(Builder& b, const Values& x) { return b.compare(truthy(b, x[0]), truthy(b, x[1]), Direction::kNe); }
 
-// --- generic Tensor-Tensor driver --------------------------------------------------
+// --- table-driven ops (pointwise/common.h) -----------------------------------------
 
-enum Allow : int { kFloatOnly = 0, kInts = 1, kBoolIn = 2, kAll = 3 };
-struct BinDef {
-  const char* name;
-  bool float_result;  // ints/bool promote to the default float
-  int allow;
-  Value (*fn)(Builder&, const Values&);
-};
-
-void check_dtype(const BinDef& d, ScalarType t) {
-  bool ok = c10::isFloatingType(t) || (t == c10::kBool ? (d.allow & kBoolIn) : (d.allow & kInts) != 0);
-  if (d.float_result) ok = !c10::isComplexType(t);
-  TORCH_CHECK(
-      !c10::isComplexType(t) || (std::string_view(d.name) != "maximum" && std::string_view(d.name) != "minimum"),
-      d.name, " not implemented for complex tensors.");
-  TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", d.name, "_cpu\" not implemented for '", c10::toString(t), "'");
-}
-ScalarType result_of(const BinDef& d, ScalarType t) { return d.float_result ? float_result(t) : t; }
-
-c10::Device device_of(const at::Tensor& a, const at::Tensor& c) { return a.is_cpu() ? c.device() : a.device(); }
-
-void run_binary(const BinDef& d, const Operand& a, const Operand& c, ScalarType common, const at::Tensor& out) {
-  pointwise(d.name, {a, c}, out, opmath(result_of(d, common)), d.fn);
+// CPU's own error for complex maximum/minimum (a RuntimeError).
+template <bool kMax>
+void no_complex(ScalarType t) {
+  TORCH_CHECK(!c10::isComplexType(t), kMax ? "maximum" : "minimum", " not implemented for complex tensors.");
 }
 
-constexpr BinDef d_pow{"pow", false, kInts, f_pow};
-constexpr BinDef d_atan2{"atan2", true, kAll, f_atan2};
-constexpr BinDef d_maximum{"maximum", false, kAll, f_maxmin<true>};
-constexpr BinDef d_minimum{"minimum", false, kAll, f_maxmin<false>};
-constexpr BinDef d_fmax{"fmax", false, kAll, f_fmaxmin<true>};
-constexpr BinDef d_fmin{"fmin", false, kAll, f_fmaxmin<false>};
-constexpr BinDef d_fmod{"fmod", false, kInts, f_fmod};
-constexpr BinDef d_remainder{"remainder", false, kInts, f_remainder};
-constexpr BinDef d_floor_divide{"div_floor", false, kInts, f_floor_divide};
-constexpr BinDef d_bitwise_and{"bitwise_and", false, kAll, f_and};
-constexpr BinDef d_bitwise_or{"bitwise_or", false, kAll, f_or};
-constexpr BinDef d_bitwise_xor{"bitwise_xor", false, kAll, f_xor};
-constexpr BinDef d_hypot{"hypot", false, kFloatOnly, f_hypot};
-constexpr BinDef d_copysign{"copysign", true, kAll, f_copysign};
-constexpr BinDef d_xlogy{"xlogy", true, kAll, f_xlogy};
-
-void check_bitwise(ScalarType t, const char* name) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!c10::isFloatingType(t), "\"", name, "_cpu\" not implemented for '", c10::toString(t),
-                              "'");
-}
-// The op declaration the variant mechanism (ops/variants.h) registers
-// functional, in-place and out= forms from. Bitwise ops also refuse floats.
-template <const BinDef& D, bool kBitwise = false>
-struct Binary {
-  static constexpr const char* kName = D.name;
-  static OutMeta meta(const at::Tensor& self, const at::Tensor& other) {
-    auto t = at::result_type(self, other);
-    if (kBitwise) check_bitwise(t, D.name);
-    check_dtype(D, t);
-    return {broadcast_shape({self, other}), result_of(D, t), device_of(self, other)};
-  }
-  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, const at::Tensor& other) {
-    run_binary(D, self, other, at::result_type(self, other), out);
-  }
-};
+using A = Accepts;
+// Float-valued ops reject complex; the others pass it to the lowering.
+constexpr int kInts = A::kFloats | A::kInt | A::kComplex;
+constexpr int kAll = A::kReal | A::kComplex;
+constexpr int kBits = A::kInt | A::kBool | A::kComplex;  // bitwise: floats get CPU's error
+constexpr PointwiseDef d_pow{"pow", Result::kSame, kInts, lowerN<f_pow>};
+constexpr PointwiseDef d_atan2{"atan2", Result::kFloat, A::kReal, lowerN<f_atan2>};
+constexpr PointwiseDef d_maximum{"maximum", Result::kSame, kAll, lowerN<f_maxmin<true>>, no_complex<true>};
+constexpr PointwiseDef d_minimum{"minimum", Result::kSame, kAll, lowerN<f_maxmin<false>>, no_complex<false>};
+constexpr PointwiseDef d_fmax{"fmax", Result::kSame, kAll, lowerN<f_fmaxmin<true>>};
+constexpr PointwiseDef d_fmin{"fmin", Result::kSame, kAll, lowerN<f_fmaxmin<false>>};
+constexpr PointwiseDef d_fmod{"fmod", Result::kSame, kInts, lowerN<f_fmod>};
+constexpr PointwiseDef d_remainder{"remainder", Result::kSame, kInts, lowerN<f_remainder>};
+constexpr PointwiseDef d_floor_divide{"div_floor", Result::kSame, kInts, lowerN<f_floor_divide>};
+constexpr PointwiseDef d_bitwise_and{"bitwise_and", Result::kSame, kBits, lowerN<f_and>};
+constexpr PointwiseDef d_bitwise_or{"bitwise_or", Result::kSame, kBits, lowerN<f_or>};
+constexpr PointwiseDef d_bitwise_xor{"bitwise_xor", Result::kSame, kBits, lowerN<f_xor>};
+constexpr PointwiseDef d_hypot{"hypot", Result::kSame, A::kFloats, lowerN<f_hypot>};
+constexpr PointwiseDef d_copysign{"copysign", Result::kFloat, A::kReal, lowerN<f_copysign>};
+constexpr PointwiseDef d_xlogy{"xlogy", Result::kFloat, A::kReal, lowerN<f_xlogy>};
 
 // --- pow scalar overloads ------------------------------------------------------------
 
-void check_int_pow(ScalarType t, const c10::Scalar& e) {
+ScalarType check_pow(const at::Tensor& self, const c10::Scalar& e) {
+  auto t = at::result_type(self, e);
+  check_dtype(d_pow, t);
   TORCH_CHECK(!(c10::isIntegralType(t, true) && e.isIntegral(true) && e.toLong() < 0),
               "Integers to negative integer powers are not allowed.");
+  return t;
 }
-at::Tensor pow_ts(const at::Tensor& self, const c10::Scalar& e) {
-  auto t = at::result_type(self, e);
-  check_dtype(d_pow, t);
-  check_int_pow(t, e);
-  at::Tensor out = empty_tpu(self.sizes(), t, self.device());
-  run_binary(d_pow, self, e, t, out);
-  return out;
-}
-at::Tensor& pow_ts_(at::Tensor& self, const c10::Scalar& e) {
-  auto t = at::result_type(self, e);
-  check_dtype(d_pow, t);
-  check_int_pow(t, e);
-  check_inplace(self, self.sizes(), t);
-  run_binary(d_pow, self, e, t, self);
-  return self;
-}
-at::Tensor& pow_ts_out(const at::Tensor& self, const c10::Scalar& e, at::Tensor& out) {
-  auto t = at::result_type(self, e);
-  check_dtype(d_pow, t);
-  check_int_pow(t, e);
-  prepare_out(out, self.sizes(), t, "pow");
-  run_binary(d_pow, self, e, t, out);
-  return out;
-}
+// pow(Tensor, Scalar): the number exponent takes part in type promotion.
+struct PowTensorScalar {
+  static constexpr const char* kName = "pow";
+  static OutMeta meta(const at::Tensor& self, const c10::Scalar& e) {
+    return {self.sizes().vec(), check_pow(self, e), self.device()};
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, const c10::Scalar& e) {
+    run_pointwise(d_pow, {self, e}, m.dtype, out);
+  }
+};
 at::Tensor pow_st(const c10::Scalar& s, const at::Tensor& e) {
   auto t = at::result_type(s, e);
   check_dtype(d_pow, t);
   at::Tensor out = empty_tpu(e.sizes(), t, e.device());
-  run_binary(d_pow, s, e, t, out);
+  run_pointwise(d_pow, {s, e}, t, out);
   return out;
 }
 at::Tensor& pow_st_out(const c10::Scalar& s, const at::Tensor& e, at::Tensor& out) {
   auto t = at::result_type(s, e);
   check_dtype(d_pow, t);
   prepare_out(out, e.sizes(), t, "pow");
-  run_binary(d_pow, s, e, t, out);
+  run_pointwise(d_pow, {s, e}, t, out);
   return out;
 }
 
@@ -293,17 +250,14 @@ struct AddC {
 
 // --- logaddexp / logaddexp2 / heaviside ----------------------------------------------
 
-void check_float_kernel(ScalarType t, const char* kernel) {
-  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t), "\"", kernel, "\" not implemented for '", c10::toString(t), "'");
-}
-
-// mode 0: logaddexp, 1: logaddexp2. Equal infinities return themselves
-// (inf - inf would be NaN).
-Value logaddexp_fn(Builder& b, Value x, Value y, bool base2) {
+// Equal infinities return themselves (inf - inf would be NaN).
+template <bool kBase2>
+Value f_logaddexp(Builder& b, const Values& in) {
+  Value x = in[0], y = in[1];
   Value m = b.max(x, y);
   Value d = b.neg(b.abs(b.sub(x, y)));
   Value r;
-  if (base2) {
+  if (kBase2) {
     Value p = b.pow(full_like(b, 2.0, d), d);
     r = b.add(m, b.div(b.log1p(p), full_like(b, M_LN2, p)));
   } else {
@@ -314,58 +268,29 @@ Value logaddexp_fn(Builder& b, Value x, Value y, bool base2) {
   return b.select(inf_eq, x, r);
 }
 
-template <bool kBase2>
-void logaddexp_run(const at::Tensor& a, const at::Tensor& o, const at::Tensor& out) {
-  ScalarType t = at::result_type(a, o);
-  check_float_kernel(t, kBase2 ? "logaddexp2_cpu" : "logaddexp_cpu");
-  pointwise(kBase2 ? "logaddexp2" : "logaddexp", {a, o}, out, opmath(t),
-            [](Builder& b, const Values& x) { return logaddexp_fn(b, x[0], x[1], kBase2); });
-}
-template <bool kBase2>
-at::Tensor logaddexp(const at::Tensor& a, const at::Tensor& o) {
-  at::Tensor out = empty_tpu(broadcast_shape({a, o}), at::result_type(a, o), a.device());
-  logaddexp_run<kBase2>(a, o, out);
-  return out;
-}
-template <bool kBase2>
-at::Tensor& logaddexp_out(const at::Tensor& a, const at::Tensor& o, at::Tensor& out) {
-  prepare_out(out, broadcast_shape({a, o}), at::result_type(a, o), kBase2 ? "logaddexp2" : "logaddexp");
-  logaddexp_run<kBase2>(a, o, out);
-  return out;
-}
+constexpr PointwiseDef d_logaddexp{"logaddexp", Result::kSame, Accepts::kFloats, lowerN<f_logaddexp<false>>};
+constexpr PointwiseDef d_logaddexp2{"logaddexp2", Result::kSame, Accepts::kFloats, lowerN<f_logaddexp<true>>};
 
-void heaviside_run(const at::Tensor& a, const at::Tensor& v, const at::Tensor& out) {
-  TORCH_CHECK(a.scalar_type() == v.scalar_type(), "heaviside is not yet implemented for tensors with different dtypes");
-  TORCH_CHECK(!c10::isComplexType(a.scalar_type()), "heaviside is not yet implemented for complex tensors.");
-  pointwise("heaviside", {a, v}, out, a.scalar_type(), [](Builder& b, const Values& x) {
-    Value z = zero(b, b.elem(x[0]), b.dims(x[0]));
-    Value pos = b.convert(b.compare(x[0], z, Direction::kGt), b.elem(x[0]));
-    return b.select(b.compare(x[0], z, Direction::kEq), x[1], pos);
-  });
-}
-at::Tensor heaviside(const at::Tensor& a, const at::Tensor& v) {
-  TORCH_CHECK(a.scalar_type() == v.scalar_type(), "heaviside is not yet implemented for tensors with different dtypes");
-  at::Tensor out = empty_tpu(broadcast_shape({a, v}), a.scalar_type(), a.device());
-  heaviside_run(a, v, out);
-  return out;
-}
-at::Tensor& heaviside_out(const at::Tensor& a, const at::Tensor& v, at::Tensor& out) {
-  TORCH_CHECK(a.scalar_type() == v.scalar_type(), "heaviside is not yet implemented for tensors with different dtypes");
-  prepare_out(out, broadcast_shape({a, v}), a.scalar_type(), "heaviside");
-  heaviside_run(a, v, out);
-  return out;
-}
-at::Tensor& heaviside_(at::Tensor& a, const at::Tensor& v) {
-  check_inplace(a, broadcast_shape({a, v}), a.scalar_type());
-  heaviside_run(a, v, a);
-  return a;
-}
+struct Heaviside {
+  static constexpr const char* kName = "heaviside";
+  static OutMeta meta(const at::Tensor& a, const at::Tensor& v) {
+    TORCH_CHECK(a.scalar_type() == v.scalar_type(),
+                "heaviside is not yet implemented for tensors with different dtypes");
+    TORCH_CHECK(!c10::isComplexType(a.scalar_type()), "heaviside is not yet implemented for complex tensors.");
+    return {broadcast_shape({a, v}), a.scalar_type(), a.device()};
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& a, const at::Tensor& v) {
+    pointwise(kName, {a, v}, out, m.dtype, [](Builder& b, const Values& x) {
+      Value z = zero(b, b.elem(x[0]), b.dims(x[0]));
+      Value pos = b.convert(b.compare(x[0], z, Direction::kGt), b.elem(x[0]));
+      return b.select(b.compare(x[0], z, Direction::kEq), x[1], pos);
+    });
+  }
+};
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<Binary<d_pow>>(m, {"pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out"});
-  m.impl("pow.Tensor_Scalar", pow_ts);
-  m.impl("pow_.Scalar", pow_ts_);
-  m.impl("pow.Tensor_Scalar_out", pow_ts_out);
+  register_variants<PowTensorScalar>(m, {"pow.Tensor_Scalar", "pow_.Scalar", "pow.Tensor_Scalar_out"});
   m.impl("pow.Scalar", pow_st);
   m.impl("pow.Scalar_out", pow_st_out);
   register_variants<Binary<d_atan2>>(m, "atan2");
@@ -376,12 +301,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<Binary<d_fmod>>(m, {"fmod.Tensor", "fmod_.Tensor", "fmod.Tensor_out"});
   register_variants<Binary<d_remainder>>(m, {"remainder.Tensor", "remainder_.Tensor", "remainder.Tensor_out"});
   register_variants<Binary<d_floor_divide>>(m, {"floor_divide", "floor_divide_.Tensor", "floor_divide.out"});
-  register_variants<Binary<d_bitwise_and, true>>(
-      m, {"bitwise_and.Tensor", "bitwise_and_.Tensor", "bitwise_and.Tensor_out"});
-  register_variants<Binary<d_bitwise_or, true>>(m,
-                                                {"bitwise_or.Tensor", "bitwise_or_.Tensor", "bitwise_or.Tensor_out"});
-  register_variants<Binary<d_bitwise_xor, true>>(
-      m, {"bitwise_xor.Tensor", "bitwise_xor_.Tensor", "bitwise_xor.Tensor_out"});
+  register_variants<Binary<d_bitwise_and>>(m, {"bitwise_and.Tensor", "bitwise_and_.Tensor", "bitwise_and.Tensor_out"});
+  register_variants<Binary<d_bitwise_or>>(m, {"bitwise_or.Tensor", "bitwise_or_.Tensor", "bitwise_or.Tensor_out"});
+  register_variants<Binary<d_bitwise_xor>>(m, {"bitwise_xor.Tensor", "bitwise_xor_.Tensor", "bitwise_xor.Tensor_out"});
   m.impl("logical_and.out", logical_out<0>);
   m.impl("logical_or.out", logical_out<1>);
   m.impl("logical_xor.out", logical_out<2>);
@@ -392,13 +314,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<Lerp<at::Tensor>>(m, {"lerp.Tensor", "lerp_.Tensor", "lerp.Tensor_out"});
   register_variants<AddC<false>>(m, "addcmul");
   register_variants<AddC<true>>(m, "addcdiv");
-  m.impl("logaddexp", logaddexp<false>);
-  m.impl("logaddexp.out", logaddexp_out<false>);
-  m.impl("logaddexp2", logaddexp<true>);
-  m.impl("logaddexp2.out", logaddexp_out<true>);
-  m.impl("heaviside", heaviside);
-  m.impl("heaviside.out", heaviside_out);
-  m.impl("heaviside_", heaviside_);
+  register_variants<Binary<d_logaddexp>>(m, {"logaddexp", "", "logaddexp.out"});
+  register_variants<Binary<d_logaddexp2>>(m, {"logaddexp2", "", "logaddexp2.out"});
+  register_variants<Heaviside>(m, "heaviside");
 }
 
 }  // namespace

@@ -1,16 +1,134 @@
-// Shared by the pointwise files: the float-unary kernel table (UDef) behind
-// sinc and signbit (unary.cc), i0 (special.cc) and lgamma/digamma/polygamma
-// (gamma.cc), and the signbit lowering that digamma's pole also needs. A
-// UDef op lowers directly, computing in opmath (half types in f32, rounded
-// once); ints and bool give the default float (or bool for signbit).
+// The one pointwise op declaration (PointwiseDef) that the table-driven
+// elementwise ops of every pointwise file share: unary math (unary.cc),
+// pow/atan2/bitwise/... (binary.cc), torch.special (special.cc), lgamma and
+// digamma (gamma.cc) and the orthogonal polynomials (polynomials.cc). A def
+// says how the result dtype follows from the input dtype, which input dtypes
+// CPU accepts (with CPU's error for the rest) and how the op lowers;
+// Pointwise<D> turns it into the variant mechanism's op (ops/variants.h).
+// Ops compute in opmath: half types in f32, rounded once, as CPU does.
 #pragma once
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/result_type.h>
 
 #include "ops/common.h"
 #include "ops/variants.h"
 
-namespace torch_tpu::ops::udef {
+namespace torch_tpu::ops {
 
+// Result dtype from the (promoted) input dtype t.
+enum class Result {
+  kSame,   // t
+  kReal,   // t, complex gives its real type (abs)
+  kFloat,  // ints/bool give the default float
+  kBool,
+};
+
+// Input dtype classes an op accepts, as bit flags. A rejected one raises
+// CPU's dispatch error "\"<name>_cpu\" not implemented for '<dtype>'".
+struct Accepts {
+  enum : int {
+    kFloat = 1,  // float32/float64 (and every other floating type but the half ones)
+    kHalf = 2,   // bfloat16/half
+    kInt = 4,
+    kBool = 8,
+    kComplex = 16,
+    kFloats = kFloat | kHalf,
+    kReal = kFloats | kInt | kBool,
+    kNoHalf = kFloat | kInt | kBool,
+    // Complex input raises "\"<name>\" not implemented for complex tensors"
+    // instead: ops CPU computes on complex and this backend does not (yet).
+    kComplexLater = 32,
+  };
+};
+
+// x: the inputs, already in the compute dtype. storage: the op's own result
+// dtype, for the few lowerings that round there as CPU's kernels do.
+using Lowering = Value (*)(Builder& b, const Values& x, ElemType storage);
+// Adapters from the usual lowering shapes.
+template <Value (*F)(Builder&, Value)>
+Value lower1(Builder& b, const Values& x, ElemType) {
+  return F(b, x[0]);
+}
+template <Value (*F)(Builder&, const Values&)>
+Value lowerN(Builder& b, const Values& x, ElemType) {
+  return F(b, x);
+}
+
+struct PointwiseDef {
+  const char* name;  // CPU's kernel name (dtype errors), also the cache key
+  Result result;
+  int accepts;  // Accepts flags
+  Lowering fn;
+  void (*check)(c10::ScalarType) = nullptr;  // CPU's op-specific dtype errors, checked first
+};
+
+inline void check_dtype(const PointwiseDef& d, c10::ScalarType t) {
+  if (d.check) d.check(t);
+  bool complex = c10::isComplexType(t);
+  TORCH_CHECK_NOT_IMPLEMENTED(!complex || (d.accepts & Accepts::kComplex) || !(d.accepts & Accepts::kComplexLater),
+                              "\"", d.name, "\" not implemented for complex tensors");
+  int cls = complex                                  ? Accepts::kComplex
+            : t == c10::kBool                        ? Accepts::kBool
+            : !c10::isFloatingType(t)                ? Accepts::kInt
+            : t == c10::kHalf || t == c10::kBFloat16 ? Accepts::kHalf
+                                                     : Accepts::kFloat;
+  TORCH_CHECK_NOT_IMPLEMENTED(d.accepts & cls, "\"", d.name, "_cpu\" not implemented for '", c10::toString(t), "'");
+}
+
+inline c10::ScalarType result_dtype(const PointwiseDef& d, c10::ScalarType t) {
+  switch (d.result) {
+    case Result::kReal:
+      return c10::toRealValueType(t);
+    case Result::kFloat:
+      return float_result(t);
+    case Result::kBool:
+      return c10::kBool;
+    default:
+      return t;
+  }
+}
+
+// Writes d's result for inputs of promoted dtype t into out (already shaped).
+inline void run_pointwise(const PointwiseDef& d, const std::vector<Operand>& ins, c10::ScalarType t,
+                          const at::Tensor& out) {
+  // The kernel's own dtype (not out='s): CPU rounds there, then casts.
+  c10::ScalarType storage = d.result == Result::kFloat ? float_result(t) : t;
+  ElemType st = to_elem(storage);
+  Lowering fn = d.fn;
+  pointwise(
+      d.name, ins, out, opmath(storage), [fn, st](Builder& b, const Values& x) { return fn(b, x, st); },
+      static_cast<int64_t>(storage));
+}
+
+// The variant mechanism's op for D on self and `Other` further tensors
+// (none: unary; one at::Tensor: binary, promoted as at::result_type).
+template <const PointwiseDef& D, class... Other>
+struct Pointwise {
+  static constexpr const char* kName = D.name;
+  static c10::ScalarType promoted(const at::Tensor& self, const Other&... o) {
+    if constexpr (sizeof...(Other) == 0)
+      return self.scalar_type();
+    else
+      return at::result_type(self, o...);
+  }
+  static OutMeta meta(const at::Tensor& self, const Other&... o) {
+    c10::ScalarType t = promoted(self, o...);
+    check_dtype(D, t);
+    // A CPU scalar tensor operand leaves the result on the tpu operand's device.
+    c10::Device device = self.device();
+    ((device = device.is_cpu() ? o.device() : device), ...);
+    return {broadcast_shape({self, o...}), result_dtype(D, t), device};
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, const Other&... o) {
+    run_pointwise(D, {self, o...}, promoted(self, o...), out);
+  }
+};
+template <const PointwiseDef& D>
+using Unary = Pointwise<D>;
+template <const PointwiseDef& D>
+using Binary = Pointwise<D, at::Tensor>;
+
+// sign bit of x (bool): -0.0 counts as negative. Also digamma's pole.
 inline Value f_signbit(Builder& b, Value x) {
   if (b.elem(x) == ElemType::kPred) return b.constant(0, ElemType::kPred, b.dims(x));
   Value z = zero(b, b.elem(x), b.dims(x));
@@ -21,32 +139,4 @@ inline Value f_signbit(Builder& b, Value x) {
   return b.or_(neg, negzero);
 }
 
-struct UDef {
-  const char* name;
-  bool float_result;  // ints/bool -> default float; otherwise bool result
-  bool ints_ok;
-  Value (*fn)(Builder&, Value);
-};
-
-inline c10::ScalarType u_result(const UDef& d, c10::ScalarType t) {
-  return d.float_result ? float_result(t) : c10::kBool;
-}
-inline void u_run(const UDef& d, const at::Tensor& self, const at::Tensor& out) {
-  c10::ScalarType t = self.scalar_type();
-  TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(t), "\"", d.name, "\" not implemented for complex tensors");
-  c10::ScalarType compute = d.float_result ? opmath(float_result(t)) : t;
-  auto fn = d.fn;
-  pointwise(d.name, {self}, out, compute, [fn](Builder& b, const Values& x) { return fn(b, x[0]); });
-}
-// The op declaration the variant mechanism (ops/variants.h) registers
-// functional, in-place and out= forms from.
-template <const UDef& D>
-struct FloatUnary {
-  static constexpr const char* kName = D.name;
-  static OutMeta meta(const at::Tensor& self) {
-    return {self.sizes().vec(), u_result(D, self.scalar_type()), self.device()};
-  }
-  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self) { u_run(D, self, out); }
-};
-
-}  // namespace torch_tpu::ops::udef
+}  // namespace torch_tpu::ops

@@ -1,5 +1,5 @@
-// The gamma family: lgamma, digamma and polygamma (on the float-unary kernel
-// of pointwise/common.h; polygamma n >= 2 goes through a Cephes Hurwitz zeta
+// The gamma family: lgamma, digamma and polygamma (lgamma/digamma are
+// PointwiseDefs of pointwise/common.h; polygamma n >= 2 goes through a Cephes Hurwitz zeta
 // loop in float64), the regularized incomplete gamma functions
 // (igamma/igammac), and the float bit-level ops nextafter and frexp.
 //
@@ -328,12 +328,13 @@ Value f_lgamma(Builder& b, Value x) { return b.lgamma(x); }
 Value f_digamma(Builder& b, Value x) {
   // CPU: digamma(+-0) = copysign(inf, -x); chlo gives NaN there.
   Value r = b.digamma(x);
-  Value pole = b.select(udef::f_signbit(b, x), full_like(b, INFINITY, x), full_like(b, -INFINITY, x));
+  Value pole = b.select(f_signbit(b, x), full_like(b, INFINITY, x), full_like(b, -INFINITY, x));
   return b.select(b.compare(x, full_like(b, 0.0, x), Direction::kEq), pole, r);
 }
 
-constexpr udef::UDef d_lgamma{"lgamma", true, true, f_lgamma};
-constexpr udef::UDef d_digamma{"digamma", true, true, f_digamma};
+constexpr int kLgamma = Accepts::kReal | Accepts::kComplexLater;
+constexpr PointwiseDef d_lgamma{"lgamma", Result::kFloat, kLgamma, lower1<f_lgamma>};
+constexpr PointwiseDef d_digamma{"digamma", Result::kFloat, kLgamma, lower1<f_digamma>};
 
 // --- polygamma ------------------------------------------------------------------------
 
@@ -428,7 +429,8 @@ void polygamma_run(int64_t n, const at::Tensor& self, const at::Tensor& out) {
   TORCH_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
   ScalarType compute = opmath(float_result(self.scalar_type()));
   if (n == 0) {
-    udef::u_run(d_digamma, self, out);
+    check_dtype(d_digamma, self.scalar_type());
+    run_pointwise(d_digamma, {self}, self.scalar_type(), out);
     return;
   }
   // chlo.polygamma is only accurate for positive x and gives NaN at poles.
@@ -482,8 +484,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("igammac.out", igamma_out<true>);
   m.impl("nextafter.out", nextafter_out);
   m.impl("frexp.Tensor_out", frexp_out);
-  register_variants<udef::FloatUnary<d_lgamma>>(m, "lgamma");
-  register_variants<udef::FloatUnary<d_digamma>>(m, "digamma");
+  register_variants<Unary<d_lgamma>>(m, "lgamma");
+  register_variants<Unary<d_digamma>>(m, "digamma");
   m.impl("polygamma", polygamma);
   m.impl("polygamma.out", polygamma_out);
 }

@@ -19,6 +19,7 @@
 #include <cmath>
 
 #include "ops/common.h"
+#include "ops/pointwise/common.h"
 #include "ops/variants.h"
 
 namespace torch_tpu::ops {
@@ -28,22 +29,16 @@ using c10::ScalarType;
 
 enum class Kind { kT, kU, kV, kW, kH, kHe, kL, kP };
 
-struct PolyDef {
-  const char* name;  // kernel name (CPU's, for error messages)
-  Kind kind;
-  bool shifted;  // shifted Chebyshev: argument 2x - 1
-};
-
 // Degree above which CPU switches Chebyshev (|y| < 1) to the trig form.
-int64_t trig_threshold(const PolyDef& d) {
-  switch (d.kind) {
+int64_t trig_threshold(Kind kind, bool shifted) {
+  switch (kind) {
     case Kind::kT:
       return 6;
     case Kind::kU:
     case Kind::kV:
-      return d.shifted ? 6 : 8;
+      return shifted ? 6 : 8;
     case Kind::kW:
-      return d.shifted ? 4 : 8;
+      return shifted ? 4 : 8;
     default:
       return -1;
   }
@@ -112,7 +107,10 @@ Value recurrence(Builder& b, Kind kind, Value y, Value m, Value p0, Value q0) {
   return b.while_loop(init, cond, body)[4];
 }
 
-Value lower(Builder& b, const PolyDef& d, Value x, Value n) {
+// shifted: the shifted Chebyshev polynomials, of argument 2x - 1.
+template <Kind kKind, bool kShifted = false>
+Value lower(Builder& b, const Values& in, ElemType) {
+  Value x = in[0], n = in[1];
   auto C = [&](double v) { return full_like(b, v, x); };
   Value zero_f = C(0), one_f = C(1);
   // n truncated toward zero; CPU's float -> int64 cast of NaN/inf/out of
@@ -127,11 +125,11 @@ Value lower(Builder& b, const PolyDef& d, Value x, Value n) {
   Value two_n1 = b.add(b.add(nf, nf), one_f);  // float(2n + 1)
   Value pm1 = b.select(even, one_f, C(-1));    // (-1)^n
 
-  Value y = d.shifted ? b.sub(b.add(x, x), one_f) : x;
+  Value y = kShifted ? b.sub(b.add(x, x), one_f) : x;
   Value result;  // closed-form value where `closed`
   Value closed;
   Value q1;  // P_1, the recurrence's starting q (P_0 = 1)
-  switch (d.kind) {
+  switch (kKind) {
     case Kind::kT:
     case Kind::kU:
     case Kind::kV:
@@ -139,21 +137,22 @@ Value lower(Builder& b, const PolyDef& d, Value x, Value n) {
       Value ay = b.abs(y);
       Value at1 = b.compare(ay, one_f, Direction::kEq);
       Value pos = b.compare(y, zero_f, Direction::kGt);
-      Value trig = b.and_(b.compare(ni, I(trig_threshold(d)), Direction::kGt), b.compare(ay, one_f, Direction::kLt));
+      Value trig = b.and_(b.compare(ni, I(trig_threshold(kKind, kShifted)), Direction::kGt),
+                          b.compare(ay, one_f, Direction::kLt));
       Value th = b.acos(y);
       Value edge, tv;
-      if (d.kind == Kind::kT) {
+      if (kKind == Kind::kT) {
         q1 = y;
         edge = b.select(b.or_(pos, even), one_f, C(-1));
         tv = b.cos(b.mul(nf, th));
-      } else if (d.kind == Kind::kU) {
+      } else if (kKind == Kind::kU) {
         q1 = b.add(y, y);
         Value np1 = b.add(nf, one_f);
         edge = b.select(b.or_(pos, even), np1, b.neg(np1));
         Value s = b.sin(th);
         Value a = b.mul(np1, th);
         tv = b.select(b.compare(s, zero_f, Direction::kNe), b.div(b.sin(a), s), b.div(b.mul(np1, b.cos(a)), y));
-      } else if (d.kind == Kind::kV) {
+      } else if (kKind == Kind::kV) {
         q1 = b.sub(b.add(y, y), one_f);
         Value odd_case = b.mul(pm1, two_n1);  // +-(2n+1)
         edge = b.select(pos, one_f, odd_case);
@@ -165,7 +164,7 @@ Value lower(Builder& b, const PolyDef& d, Value x, Value n) {
         edge = b.select(pos, two_n1, pm1);
         Value h = b.div(th, C(2));
         Value a = b.mul(b.add(nf, C(0.5)), th);
-        Value degenerate = d.shifted ? pm1 : edge;
+        Value degenerate = kShifted ? pm1 : edge;
         tv = b.select(b.compare(b.cos(h), one_f, Direction::kNe), b.div(b.sin(a), b.sin(h)), degenerate);
       }
       result = b.select(at1, edge, b.select(trig, tv, b.select(n0, one_f, q1)));
@@ -174,7 +173,7 @@ Value lower(Builder& b, const PolyDef& d, Value x, Value n) {
     }
     case Kind::kH:
     case Kind::kHe: {
-      q1 = d.kind == Kind::kH ? b.add(x, x) : x;
+      q1 = kKind == Kind::kH ? b.add(x, x) : x;
       // CPU gives up (NaN) past a dtype-dependent degree.
       int64_t limit = b.elem(x) == ElemType::kF32 ? 128 : b.elem(x) == ElemType::kF64 ? 512 : 1024;
       Value big = b.compare(ni, I(limit), Direction::kGt);
@@ -204,54 +203,48 @@ Value lower(Builder& b, const PolyDef& d, Value x, Value n) {
   // position in the vectorised loop; it is not reproduced.)
   closed = b.or_(closed, b.not_(valid));
   Value m = b.select(closed, I(0), b.sub(ni, I(1)));  // recurrence steps left
-  Value rec = recurrence(b, d.kind, y, m, one_f, q1);
+  Value rec = recurrence(b, kKind, y, m, one_f, q1);
   return b.select(b.not_(valid), zero_f, b.select(closed, result, rec));
 }
 
-// The op declaration the variant mechanism (ops/variants.h) registers from.
-// ATen's functional forms are composites over out=, so only out= is registered.
-template <const PolyDef& D>
-struct Polynomial {
-  static constexpr const char* kName = D.name;
-  static ScalarType dtype(const at::Tensor& x, const at::Tensor& n) { return float_result(at::result_type(x, n)); }
-  static OutMeta meta(const at::Tensor& x, const at::Tensor& n) {
-    ScalarType t = dtype(x, n);
-    // CPU's kernels exist for float and double only (ints promote to float).
-    TORCH_CHECK_NOT_IMPLEMENTED(t == c10::kFloat || t == c10::kDouble, "\"", D.name, "\" not implemented for '",
-                                c10::toString(t), "'");
-    return {broadcast_shape({x, n}), t, x.is_cpu() ? n.device() : x.device()};
-  }
-  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& x, const at::Tensor& n) {
-    pointwise(D.name, {x, n}, out, m.dtype, [](Builder& b, const Values& in) { return lower(b, D, in[0], in[1]); });
-  }
-};
+// CPU's kernels exist for float and double only (ints promote to float).
+constexpr int kPoly = Accepts::kNoHalf;
 
-constexpr PolyDef kChebT{"chebyshev_polynomial_t_cpu", Kind::kT, false};
-constexpr PolyDef kChebU{"chebyshev_polynomial_u_cpu", Kind::kU, false};
-constexpr PolyDef kChebV{"chebyshev_polynomial_v_cpu", Kind::kV, false};
-constexpr PolyDef kChebW{"chebyshev_polynomial_w_cpu", Kind::kW, false};
-constexpr PolyDef kSChebT{"shifted_chebyshev_polynomial_t_cpu", Kind::kT, true};
-constexpr PolyDef kSChebU{"shifted_chebyshev_polynomial_u_cpu", Kind::kU, true};
-constexpr PolyDef kSChebV{"shifted_chebyshev_polynomial_v_cpu", Kind::kV, true};
-constexpr PolyDef kSChebW{"shifted_chebyshev_polynomial_w_cpu", Kind::kW, true};
-constexpr PolyDef kHermH{"hermite_polynomial_h_cpu", Kind::kH, false};
-constexpr PolyDef kHermHe{"hermite_polynomial_he_cpu", Kind::kHe, false};
-constexpr PolyDef kLagL{"laguerre_polynomial_l_cpu", Kind::kL, false};
-constexpr PolyDef kLegP{"legendre_polynomial_p_cpu", Kind::kP, false};
+constexpr PointwiseDef d_chebyshev_polynomial_t{"chebyshev_polynomial_t", Result::kFloat, kPoly, lower<Kind::kT>};
+constexpr PointwiseDef d_chebyshev_polynomial_u{"chebyshev_polynomial_u", Result::kFloat, kPoly, lower<Kind::kU>};
+constexpr PointwiseDef d_chebyshev_polynomial_v{"chebyshev_polynomial_v", Result::kFloat, kPoly, lower<Kind::kV>};
+constexpr PointwiseDef d_chebyshev_polynomial_w{"chebyshev_polynomial_w", Result::kFloat, kPoly, lower<Kind::kW>};
+constexpr PointwiseDef d_shifted_chebyshev_polynomial_t{"shifted_chebyshev_polynomial_t", Result::kFloat, kPoly,
+                                                        lower<Kind::kT, true>};
+constexpr PointwiseDef d_shifted_chebyshev_polynomial_u{"shifted_chebyshev_polynomial_u", Result::kFloat, kPoly,
+                                                        lower<Kind::kU, true>};
+constexpr PointwiseDef d_shifted_chebyshev_polynomial_v{"shifted_chebyshev_polynomial_v", Result::kFloat, kPoly,
+                                                        lower<Kind::kV, true>};
+constexpr PointwiseDef d_shifted_chebyshev_polynomial_w{"shifted_chebyshev_polynomial_w", Result::kFloat, kPoly,
+                                                        lower<Kind::kW, true>};
+constexpr PointwiseDef d_hermite_polynomial_h{"hermite_polynomial_h", Result::kFloat, kPoly, lower<Kind::kH>};
+constexpr PointwiseDef d_hermite_polynomial_he{"hermite_polynomial_he", Result::kFloat, kPoly, lower<Kind::kHe>};
+constexpr PointwiseDef d_laguerre_polynomial_l{"laguerre_polynomial_l", Result::kFloat, kPoly, lower<Kind::kL>};
+constexpr PointwiseDef d_legendre_polynomial_p{"legendre_polynomial_p", Result::kFloat, kPoly, lower<Kind::kP>};
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  register_variants<Polynomial<kChebT>>(m, {"", "", "special_chebyshev_polynomial_t.out"});
-  register_variants<Polynomial<kChebU>>(m, {"", "", "special_chebyshev_polynomial_u.out"});
-  register_variants<Polynomial<kChebV>>(m, {"", "", "special_chebyshev_polynomial_v.out"});
-  register_variants<Polynomial<kChebW>>(m, {"", "", "special_chebyshev_polynomial_w.out"});
-  register_variants<Polynomial<kSChebT>>(m, {"", "", "special_shifted_chebyshev_polynomial_t.out"});
-  register_variants<Polynomial<kSChebU>>(m, {"", "", "special_shifted_chebyshev_polynomial_u.out"});
-  register_variants<Polynomial<kSChebV>>(m, {"", "", "special_shifted_chebyshev_polynomial_v.out"});
-  register_variants<Polynomial<kSChebW>>(m, {"", "", "special_shifted_chebyshev_polynomial_w.out"});
-  register_variants<Polynomial<kHermH>>(m, {"", "", "special_hermite_polynomial_h.out"});
-  register_variants<Polynomial<kHermHe>>(m, {"", "", "special_hermite_polynomial_he.out"});
-  register_variants<Polynomial<kLagL>>(m, {"", "", "special_laguerre_polynomial_l.out"});
-  register_variants<Polynomial<kLegP>>(m, {"", "", "special_legendre_polynomial_p.out"});
+  // ATen's functional forms are composites over out=, so only out= is registered.
+  register_variants<Binary<d_chebyshev_polynomial_t>>(m, {"", "", "special_chebyshev_polynomial_t.out"});
+  register_variants<Binary<d_chebyshev_polynomial_u>>(m, {"", "", "special_chebyshev_polynomial_u.out"});
+  register_variants<Binary<d_chebyshev_polynomial_v>>(m, {"", "", "special_chebyshev_polynomial_v.out"});
+  register_variants<Binary<d_chebyshev_polynomial_w>>(m, {"", "", "special_chebyshev_polynomial_w.out"});
+  register_variants<Binary<d_shifted_chebyshev_polynomial_t>>(m,
+                                                              {"", "", "special_shifted_chebyshev_polynomial_t.out"});
+  register_variants<Binary<d_shifted_chebyshev_polynomial_u>>(m,
+                                                              {"", "", "special_shifted_chebyshev_polynomial_u.out"});
+  register_variants<Binary<d_shifted_chebyshev_polynomial_v>>(m,
+                                                              {"", "", "special_shifted_chebyshev_polynomial_v.out"});
+  register_variants<Binary<d_shifted_chebyshev_polynomial_w>>(m,
+                                                              {"", "", "special_shifted_chebyshev_polynomial_w.out"});
+  register_variants<Binary<d_hermite_polynomial_h>>(m, {"", "", "special_hermite_polynomial_h.out"});
+  register_variants<Binary<d_hermite_polynomial_he>>(m, {"", "", "special_hermite_polynomial_he.out"});
+  register_variants<Binary<d_laguerre_polynomial_l>>(m, {"", "", "special_laguerre_polynomial_l.out"});
+  register_variants<Binary<d_legendre_polynomial_p>>(m, {"", "", "special_legendre_polynomial_p.out"});
 }
 
 }  // namespace

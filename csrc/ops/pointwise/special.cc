@@ -1,8 +1,8 @@
 // torch.special pointwise functions: modified Bessel (i0e, i1, i1e, I0/I1,
 // K0/K1 and their scaled forms), Bessel J0/J1/Y0/Y1, spherical j0, Airy Ai,
-// ndtri, log_ndtr, erfcx, entr, xlog1py and zeta; and torch.i0 (on the
-// float-unary kernel of pointwise/common.h, with its own polynomial fit
-// rather than the Cephes series of special_modified_bessel_i0).
+// ndtri, log_ndtr, erfcx, entr, xlog1py and zeta; and torch.i0 (with its
+// own polynomial fit rather than the Cephes series of
+// special_modified_bessel_i0). All are PointwiseDefs (pointwise/common.h).
 //
 // The approximations follow the ones PyTorch's CPU kernels evaluate (Cephes
 // Chebyshev series and rational fits; their coefficient tables are the
@@ -441,70 +441,38 @@ Value round_to(Builder& b, Value v, ElemType storage) {
   return storage == b.elem(v) ? v : b.convert(b.convert(v, storage), b.elem(v));
 }
 
-Value f_entr(Builder& b, Value x, ElemType storage) {
+Value f_entr(Builder& b, const Values& v, ElemType storage) {
+  Value x = v[0];
   Value r = neg(b, b.mul(x, round_to(b, logv(b, x), storage)));
   r = b.select(eq(b, x, 0.0), full_like(b, 0.0, x), r);
   r = b.select(lt(b, x, 0.0), full_like(b, -INFINITY, x), r);
   return b.select(is_nan(b, x), x, r);
 }
 
-// --- unary driver -------------------------------------------------------------------------------
+// --- declarations (pointwise/common.h) ------------------------------------------------
 
-struct SDef {
-  const char* name;      // cache key
-  const char* cpu_name;  // for PyTorch's dtype error message
-  bool half_ok;          // CPU accepts bfloat16/half
-  Value (*fn)(Builder&, Value, ElemType storage);
-};
-template <Value (*F)(Builder&, Value)>
-Value plain(Builder& b, Value x, ElemType) {
-  return F(b, x);
-}
-
-void check_dtype(const SDef& d, ScalarType t) {
-  bool ok = !c10::isComplexType(t) && (d.half_ok || (t != c10::kBFloat16 && t != c10::kHalf));
-  TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", d.cpu_name, "_cpu\" not implemented for '", c10::toString(t), "'");
-}
-void run(const SDef& d, const at::Tensor& self, const at::Tensor& out) {
-  auto fn = d.fn;
-  // The kernel's own dtype (not out='s): CPU rounds there, then casts.
-  ScalarType t = float_result(self.scalar_type());
-  ElemType storage = to_elem(t);
-  pointwise(
-      d.name, {self}, out, opmath(t), [fn, storage](Builder& b, const Values& x) { return fn(b, x[0], storage); },
-      static_cast<int64_t>(t));
-}
-// The op declarations the variant mechanism (ops/variants.h) registers
-// functional and out= forms from (torch.special has no in-place forms).
-template <const SDef& D>
-struct SpecialUnary {
-  static constexpr const char* kName = D.name;
-  static OutMeta meta(const at::Tensor& self) {
-    check_dtype(D, self.scalar_type());
-    return {self.sizes().vec(), float_result(self.scalar_type()), self.device()};
-  }
-  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self) { run(D, self, out); }
-};
-
-constexpr SDef d_i0e{"special_i0e", "i0e", true, plain<f_i0e>};
-constexpr SDef d_i1{"special_i1", "i1", true, plain<f_i1>};
-constexpr SDef d_i1e{"special_i1e", "i1e", true, plain<f_i1e>};
-constexpr SDef d_mi0{"special_modified_bessel_i0", "modified_bessel_i0", false, plain<f_i0>};
-constexpr SDef d_mi1{"special_modified_bessel_i1", "modified_bessel_i1", false, plain<f_i1>};
-constexpr SDef d_mk0{"special_modified_bessel_k0", "modified_bessel_k0", false, plain<f_k<0, false>>};
-constexpr SDef d_mk1{"special_modified_bessel_k1", "modified_bessel_k1", false, plain<f_k<1, false>>};
-constexpr SDef d_sk0{"special_scaled_modified_bessel_k0", "scaled_modified_bessel_k0", false, plain<f_k<0, true>>};
-constexpr SDef d_sk1{"special_scaled_modified_bessel_k1", "scaled_modified_bessel_k1", false, plain<f_k<1, true>>};
-constexpr SDef d_j0{"special_bessel_j0", "bessel_j0", false, plain<f_j0>};
-constexpr SDef d_j1{"special_bessel_j1", "bessel_j1", false, plain<f_j1>};
-constexpr SDef d_y0{"special_bessel_y0", "bessel_y0", false, plain<f_y0>};
-constexpr SDef d_y1{"special_bessel_y1", "bessel_y1", false, plain<f_y1>};
-constexpr SDef d_sj0{"special_spherical_bessel_j0", "spherical_bessel_j0", false, plain<f_spherical_j0>};
-constexpr SDef d_airy{"special_airy_ai", "airy_ai", false, plain<f_airy_ai>};
-constexpr SDef d_entr{"special_entr", "entr", true, f_entr};
-constexpr SDef d_ndtri{"special_ndtri", "ndtri", false, plain<f_ndtri>};
-constexpr SDef d_log_ndtr{"special_log_ndtr", "log_ndtr", false, plain<f_log_ndtr>};
-constexpr SDef d_erfcx{"special_erfcx", "erfcx", false, plain<f_erfcx>};
+// CPU has bfloat16/half kernels for only some of these.
+constexpr int kNoHalf = Accepts::kNoHalf;
+constexpr int kReal = Accepts::kReal;
+constexpr PointwiseDef d_i0e{"i0e", Result::kFloat, kReal, lower1<f_i0e>};
+constexpr PointwiseDef d_i1{"i1", Result::kFloat, kReal, lower1<f_i1>};
+constexpr PointwiseDef d_i1e{"i1e", Result::kFloat, kReal, lower1<f_i1e>};
+constexpr PointwiseDef d_mi0{"modified_bessel_i0", Result::kFloat, kNoHalf, lower1<f_i0>};
+constexpr PointwiseDef d_mi1{"modified_bessel_i1", Result::kFloat, kNoHalf, lower1<f_i1>};
+constexpr PointwiseDef d_mk0{"modified_bessel_k0", Result::kFloat, kNoHalf, lower1<f_k<0, false>>};
+constexpr PointwiseDef d_mk1{"modified_bessel_k1", Result::kFloat, kNoHalf, lower1<f_k<1, false>>};
+constexpr PointwiseDef d_sk0{"scaled_modified_bessel_k0", Result::kFloat, kNoHalf, lower1<f_k<0, true>>};
+constexpr PointwiseDef d_sk1{"scaled_modified_bessel_k1", Result::kFloat, kNoHalf, lower1<f_k<1, true>>};
+constexpr PointwiseDef d_j0{"bessel_j0", Result::kFloat, kNoHalf, lower1<f_j0>};
+constexpr PointwiseDef d_j1{"bessel_j1", Result::kFloat, kNoHalf, lower1<f_j1>};
+constexpr PointwiseDef d_y0{"bessel_y0", Result::kFloat, kNoHalf, lower1<f_y0>};
+constexpr PointwiseDef d_y1{"bessel_y1", Result::kFloat, kNoHalf, lower1<f_y1>};
+constexpr PointwiseDef d_sj0{"spherical_bessel_j0", Result::kFloat, kNoHalf, lower1<f_spherical_j0>};
+constexpr PointwiseDef d_airy{"airy_ai", Result::kFloat, kNoHalf, lower1<f_airy_ai>};
+constexpr PointwiseDef d_entr{"entr", Result::kFloat, kReal, f_entr};
+constexpr PointwiseDef d_ndtri{"ndtri", Result::kFloat, kNoHalf, lower1<f_ndtri>};
+constexpr PointwiseDef d_log_ndtr{"log_ndtr", Result::kFloat, kNoHalf, lower1<f_log_ndtr>};
+constexpr PointwiseDef d_erfcx{"erfcx", Result::kFloat, kNoHalf, lower1<f_erfcx>};
 
 // --- binary: xlog1py, zeta ------------------------------------------------------------------------
 
@@ -543,38 +511,8 @@ Value f_zeta(Builder& b, const Values& v, ElemType) {
   return b.select(eq(b, x, 1.0), full_like(b, INFINITY, x), r);
 }
 
-struct BDef {
-  const char* name;
-  const char* cpu_name;
-  bool half_ok;
-  Value (*fn)(Builder&, const Values&, ElemType storage);
-};
-constexpr BDef d_xlog1py{"special_xlog1py", "xlog1py", true, f_xlog1py};
-constexpr BDef d_zeta{"special_zeta", "zeta", false, f_zeta};
-
-ScalarType b_check(const BDef& d, const at::Tensor& a, const at::Tensor& c) {
-  ScalarType t = at::result_type(a, c);
-  bool ok = !c10::isComplexType(t) && (d.half_ok || (t != c10::kBFloat16 && t != c10::kHalf));
-  TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", d.cpu_name, "_cpu\" not implemented for '", c10::toString(t), "'");
-  return float_result(t);
-}
-template <const BDef& D>
-void b_run(const at::Tensor& self, const at::Tensor& other, ScalarType t, const at::Tensor& out) {
-  ElemType storage = to_elem(t);
-  pointwise(
-      D.name, {self, other}, out, opmath(t), [storage](Builder& b, const Values& v) { return D.fn(b, v, storage); },
-      static_cast<int64_t>(t));
-}
-template <const BDef& D>
-struct SpecialBinary {
-  static constexpr const char* kName = D.name;
-  static OutMeta meta(const at::Tensor& self, const at::Tensor& other) {
-    return {broadcast_shape({self, other}), b_check(D, self, other), self.is_cpu() ? other.device() : self.device()};
-  }
-  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, const at::Tensor& other) {
-    b_run<D>(self, other, m.dtype, out);
-  }
-};
+constexpr PointwiseDef d_xlog1py{"xlog1py", Result::kFloat, kReal, f_xlog1py};
+constexpr PointwiseDef d_zeta{"zeta", Result::kFloat, kNoHalf, f_zeta};
 
 // --- i0 ------------------------------------------------------------------------------
 // torch.i0 (f_i0 above is special_modified_bessel_i0's Cephes series).
@@ -603,33 +541,34 @@ Value f_i0_as(Builder& b, Value x) {
   return b.select(b.compare(ax, full_like(b, 3.75, x), Direction::kLe), small, big);
 }
 
-constexpr udef::UDef d_i0{"i0", true, true, f_i0_as};
+// torch.i0 reports complex input as not implemented yet.
+constexpr PointwiseDef d_i0{"i0", Result::kFloat, kReal | Accepts::kComplexLater, lower1<f_i0_as>};
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  register_variants<SpecialUnary<d_i0e>>(m, {"special_i0e", "", "special_i0e.out"});
-  register_variants<SpecialUnary<d_i1>>(m, {"special_i1", "", "special_i1.out"});
-  register_variants<SpecialUnary<d_i1e>>(m, {"special_i1e", "", "special_i1e.out"});
-  register_variants<SpecialUnary<d_mi0>>(m, {"special_modified_bessel_i0", "", "special_modified_bessel_i0.out"});
-  register_variants<SpecialUnary<d_mi1>>(m, {"special_modified_bessel_i1", "", "special_modified_bessel_i1.out"});
-  register_variants<SpecialUnary<d_mk0>>(m, {"special_modified_bessel_k0", "", "special_modified_bessel_k0.out"});
-  register_variants<SpecialUnary<d_mk1>>(m, {"special_modified_bessel_k1", "", "special_modified_bessel_k1.out"});
-  register_variants<SpecialUnary<d_sk0>>(
-      m, {"special_scaled_modified_bessel_k0", "", "special_scaled_modified_bessel_k0.out"});
-  register_variants<SpecialUnary<d_sk1>>(
-      m, {"special_scaled_modified_bessel_k1", "", "special_scaled_modified_bessel_k1.out"});
-  register_variants<SpecialUnary<d_j0>>(m, {"special_bessel_j0", "", "special_bessel_j0.out"});
-  register_variants<SpecialUnary<d_j1>>(m, {"special_bessel_j1", "", "special_bessel_j1.out"});
-  register_variants<SpecialUnary<d_y0>>(m, {"special_bessel_y0", "", "special_bessel_y0.out"});
-  register_variants<SpecialUnary<d_y1>>(m, {"special_bessel_y1", "", "special_bessel_y1.out"});
-  register_variants<SpecialUnary<d_sj0>>(m, {"special_spherical_bessel_j0", "", "special_spherical_bessel_j0.out"});
-  register_variants<SpecialUnary<d_airy>>(m, {"special_airy_ai", "", "special_airy_ai.out"});
-  register_variants<SpecialUnary<d_entr>>(m, {"special_entr", "", "special_entr.out"});
-  register_variants<SpecialUnary<d_ndtri>>(m, {"special_ndtri", "", "special_ndtri.out"});
-  register_variants<SpecialUnary<d_log_ndtr>>(m, {"special_log_ndtr", "", "special_log_ndtr.out"});
-  register_variants<SpecialUnary<d_erfcx>>(m, {"special_erfcx", "", "special_erfcx.out"});
-  register_variants<SpecialBinary<d_xlog1py>>(m, {"special_xlog1py", "", "special_xlog1py.out"});
-  register_variants<SpecialBinary<d_zeta>>(m, {"special_zeta", "", "special_zeta.out"});
-  register_variants<udef::FloatUnary<d_i0>>(m, "i0");
+  register_variants<Unary<d_i0e>>(m, {"special_i0e", "", "special_i0e.out"});
+  register_variants<Unary<d_i1>>(m, {"special_i1", "", "special_i1.out"});
+  register_variants<Unary<d_i1e>>(m, {"special_i1e", "", "special_i1e.out"});
+  register_variants<Unary<d_mi0>>(m, {"special_modified_bessel_i0", "", "special_modified_bessel_i0.out"});
+  register_variants<Unary<d_mi1>>(m, {"special_modified_bessel_i1", "", "special_modified_bessel_i1.out"});
+  register_variants<Unary<d_mk0>>(m, {"special_modified_bessel_k0", "", "special_modified_bessel_k0.out"});
+  register_variants<Unary<d_mk1>>(m, {"special_modified_bessel_k1", "", "special_modified_bessel_k1.out"});
+  register_variants<Unary<d_sk0>>(m,
+                                  {"special_scaled_modified_bessel_k0", "", "special_scaled_modified_bessel_k0.out"});
+  register_variants<Unary<d_sk1>>(m,
+                                  {"special_scaled_modified_bessel_k1", "", "special_scaled_modified_bessel_k1.out"});
+  register_variants<Unary<d_j0>>(m, {"special_bessel_j0", "", "special_bessel_j0.out"});
+  register_variants<Unary<d_j1>>(m, {"special_bessel_j1", "", "special_bessel_j1.out"});
+  register_variants<Unary<d_y0>>(m, {"special_bessel_y0", "", "special_bessel_y0.out"});
+  register_variants<Unary<d_y1>>(m, {"special_bessel_y1", "", "special_bessel_y1.out"});
+  register_variants<Unary<d_sj0>>(m, {"special_spherical_bessel_j0", "", "special_spherical_bessel_j0.out"});
+  register_variants<Unary<d_airy>>(m, {"special_airy_ai", "", "special_airy_ai.out"});
+  register_variants<Unary<d_entr>>(m, {"special_entr", "", "special_entr.out"});
+  register_variants<Unary<d_ndtri>>(m, {"special_ndtri", "", "special_ndtri.out"});
+  register_variants<Unary<d_log_ndtr>>(m, {"special_log_ndtr", "", "special_log_ndtr.out"});
+  register_variants<Unary<d_erfcx>>(m, {"special_erfcx", "", "special_erfcx.out"});
+  register_variants<Binary<d_xlog1py>>(m, {"special_xlog1py", "", "special_xlog1py.out"});
+  register_variants<Binary<d_zeta>>(m, {"special_zeta", "", "special_zeta.out"});
+  register_variants<Unary<d_i0>>(m, "i0");
 }
 
 }  // namespace

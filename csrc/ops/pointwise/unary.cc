@@ -1,6 +1,7 @@
 // Unary elementwise math: functional, in-place and out= forms, plus the
 // backward kernels autograd needs for them (sigmoid/tanh/threshold), and
-// sinc and signbit (on the float-unary kernel of pointwise/common.h).
+// sinc and signbit; the table-driven ones are PointwiseDefs
+// (pointwise/common.h).
 // Float-valued ops on integer/bool inputs compute in the default float
 // dtype (PyTorch's int-to-float promotion); half types compute in f32 and
 // round once, as PyTorch's CPU kernels do.
@@ -9,8 +10,6 @@
 #include <torch/library.h>
 
 #include <cmath>
-#include <set>
-#include <string_view>
 
 #include "ops/common.h"
 #include "ops/variants.h"
@@ -20,22 +19,6 @@ namespace torch_tpu::ops {
 namespace {
 
 using c10::ScalarType;
-
-// How the result dtype follows from the input dtype.
-enum class Kind {
-  kFloat,  // ints/bool -> default float
-  kSame,   // same dtype as input
-  kBool,   // bool result
-};
-// Which input dtypes the op accepts (float is always accepted).
-enum Allow : int { kInts = 1, kBoolIn = 2, kAll = 3, kFloatOnly = 0 };
-
-struct UnaryDef {
-  const char* name;
-  Kind kind;
-  int allow;
-  Value (*fn)(Builder&, Value);
-};
 
 Value f_neg(Builder& b, Value x) { return b.neg(x); }
 Value f_abs(Builder& b, Value x) { return b.abs(x); }
@@ -94,138 +77,92 @@ Value f_relu(Builder& b, Value x) {
   return b.select(keep, x, z);
 }
 
-#define DEF(n, kind, allow) constexpr UnaryDef d_##n{#n, Kind::kind, allow, f_##n};
-DEF(neg, kSame, kInts)
-DEF(abs, kSame, kInts)
-DEF(sign, kSame, kAll)
-DEF(exp, kFloat, kAll)
-DEF(exp2, kFloat, kAll)
-DEF(expm1, kFloat, kAll)
-DEF(log, kFloat, kAll)
-DEF(log2, kFloat, kAll)
-DEF(log10, kFloat, kAll)
-DEF(log1p, kFloat, kAll)
-DEF(sqrt, kFloat, kAll)
-DEF(rsqrt, kFloat, kAll)
-DEF(reciprocal, kFloat, kAll)
-DEF(sin, kFloat, kAll)
-DEF(cos, kFloat, kAll)
-DEF(tan, kFloat, kAll)
-DEF(asin, kFloat, kAll)
-DEF(acos, kFloat, kAll)
-DEF(atan, kFloat, kAll)
-DEF(sinh, kFloat, kAll)
-DEF(cosh, kFloat, kAll)
-DEF(tanh, kFloat, kAll)
-DEF(asinh, kFloat, kAll)
-DEF(acosh, kFloat, kAll)
-DEF(atanh, kFloat, kAll)
-DEF(sigmoid, kFloat, kAll)
-DEF(erf, kFloat, kAll)
-DEF(erfc, kFloat, kAll)
-DEF(erfinv, kFloat, kAll)
-DEF(floor, kSame, kInts)
-DEF(ceil, kSame, kInts)
-DEF(round, kSame, kInts)
-DEF(trunc, kSame, kInts)
-DEF(frac, kSame, kFloatOnly)
-DEF(isnan, kBool, kAll)
-DEF(relu, kSame, kInts)
-#undef DEF
-// sgn equals sign for real dtypes; bitwise_not rejects floats (below).
-constexpr UnaryDef d_sgn{"sgn", Kind::kSame, kAll, f_sign};
-constexpr UnaryDef d_bitwise_not{"bitwise_not", Kind::kSame, kAll, f_bitwise_not};
+// Unary ops accept complex where StableHLO has the op (what FFT gradients
+// and basic complex math need); the rest report it as not implemented yet.
+constexpr int kFloatOnly = Accepts::kFloats | Accepts::kComplexLater;
+constexpr int kInts = kFloatOnly | Accepts::kInt;
+constexpr int kAll = kInts | Accepts::kBool;
+constexpr int kC = Accepts::kComplex;
 
-void check_dtype(const UnaryDef& d, ScalarType t) {
-  std::string_view n = d.name;
-  if (t == c10::kBool) {
-    // NotImplementedError, as CPU raises since torch 2.14.
-    TORCH_CHECK_NOT_IMPLEMENTED(n != "neg",
-                                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
-                                "invert a mask, use the `~` or `logical_not()` operator instead.");
-    TORCH_CHECK_NOT_IMPLEMENTED(n != "relu", "Boolean inputs not supported for relu");
-  }
-  if (n == "bitwise_not") {
-    TORCH_CHECK_NOT_IMPLEMENTED(!c10::isFloatingType(t), "\"bitwise_not_cpu\" not implemented for '", c10::toString(t),
-                                "'");
-    return;
-  }
-  // StableHLO's complex-capable ops (what FFT gradients and basic complex
-  // math need); the rest stay unsupported rather than wrong.
-  static const std::set<std::string_view> complex_ok{"neg",   "abs",        "sgn", "exp", "log", "sqrt",
-                                                     "rsqrt", "reciprocal", "sin", "cos", "tanh"};
-  if (c10::isComplexType(t) && complex_ok.count(n)) return;
-  TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(t), "\"", d.name, "\" not implemented for complex tensors");
-  bool ok = c10::isFloatingType(t) || (t == c10::kBool ? (d.allow & kBoolIn) : (d.allow & kInts));
-  TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", d.name, "_cpu\" not implemented for '", c10::toString(t), "'");
+// NotImplementedError for bool, as CPU raises since torch 2.14.
+void neg_bool(ScalarType t) {
+  TORCH_CHECK_NOT_IMPLEMENTED(t != c10::kBool,
+                              "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                              "invert a mask, use the `~` or `logical_not()` operator instead.");
 }
+void relu_bool(ScalarType t) { TORCH_CHECK_NOT_IMPLEMENTED(t != c10::kBool, "Boolean inputs not supported for relu"); }
 
-ScalarType result_of(const UnaryDef& d, ScalarType t) {
-  if (c10::isComplexType(t) && std::string_view(d.name) == "abs") return c10::toRealValueType(t);
-  switch (d.kind) {
-    case Kind::kFloat:
-      return float_result(t);
-    case Kind::kBool:
-      return c10::kBool;
-    default:
-      return t;
-  }
-}
-
-void run_unary(const UnaryDef& d, const at::Tensor& self, const at::Tensor& out) {
-  ScalarType t = self.scalar_type();
-  ScalarType compute = d.kind == Kind::kFloat ? opmath(float_result(t)) : t;
-  auto fn = d.fn;
-  pointwise(d.name, {self}, out, compute, [fn](Builder& b, const Values& x) { return fn(b, x[0]); });
-}
-
-// The op declaration the variant mechanism (ops/variants.h) registers
-// functional, in-place and out= forms from.
-template <const UnaryDef& D>
-struct Unary {
-  static constexpr const char* kName = D.name;
-  static OutMeta meta(const at::Tensor& self) {
-    check_dtype(D, self.scalar_type());
-    return {self.sizes().vec(), result_of(D, self.scalar_type()), self.device()};
-  }
-  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self) { run_unary(D, self, out); }
-};
+constexpr PointwiseDef d_neg{"neg", Result::kSame, kInts | kC, lower1<f_neg>, neg_bool};
+constexpr PointwiseDef d_abs{"abs", Result::kReal, kInts | kC, lower1<f_abs>};
+constexpr PointwiseDef d_sign{"sign", Result::kSame, kAll, lower1<f_sign>};
+constexpr PointwiseDef d_sgn{"sgn", Result::kSame, kAll | kC, lower1<f_sign>};
+constexpr PointwiseDef d_exp{"exp", Result::kFloat, kAll | kC, lower1<f_exp>};
+constexpr PointwiseDef d_exp2{"exp2", Result::kFloat, kAll, lower1<f_exp2>};
+constexpr PointwiseDef d_expm1{"expm1", Result::kFloat, kAll, lower1<f_expm1>};
+constexpr PointwiseDef d_log{"log", Result::kFloat, kAll | kC, lower1<f_log>};
+constexpr PointwiseDef d_log2{"log2", Result::kFloat, kAll, lower1<f_log2>};
+constexpr PointwiseDef d_log10{"log10", Result::kFloat, kAll, lower1<f_log10>};
+constexpr PointwiseDef d_log1p{"log1p", Result::kFloat, kAll, lower1<f_log1p>};
+constexpr PointwiseDef d_sqrt{"sqrt", Result::kFloat, kAll | kC, lower1<f_sqrt>};
+constexpr PointwiseDef d_rsqrt{"rsqrt", Result::kFloat, kAll | kC, lower1<f_rsqrt>};
+constexpr PointwiseDef d_reciprocal{"reciprocal", Result::kFloat, kAll | kC, lower1<f_reciprocal>};
+constexpr PointwiseDef d_sin{"sin", Result::kFloat, kAll | kC, lower1<f_sin>};
+constexpr PointwiseDef d_cos{"cos", Result::kFloat, kAll | kC, lower1<f_cos>};
+constexpr PointwiseDef d_tan{"tan", Result::kFloat, kAll, lower1<f_tan>};
+constexpr PointwiseDef d_asin{"asin", Result::kFloat, kAll, lower1<f_asin>};
+constexpr PointwiseDef d_acos{"acos", Result::kFloat, kAll, lower1<f_acos>};
+constexpr PointwiseDef d_atan{"atan", Result::kFloat, kAll, lower1<f_atan>};
+constexpr PointwiseDef d_sinh{"sinh", Result::kFloat, kAll, lower1<f_sinh>};
+constexpr PointwiseDef d_cosh{"cosh", Result::kFloat, kAll, lower1<f_cosh>};
+constexpr PointwiseDef d_tanh{"tanh", Result::kFloat, kAll | kC, lower1<f_tanh>};
+constexpr PointwiseDef d_asinh{"asinh", Result::kFloat, kAll, lower1<f_asinh>};
+constexpr PointwiseDef d_acosh{"acosh", Result::kFloat, kAll, lower1<f_acosh>};
+constexpr PointwiseDef d_atanh{"atanh", Result::kFloat, kAll, lower1<f_atanh>};
+constexpr PointwiseDef d_sigmoid{"sigmoid", Result::kFloat, kAll, lower1<f_sigmoid>};
+constexpr PointwiseDef d_erf{"erf", Result::kFloat, kAll, lower1<f_erf>};
+constexpr PointwiseDef d_erfc{"erfc", Result::kFloat, kAll, lower1<f_erfc>};
+constexpr PointwiseDef d_erfinv{"erfinv", Result::kFloat, kAll, lower1<f_erfinv>};
+constexpr PointwiseDef d_floor{"floor", Result::kSame, kInts, lower1<f_floor>};
+constexpr PointwiseDef d_ceil{"ceil", Result::kSame, kInts, lower1<f_ceil>};
+constexpr PointwiseDef d_round{"round", Result::kSame, kInts, lower1<f_round>};
+constexpr PointwiseDef d_trunc{"trunc", Result::kSame, kInts, lower1<f_trunc>};
+constexpr PointwiseDef d_frac{"frac", Result::kSame, kFloatOnly, lower1<f_frac>};
+constexpr PointwiseDef d_isnan{"isnan", Result::kBool, kAll, lower1<f_isnan>};
+constexpr PointwiseDef d_relu{"relu", Result::kSame, kInts, lower1<f_relu>, relu_bool};
+// Integers and bool only: floats get CPU's dispatch error.
+constexpr PointwiseDef d_bitwise_not{"bitwise_not", Result::kSame, Accepts::kInt | Accepts::kBool | kC,
+                                     lower1<f_bitwise_not>};
 
 // --- round(decimals) ----------------------------------------------------------
 
-void round_dec_run(const at::Tensor& self, int64_t decimals, const at::Tensor& out) {
-  ScalarType t = self.scalar_type();
-  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t), "\"round_vml_cpu\" not implemented for '", c10::toString(t), "'");
-  if (decimals == 0) {
-    run_unary(d_round, self, out);
-    return;
+// round(decimals): float types only.
+struct RoundDecimals {
+  static constexpr const char* kName = "round";
+  static OutMeta meta(const at::Tensor& self, int64_t) {
+    ScalarType t = self.scalar_type();
+    TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t), "\"round_vml_cpu\" not implemented for '", c10::toString(t),
+                                "'");
+    return {self.sizes().vec(), t, self.device()};
   }
-  // Like ATen: scale by 10^|d|, round half-to-even, scale back.
-  bool neg = decimals < 0;
-  double ten_pow = std::pow(10.0, static_cast<double>(neg ? -decimals : decimals));
-  pointwise(
-      "round_decimals", {self, c10::Scalar(ten_pow)}, out, opmath(t),
-      [neg](Builder& b, const Values& x) {
-        Value s = neg ? b.div(x[0], x[1]) : b.mul(x[0], x[1]);
-        Value r = b.round_even(s);
-        return neg ? b.mul(r, x[1]) : b.div(r, x[1]);
-      },
-      neg ? 1 : 2);
-}
-at::Tensor round_dec(const at::Tensor& self, int64_t decimals) {
-  at::Tensor out = empty_like_tpu(self);
-  round_dec_run(self, decimals, out);
-  return out;
-}
-at::Tensor& round_dec_(at::Tensor& self, int64_t decimals) {
-  round_dec_run(self, decimals, self);
-  return self;
-}
-at::Tensor& round_dec_out(const at::Tensor& self, int64_t decimals, at::Tensor& out) {
-  prepare_out(out, self.sizes(), self.scalar_type(), "round");
-  round_dec_run(self, decimals, out);
-  return out;
-}
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, int64_t decimals) {
+    ScalarType t = m.dtype;
+    if (decimals == 0) {
+      run_pointwise(d_round, {self}, t, out);
+      return;
+    }
+    // Like ATen: scale by 10^|d|, round half-to-even, scale back.
+    bool neg = decimals < 0;
+    double ten_pow = std::pow(10.0, static_cast<double>(neg ? -decimals : decimals));
+    pointwise(
+        "round_decimals", {self, c10::Scalar(ten_pow)}, out, opmath(t),
+        [neg](Builder& b, const Values& x) {
+          Value s = neg ? b.div(x[0], x[1]) : b.mul(x[0], x[1]);
+          Value r = b.round_even(s);
+          return neg ? b.mul(r, x[1]) : b.div(r, x[1]);
+        },
+        neg ? 1 : 2);
+  }
+};
 
 // --- logical_not, isnan.out is composite; nan_to_num ---------------------------
 
@@ -291,47 +228,35 @@ at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, st
 
 // --- backward kernels ------------------------------------------------------------
 
-template <int kWhich>  // 0 sigmoid, 1 tanh
-void act_backward_run(const at::Tensor& grad, const at::Tensor& y, const at::Tensor& out) {
-  ScalarType t = at::result_type(grad, y);
-  pointwise(kWhich == 0 ? "sigmoid_backward" : "tanh_backward", {grad, y}, out, opmath(t),
-            [](Builder& b, const Values& x) {
-              Value o = one(b, b.elem(x[1]), b.dims(x[1]));
-              if (kWhich == 0) return b.mul(x[0], b.mul(b.sub(o, x[1]), x[1]));
-              return b.mul(x[0], b.sub(o, b.mul(x[1], x[1])));
-            });
+// Result dtype and shape as a binary op's (grad and the forward tensor).
+OutMeta backward_meta(const at::Tensor& grad, const at::Tensor& y) {
+  return {broadcast_shape({grad, y}), at::result_type(grad, y), grad.device()};
 }
-template <int kWhich>
-at::Tensor act_backward(const at::Tensor& grad, const at::Tensor& y) {
-  at::Tensor out = empty_tpu(broadcast_shape({grad, y}), at::result_type(grad, y), grad.device());
-  act_backward_run<kWhich>(grad, y, out);
-  return out;
-}
-template <int kWhich>
-at::Tensor& act_backward_out(const at::Tensor& grad, const at::Tensor& y, at::Tensor& out) {
-  prepare_out(out, broadcast_shape({grad, y}), at::result_type(grad, y), "backward");
-  act_backward_run<kWhich>(grad, y, out);
-  return out;
-}
-
-void threshold_backward_run(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar& th,
-                            const at::Tensor& out) {
-  ScalarType t = at::result_type(grad, self);
-  pointwise("threshold_backward", {grad, self, th}, out, t, [](Builder& b, const Values& x) {
-    return b.select(b.compare(x[1], x[2], Direction::kLe), zero(b, b.elem(x[0]), b.dims(x[0])), x[0]);
-  });
-}
-at::Tensor threshold_backward(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar& th) {
-  at::Tensor out = empty_tpu(broadcast_shape({grad, self}), at::result_type(grad, self), grad.device());
-  threshold_backward_run(grad, self, th, out);
-  return out;
-}
-at::Tensor& threshold_backward_out(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar& th,
-                                   at::Tensor& out) {
-  prepare_out(out, broadcast_shape({grad, self}), at::result_type(grad, self), "threshold_backward");
-  threshold_backward_run(grad, self, th, out);
-  return out;
-}
+// sigmoid/tanh backward from the forward result y.
+template <bool kTanh>
+struct ActBackward {
+  static constexpr const char* kName = kTanh ? "tanh_backward" : "sigmoid_backward";
+  static OutMeta meta(const at::Tensor& grad, const at::Tensor& y) { return backward_meta(grad, y); }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& grad, const at::Tensor& y) {
+    pointwise(kName, {grad, y}, out, opmath(m.dtype), [](Builder& b, const Values& x) {
+      Value o = one(b, b.elem(x[1]), b.dims(x[1]));
+      if (!kTanh) return b.mul(x[0], b.mul(b.sub(o, x[1]), x[1]));
+      return b.mul(x[0], b.sub(o, b.mul(x[1], x[1])));
+    });
+  }
+};
+struct ThresholdBackward {
+  static constexpr const char* kName = "threshold_backward";
+  static OutMeta meta(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar&) {
+    return backward_meta(grad, self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& grad, const at::Tensor& self,
+                   const c10::Scalar& th) {
+    pointwise(kName, {grad, self, th}, out, m.dtype, [](Builder& b, const Values& x) {
+      return b.select(b.compare(x[1], x[2], Direction::kLe), zero(b, b.elem(x[0]), b.dims(x[0])), x[0]);
+    });
+  }
+};
 
 // --- sinc / signbit --------------------------------------------------------------
 
@@ -341,8 +266,8 @@ Value f_sinc(Builder& b, Value x) {
   return b.select(b.compare(x, full_like(b, 0.0, x), Direction::kEq), full_like(b, 1.0, x), r);
 }
 
-constexpr udef::UDef d_sinc{"sinc", true, true, f_sinc};
-constexpr udef::UDef d_signbit{"signbit", false, true, udef::f_signbit};
+constexpr PointwiseDef d_sinc{"sinc", Result::kFloat, kAll, lower1<f_sinc>};
+constexpr PointwiseDef d_signbit{"signbit", Result::kBool, kAll, lower1<f_signbit>};
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<Unary<d_neg>>(m, "neg");
@@ -383,21 +308,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<Unary<d_bitwise_not>>(m, "bitwise_not");
   register_variants<Unary<d_relu>>(m, {"relu", "relu_", ""});
   register_variants<Unary<d_isnan>>(m, {"isnan", "", ""});
-  m.impl("round.decimals", round_dec);
-  m.impl("round_.decimals", round_dec_);
-  m.impl("round.decimals_out", round_dec_out);
+  register_variants<RoundDecimals>(m, {"round.decimals", "round_.decimals", "round.decimals_out"});
   m.impl("logical_not.out", logical_not_out);
   m.impl("nan_to_num", nan_to_num);
   m.impl("nan_to_num_", nan_to_num_);
   m.impl("nan_to_num.out", nan_to_num_out);
-  m.impl("sigmoid_backward", act_backward<0>);
-  m.impl("sigmoid_backward.grad_input", act_backward_out<0>);
-  m.impl("tanh_backward", act_backward<1>);
-  m.impl("tanh_backward.grad_input", act_backward_out<1>);
-  m.impl("threshold_backward", threshold_backward);
-  m.impl("threshold_backward.grad_input", threshold_backward_out);
-  register_variants<udef::FloatUnary<d_sinc>>(m, "sinc");
-  register_variants<udef::FloatUnary<d_signbit>>(m, {"signbit", "", "signbit.out"});
+  register_variants<ActBackward<false>>(m, {"sigmoid_backward", "", "sigmoid_backward.grad_input"});
+  register_variants<ActBackward<true>>(m, {"tanh_backward", "", "tanh_backward.grad_input"});
+  register_variants<ThresholdBackward>(m, {"threshold_backward", "", "threshold_backward.grad_input"});
+  register_variants<Unary<d_sinc>>(m, "sinc");
+  register_variants<Unary<d_signbit>>(m, {"signbit", "", "signbit.out"});
 }
 
 }  // namespace
