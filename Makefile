@@ -3,7 +3,7 @@
 PY := .venv/bin/python
 export PJRT_NPROC ?= 2
 
-.PHONY: setup demo test test-cc test-py test-keys test-wheel bench lint format wheel clean
+.PHONY: setup demo test test-cc test-py test-keys test-modes test-wheel bench bench-train lint format wheel clean
 
 setup:
 	@scripts/setup.sh
@@ -11,7 +11,7 @@ setup:
 demo: setup
 	$(PY) examples/train_mlp.py
 
-test: setup test-cc test-py test-keys
+test: setup test-cc test-py test-keys test-modes
 
 test-cc:
 	./build/cc_tests --gtest_brief=1
@@ -23,6 +23,12 @@ test-py:
 # a kernel whose key misses something its lowering captures fails here.
 test-keys:
 	TORCH_TPU_CHECK_KEYS=1 $(PY) -m pytest -q -p no:cacheprovider tests/ops
+
+# The model acceptance tests and the OpInfo regression slice again in fused
+# eager, and the model tests through torch.compile(backend="tpu").
+test-modes:
+	TORCH_TPU_DEFER_AND_FUSE=1 $(PY) -m pytest -q -p no:cacheprovider tests/models tests/opinfo tests/test_views.py
+	TORCH_TPU_TEST_COMPILE=1 $(PY) -m pytest -q -p no:cacheprovider tests/models
 
 # Builds the wheel in build/wheel, installs it into a fresh venv beside the
 # same torch, and runs a smoke test outside the source tree.
@@ -44,6 +50,11 @@ format: setup
 
 bench: setup
 	$(PY) bench/eager_op_latency.py
+
+# Training steps/s in every mode, beside PyTorch CPU, Inductor and JAX
+# (optional: pip install -r requirements-bench.txt).
+bench-train: setup
+	$(PY) bench/train_step.py
 
 clean:
 	rm -rf build dist torch_tpu/_C*.so

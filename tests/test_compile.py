@@ -33,8 +33,8 @@ def test_function_matches_cpu_and_reuses_the_program():
     torch.testing.assert_close(cf(x2.to(TPU), y.to(TPU)).cpu(), f(x2, y))
     after = debug.metrics()
     assert after["compiles"] == before["compiles"]  # second call: guards, then the cached program
-    assert after["flushes"] - before["flushes"] == 1
-    assert after["fused_cache_hits"] - before["fused_cache_hits"] == 1
+    assert after["replays"] - before["replays"] == 1  # the captured program, without running the ops
+    assert after["ops_dispatched"] == before["ops_dispatched"]  # no op ran through the dispatcher
 
 
 def test_forward_and_backward():
@@ -92,30 +92,6 @@ def test_training_step_with_adamw_matches_aot_eager_on_cpu():
     assert len(ref) == len(got)
 
 
-def test_training_without_dropout_matches_cpu():
-    def train(dev, backend):
-        torch.manual_seed(0)
-        m = torch.nn.Sequential(torch.nn.Linear(10, 24), torch.nn.Tanh(), torch.nn.Linear(24, 2)).to(dev)
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
-        x = torch.randn(8, 10, generator=torch.Generator().manual_seed(2)).to(dev)
-
-        def step():
-            opt.zero_grad()
-            loss = m(x).square().mean()
-            loss.backward()
-            opt.step()
-            return loss.detach()
-
-        step = torch.compile(step, backend=backend)
-        return [float(step()) for _ in range(5)], m
-
-    ref, mc = train("cpu", "aot_eager")
-    got, mt = train(TPU, "tpu")
-    torch.testing.assert_close(torch.tensor(got), torch.tensor(ref), rtol=1e-5, atol=1e-5)
-    for p, q in zip(mt.parameters(), mc.parameters()):
-        torch.testing.assert_close(p.cpu(), q, rtol=1e-5, atol=1e-5)
-
-
 def test_graph_break_falls_back_to_eager_and_explain_works():
     def f(x):
         y = x * 2
@@ -156,3 +132,80 @@ def test_compiled_graph_inside_fused_eager():
         cf = torch.compile(lambda t: t.cos() * 2, backend="tpu")
         r = cf(a) + 1
         torch.testing.assert_close(r.cpu(), (x * 3).cos() * 2 + 1)
+
+
+def test_training_step_replays_one_program_per_graph():
+    def run(dev, backend, check):
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)).to(dev)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)  # dynamo makes it capturable on tpu, as on CUDA
+        x = torch.randn(4, 8, generator=torch.Generator().manual_seed(1)).to(dev)
+
+        @torch.compile(backend=backend)
+        def step():
+            opt.zero_grad()
+            loss = m(x).square().mean()
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        losses = [step() for _ in range(3)]
+        before = debug.metrics()
+        losses += [step() for _ in range(4)]
+        after = debug.metrics()
+        if check:
+            assert after["replays"] - before["replays"] == 12  # forward, backward, optimizer: 3 per step
+            # Only the autograd engine's ones_like seed for loss.backward() runs as an op.
+            assert after["ops_dispatched"] - before["ops_dispatched"] <= 4
+            assert after["compiles"] == before["compiles"]
+        return torch.stack([v.cpu() for v in losses]), [p.detach().cpu() for p in m.parameters()]
+
+    ref, ref_params = run("cpu", "aot_eager", False)
+    torch._dynamo.reset()
+    got, params = run(TPU, "tpu", True)
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)
+    for p, q in zip(params, ref_params):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
+def test_replay_refuses_inputs_that_differ_from_the_capture():
+    from torch_tpu import _C
+
+    a = torch.randn(4, 6).to(TPU)
+    with torch.tpu.set_eager_mode(torch.tpu.EagerMode.DEFER_AND_FUSE):
+        _C._begin_capture()
+        out = a * 2 + 1
+        handle, why = _C._end_capture([a], [out])
+    assert handle is not None, why
+    b = torch.randn(4, 6)
+    (r,) = _C._replay(handle, [b.to(TPU)])
+    torch.testing.assert_close(r.cpu(), b * 2 + 1)
+    assert _C._replay(handle, [b.t().contiguous().t().to(TPU)]) is None  # column-major strides
+    assert _C._replay(handle, [torch.randn(6, 4).to(TPU).t()]) is None  # other strides
+    assert _C._replay(handle, [torch.randn(4, 6, dtype=torch.float64).to(TPU)]) is None  # other dtype
+    assert _C._replay(handle, [torch.randn(24).to(TPU)[:24].view(4, 6)]) is not None
+    assert _C._replay(handle, []) is None
+
+
+def test_warm_disk_cache_compiles_nothing(tmp_path):
+    from test_device import run_py
+
+    code = (
+        "import torch, torch_tpu\n"
+        "from torch_tpu import debug\n"
+        "m = torch.nn.Linear(5, 3).to('tpu')\n"
+        "opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+        "x = torch.randn(2, 5).to('tpu')\n"
+        "@torch.compile(backend='tpu')\n"
+        "def step():\n"
+        "    opt.zero_grad(); loss = m(x).sum(); loss.backward(); opt.step(); return loss.detach()\n"
+        "step(); step().cpu()\n"
+        "print('COMPILES', debug.metrics()['compiles'])\n"
+    )
+    env = {"TORCH_TPU_CACHE_DIR": str(tmp_path)}
+    first = run_py(code, **env)
+    assert first.returncode == 0, first.stderr
+    assert int(first.stdout.split("COMPILES")[1]) > 0
+    second = run_py(code, **env)
+    assert second.returncode == 0, second.stderr
+    assert int(second.stdout.split("COMPILES")[1]) == 0

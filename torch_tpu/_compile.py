@@ -17,7 +17,7 @@ import importlib.abc
 import importlib.util
 import logging
 import sys
-from typing import Any, Callable
+from typing import Any
 
 from torch_tpu import _C
 
@@ -26,26 +26,82 @@ _FUSED = 2
 _KNOWN_OPTIONS = {"debug_callback", "name"}
 
 
-def _graph_runner(gm, label: str, kind: str) -> Callable:
-    why = f"compiled {kind}"
+def _replayable(gm) -> bool:
+    """Whether every tensor the graph takes or computes lives on tpu. A CPU op
+    (a CPU step counter updated in place) happens outside our recording, and
+    a kernel may read a CPU scalar tensor on the host and bake its value
+    into the program (ATen's foreach fallbacks do), which a replay would
+    reuse stale; such graphs run their ops on every call."""
+    import torch
 
-    def run(*args):
+    for node in gm.graph.nodes:
+        if node.op == "get_attr":
+            attr = getattr(gm, node.target, None)
+            if isinstance(attr, torch.Tensor) and attr.device.type != "tpu":
+                return False
+        vals = node.meta.get("val")
+        for v in vals if isinstance(vals, (list, tuple)) else (vals,):
+            if isinstance(v, torch.Tensor) and v.device.type != "tpu":
+                return False
+    return True
+
+
+class _GraphRunner:
+    """Runs one AOTAutograd graph. The first call runs the graph's ATen ops
+    under the fused driver and captures the one program they make; later
+    calls whose inputs match the capture's metadata execute it directly
+    (guards, then one execute). A call that does not match, or a graph that
+    cannot be captured, runs the ops again (through the fused-eager cache)."""
+
+    def __init__(self, gm, label: str, kind: str):
+        self.gm = gm
+        self.label = label
+        self.why = f"compiled {kind}"
+        self.captured = None
+        self.template = None
+        self.attempts = 0 if _replayable(gm) else 2
+
+    def __call__(self, *args):
+        import torch
+
+        if self.captured is not None:
+            outs = _C._replay(self.captured, [a for a in args if isinstance(a, torch.Tensor)])
+            if outs is not None:
+                it = iter(outs)
+                return [next(it) if is_t else v for is_t, v in self.template]
+        # Not captured, or the inputs differ from the capture's: run the ops.
+        return self._run_ops(args)
+
+    def _run_ops(self, args):
+        import torch
+
         prev = _C._eager_mode()
-        if prev == _FUSED:
-            _C._mark_step("before a compiled graph")  # the graph gets a program of its own
-        else:
+        capture = self.captured is None and self.attempts < 2
+        if prev != _FUSED:
             _C._set_eager_mode(_FUSED)
         try:
-            out = gm(*args)
-            # The graph's live results are materialised as one program.
-            _C._mark_step(why)
+            if capture:
+                self.attempts += 1
+                _C._begin_capture()
+            else:
+                _C._mark_step("before a compiled graph")  # the graph gets a program of its own
+            out = self.gm(*args)
+            if capture:
+                tensors = [o for o in out if isinstance(o, torch.Tensor)]
+                inputs = [a for a in args if isinstance(a, torch.Tensor)]
+                handle, why = _C._end_capture(inputs, tensors)
+                if handle is not None:
+                    self.captured = handle
+                    self.template = [(isinstance(o, torch.Tensor), None if isinstance(o, torch.Tensor) else o)
+                                     for o in out]
+                else:
+                    logger.debug("tpu backend: %s runs its ops on every call: %s", self.label, why)
+            else:
+                _C._mark_step(self.why)  # the graph's live results, as one program
             return out
         finally:
             if prev != _FUSED:
                 _C._set_eager_mode(prev)
-
-    run.__name__ = f"tpu_graph_{label}"
-    return run
 
 
 def tpu_backend(gm, example_inputs, options: dict[str, Any] | None = None, mode: str | None = None, **kwargs):
@@ -70,7 +126,7 @@ def tpu_backend(gm, example_inputs, options: dict[str, Any] | None = None, mode:
             logger.debug("tpu backend: %s has %d nodes", label, len(aten_gm.graph.nodes))
             if callback is not None:
                 callback(aten_gm)
-            return make_boxed_func(_graph_runner(aten_gm, label, kind))
+            return make_boxed_func(_GraphRunner(aten_gm, label, kind))
 
         return compile_graph
 
@@ -105,32 +161,67 @@ def _guard_inductor(common) -> None:
         common.register_backend_for_device("tpu", _Refuse, _Refuse)
 
 
-class _InductorHook(importlib.abc.MetaPathFinder):
-    """Runs _guard_inductor right after Inductor's codegen registry is imported,
-    so that plain ``import torch`` never pays for importing Inductor."""
+# Dynamo makes a compiled optimizer "capturable" (step counters on the
+# device, so the whole step is device work) only for CUDA and XPU
+# parameters. tpu parameters qualify the same way; without it, Adam's CPU
+# step counters keep the compiled optimizer step from replaying.
+def _patch_dynamo_optimizer(mod) -> None:
+    cls = getattr(mod, "OptimizerVariable", None)
+    orig = getattr(cls, "_set_capturable", None)
+    if orig is None or getattr(orig, "_torch_tpu", False):
+        return
 
-    target = "torch._inductor.codegen.common"
+    def _set_capturable(self, tx):
+        for group in self.value.param_groups:
+            params = group.get("params", [])
+            if ("capturable" in group and params and all(p.device.type == "tpu" for p in params)
+                    and all(p not in self.value.state for p in params)):
+                group["capturable"] = True
+        return orig(self, tx)
+
+    _set_capturable._torch_tpu = True
+    cls._set_capturable = _set_capturable
+
+
+# Module name -> what to run right after it is imported.
+_AFTER_IMPORT = {
+    "torch._inductor.codegen.common": _guard_inductor,
+    "torch._dynamo.variables.optimizer": _patch_dynamo_optimizer,
+}
+
+
+class _AfterImportHook(importlib.abc.MetaPathFinder):
+    """Runs a patch right after a torch module is imported, so that plain
+    ``import torch`` never pays for importing dynamo or Inductor."""
 
     def find_spec(self, fullname, path, target=None):
-        if fullname != self.target:
+        patch = _AFTER_IMPORT.get(fullname)
+        if patch is None:
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
+        sys.meta_path.remove(self)  # find the real spec without us
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            sys.meta_path.insert(0, self)
         if spec is None or spec.loader is None:
             return spec
         exec_module = spec.loader.exec_module
 
-        def exec_then_guard(module):
+        def exec_then_patch(module):
             exec_module(module)
-            _guard_inductor(module)
+            patch(module)
 
-        spec.loader.exec_module = exec_then_guard
+        spec.loader.exec_module = exec_then_patch
         return spec
 
 
 def _install() -> None:
-    mod = sys.modules.get(_InductorHook.target)
-    if mod is not None:
-        _guard_inductor(mod)
-    elif not any(isinstance(f, _InductorHook) for f in sys.meta_path):
-        sys.meta_path.insert(0, _InductorHook())
+    pending = False
+    for name, patch in _AFTER_IMPORT.items():
+        mod = sys.modules.get(name)
+        if mod is not None:
+            patch(mod)
+        else:
+            pending = True
+    if pending and not any(isinstance(f, _AfterImportHook) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImportHook())

@@ -11,6 +11,8 @@
 // while recording, because kernels' lowerings capture their locals by
 // reference; it is emitted as text only on a cache miss.
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 
 #include <cstdlib>
@@ -21,12 +23,54 @@
 #include <vector>
 
 #include "aten/device.h"
+#include "aten/generator.h"
 #include "aten/storage.h"
 #include "compile/executable_cache.h"
 #include "compile/metrics.h"
+#include "record/capture.h"
 #include "record/driver.h"
 
 namespace torch_tpu::record {
+
+struct CapturedGraph {
+  struct Input {
+    bool cpu_scalar = false;  // a 0-d CPU tensor, passed as a runtime scalar
+    c10::ScalarType dtype;
+    ViewMeta view;
+    size_t nbytes = 0;
+    int alias_of = -1;  // first input with the same storage
+  };
+  struct Arg {
+    enum Kind { kInput, kConstant, kCpuInput, kRngSeed, kRngOffset } kind;
+    int input = -1;
+    ir::ElemType elem;
+    int64_t numel = 0;
+    runtime::BufferPtr constant;
+    c10::intrusive_ptr<c10::GeneratorImpl> gen;
+    uint64_t advance = 0;
+  };
+  struct Result {
+    bool to_input;  // into input `index`'s storage, else into new storage `index`
+    int index;
+    ir::ElemType elem;
+    int64_t numel;
+  };
+  struct Output {  // a view of input `input`'s storage, or of new storage `fresh`
+    int input = -1;
+    int fresh = -1;
+    c10::ScalarType dtype;
+    std::vector<int64_t> sizes, strides;
+    int64_t offset = 0;
+  };
+  int device = 0;
+  ProgramPtr prog;
+  std::vector<Input> inputs;
+  std::vector<Arg> args;
+  std::vector<Result> results;
+  std::vector<Output> outputs;
+  std::vector<size_t> fresh_nbytes;  // the new storages' sizes
+};
+
 namespace {
 
 int64_t max_ops_from_env() {
@@ -69,15 +113,18 @@ class FusedDriver final : public Driver {
         TORCH_INTERNAL_ASSERT(s->buffer && !s->pending, "fused eager: storage state out of sync");
         gs.value = p.g.param(ir::TensorType{s->elem, {s->numel}});
         p.args.push_back(s->buffer);
+        p.params.push_back(Param{s, s->elem, s->numel, {}});
         storage[i] = gs.value;
       }
     }
     std::vector<ir::Value> scalars;
     std::vector<ir::ElemType> elems = call.scalar_elems();
     std::vector<runtime::BufferPtr> bufs = call.scalar_buffers();
+    std::vector<OpCall::ScalarSource> srcs = call.scalar_sources();
     for (size_t k = 0; k < bufs.size(); ++k) {
       scalars.push_back(p.g.param(ir::TensorType{elems[k], {}}));
       p.args.push_back(std::move(bufs[k]));
+      p.params.push_back(Param{nullptr, elems[k], 0, std::move(srcs[k])});
     }
     // What each written slot holds afterwards, computed before any slot changes.
     std::vector<std::pair<ir::ElemType, int64_t>> after(n);
@@ -117,7 +164,131 @@ class FusedDriver final : public Driver {
     return *d;
   }
 
+  void begin_capture() {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    flush_locked(SyncReason::kMarkStep, "before a capture");
+    capture_start_ = flush_count_;
+  }
+
+  std::shared_ptr<CapturedGraph> end_capture(const std::vector<at::Tensor>& in, const std::vector<at::Tensor>& out,
+                                             std::string& why_not) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    if (flush_count_ != capture_start_) {
+      why_not = "the graph flushed before its end (a host read or a data-dependent shape)";
+    } else if (!p_) {
+      why_not = "the graph recorded no op";
+    }
+    auto cap = std::make_shared<CapturedGraph>();
+    cap_in_ = &in;
+    cap_out_ = &out;
+    cap_why_ = &why_not;
+    bool want = why_not.empty();
+    flush_locked(SyncReason::kMarkStep, "compiled graph", want ? cap.get() : nullptr);
+    cap_in_ = cap_out_ = nullptr;
+    cap_why_ = nullptr;
+    if (!want || !cap->prog) {
+      if (why_not.empty()) why_not = "the graph has no live result";
+      return nullptr;
+    }
+    return cap;
+  }
+
+  std::optional<std::vector<at::Tensor>> replay(CapturedGraph& c, const std::vector<at::Tensor>& in) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    flush_locked(SyncReason::kMarkStep, "before a replay");
+    // Guards first: nothing (not even the generator) changes unless all pass.
+    if (in.size() != c.inputs.size()) return std::nullopt;
+    std::vector<StorageSlot*> slots(in.size(), nullptr);
+    std::unordered_map<StorageSlot*, int> first;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const auto& g = c.inputs[i];
+      const at::Tensor& t = in[i];
+      if (!t.defined() || t.scalar_type() != g.dtype) return std::nullopt;
+      if (g.cpu_scalar) {
+        if (!t.device().is_cpu() || t.dim() != 0) return std::nullopt;
+        continue;
+      }
+      if (t.device().type() != c10::DeviceType::PrivateUse1 || std::max<int>(t.device().index(), 0) != c.device)
+        return std::nullopt;
+      StorageSlot* s = slot_of(t.storage());
+      if (s->nbytes != g.nbytes || t.storage_offset() != g.view.offset || t.sizes() != c10::IntArrayRef(g.view.sizes) ||
+          t.strides() != c10::IntArrayRef(g.view.strides))
+        return std::nullopt;
+      auto [it, fresh] = first.try_emplace(s, static_cast<int>(i));
+      if (it->second != g.alias_of) return std::nullopt;
+      slots[i] = s;
+    }
+    for (const auto& a : c.args) {
+      if (a.kind != CapturedGraph::Arg::kInput) continue;
+      StorageSlot* s = slots[a.input];
+      if (!s->buffer || s->pending || s->elem != a.elem || s->numel != a.numel) return std::nullopt;
+    }
+    std::vector<PJRT_Buffer*> argv;
+    std::vector<runtime::BufferPtr> keep;
+    uint64_t rng_offset = 0;
+    for (const auto& a : c.args) {
+      switch (a.kind) {
+        case CapturedGraph::Arg::kInput:
+          argv.push_back(slots[a.input]->buffer->get());
+          continue;
+        case CapturedGraph::Arg::kConstant:
+          argv.push_back(a.constant->get());
+          continue;
+        case CapturedGraph::Arg::kCpuInput:
+          keep.push_back(scalar_buffer(in[a.input].item(), a.elem, c.device));
+          break;
+        case CapturedGraph::Arg::kRngSeed: {
+          // Reserves the same counters eager would, so seeds reproduce.
+          auto* g = static_cast<TpuGeneratorImpl*>(a.gen.get());
+          uint64_t seed;
+          {
+            std::lock_guard<std::mutex> l(g->mutex_);
+            seed = g->current_seed();
+            rng_offset = g->advance(a.advance);
+          }
+          keep.push_back(scalar_buffer(c10::Scalar(static_cast<int64_t>(seed)), a.elem, c.device));
+          break;
+        }
+        case CapturedGraph::Arg::kRngOffset:
+          keep.push_back(scalar_buffer(c10::Scalar(static_cast<int64_t>(rng_offset)), a.elem, c.device));
+          break;
+      }
+      argv.push_back(keep.back()->get());
+    }
+    auto results = c.prog->exe->execute(argv, pjrt_device(c.device));
+    bump(metrics().executions);
+    bump(metrics().replays);
+    std::vector<c10::Storage> fresh;
+    fresh.reserve(c.fresh_nbytes.size());
+    {
+      c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(c.device)));
+      for (size_t n : c.fresh_nbytes) fresh.emplace_back(c10::Storage::use_byte_size_t(), n, tpu_allocator(), true);
+    }
+    std::vector<at::Tensor> outs;
+    outs.reserve(c.outputs.size());
+    auto opts = at::TensorOptions().device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(c.device));
+    for (const auto& o : c.outputs) {
+      const c10::Storage& st = o.input >= 0 ? in[o.input].storage() : fresh[o.fresh];
+      outs.push_back(at::empty({0}, opts.dtype(o.dtype)).set_(st, o.offset, o.sizes, o.strides));
+    }
+    for (size_t k = 0; k < c.results.size(); ++k) {
+      const auto& r = c.results[k];
+      StorageSlot* s = r.to_input ? slots[r.index] : slot_of(fresh[r.index]);
+      s->buffer = results[k];
+      s->elem = r.elem;
+      s->numel = r.numel;
+      OpCall::track_result(s->buffer, "compiled graph");
+    }
+    return outs;
+  }
+
  private:
+  struct Param {
+    StorageSlot* slot;  // a storage's buffer, or null for a runtime scalar
+    ir::ElemType elem;
+    int64_t numel;
+    OpCall::ScalarSource scalar;
+  };
   struct GraphSlot {
     StorageSlot* slot;  // null once the storage is freed
     ir::Value value;    // its current value in the graph (invalid: not read or written yet)
@@ -128,6 +299,7 @@ class FusedDriver final : public Driver {
     int device;
     ir::Graph g;
     std::vector<runtime::BufferPtr> args;  // one per graph parameter, in order
+    std::vector<Param> params;             // where each came from (for a capture)
     std::unordered_map<StorageSlot*, int> ids;
     std::vector<GraphSlot> slots;
     KeyBuilder key;
@@ -145,8 +317,9 @@ class FusedDriver final : public Driver {
   }
   static void on_materialize(StorageSlot*) { get().sync_point(SyncReason::kSlotAccess, "storage access"); }
 
-  void flush_locked(SyncReason why, std::string_view op) {
+  void flush_locked(SyncReason why, std::string_view op, CapturedGraph* cap = nullptr) {
     if (!p_ || flushing_) return;
+    ++flush_count_;
     flushing_ = true;
     std::unique_ptr<Pending> p = std::move(p_);
     struct Reset {
@@ -169,6 +342,7 @@ class FusedDriver final : public Driver {
       clear_pending(*p);
       return;
     }
+    if (cap && !describe(*p, outs, *cap)) cap = nullptr;
     for (int i : outs) p->key.add(static_cast<uint64_t>(i) | (1ull << 40));
     CacheKey key = p->key.finish();
     try {
@@ -186,6 +360,7 @@ class FusedDriver final : public Driver {
           return p->g.to_mlir();
         });
       }
+      if (cap) cap->prog = prog;
       std::vector<PJRT_Buffer*> argv;
       for (auto& a : p->args) argv.push_back(a->get());
       auto results = prog->exe->execute(argv, pjrt_device(p->device));
@@ -213,6 +388,114 @@ class FusedDriver final : public Driver {
     clear_pending(*p);
   }
 
+  // Fills `c` from the graph about to run: the source of every parameter
+  // and the destination of every result, in terms of the capture's inputs
+  // and outputs. False (with the reason) when one is neither.
+  bool describe(Pending& p, const std::vector<int>& outs, CapturedGraph& c) {
+    const auto& in = *cap_in_;
+    const auto& out = *cap_out_;
+    std::string& why = *cap_why_;
+    std::unordered_map<StorageSlot*, int> in_slot;
+    std::unordered_map<const at::TensorImpl*, int> in_cpu;
+    c.device = p.device;
+    c.inputs.resize(in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      const at::Tensor& t = in[i];
+      auto& g = c.inputs[i];
+      g.dtype = t.scalar_type();
+      if (t.device().is_cpu() && t.dim() == 0) {
+        g.cpu_scalar = true;
+        in_cpu.emplace(t.unsafeGetTensorImpl(), static_cast<int>(i));
+        continue;
+      }
+      if (t.device().type() != c10::DeviceType::PrivateUse1) {
+        why = "an input is on " + t.device().str();
+        return false;
+      }
+      StorageSlot* s = slot_of(t.storage());
+      g.view = view_of(t);
+      g.nbytes = s->nbytes;
+      g.alias_of = in_slot.try_emplace(s, static_cast<int>(i)).first->second;
+    }
+    for (size_t k = 0; k < p.params.size(); ++k) {
+      const Param& pr = p.params[k];
+      CapturedGraph::Arg a;
+      a.elem = pr.elem;
+      a.numel = pr.numel;
+      if (pr.slot) {
+        auto it = in_slot.find(pr.slot);
+        if (it == in_slot.end()) {
+          why = "the graph reads a tensor that is not one of its inputs";
+          return false;
+        }
+        a.kind = CapturedGraph::Arg::kInput;
+        a.input = it->second;
+      } else {
+        switch (pr.scalar.kind) {
+          case OpCall::ScalarSource::kConstant:
+            a.kind = CapturedGraph::Arg::kConstant;
+            a.constant = p.args[k];
+            break;
+          case OpCall::ScalarSource::kCpuTensor: {
+            auto it = in_cpu.find(pr.scalar.cpu);
+            if (it != in_cpu.end()) {
+              a.kind = CapturedGraph::Arg::kCpuInput;
+              a.input = it->second;
+            } else {
+              // Made inside the graph from a constant (a wrapped number);
+              // the caller guarantees that no other CPU value reaches it.
+              a.kind = CapturedGraph::Arg::kConstant;
+              a.constant = p.args[k];
+            }
+            break;
+          }
+          case OpCall::ScalarSource::kRngSeed:
+          case OpCall::ScalarSource::kRngOffset:
+            a.kind = pr.scalar.kind == OpCall::ScalarSource::kRngSeed ? CapturedGraph::Arg::kRngSeed
+                                                                      : CapturedGraph::Arg::kRngOffset;
+            a.gen = pr.scalar.gen;
+            a.advance = pr.scalar.advance;
+            break;
+        }
+      }
+      c.args.push_back(std::move(a));
+    }
+    // Outputs are views of new storages (several may share one: a saved
+    // activation and its transpose) or of an input's storage.
+    std::unordered_map<StorageSlot*, int> fresh;
+    for (const at::Tensor& t : out) {
+      if (t.device().type() != c10::DeviceType::PrivateUse1) {
+        why = "an output is on " + t.device().str();
+        return false;
+      }
+      StorageSlot* s = slot_of(t.storage());
+      CapturedGraph::Output o{-1, -1, t.scalar_type(), t.sizes().vec(), t.strides().vec(), t.storage_offset()};
+      if (auto it = in_slot.find(s); it != in_slot.end()) {
+        o.input = it->second;
+      } else {
+        auto [jt, added] = fresh.try_emplace(s, static_cast<int>(c.fresh_nbytes.size()));
+        if (added) c.fresh_nbytes.push_back(s->nbytes);
+        o.fresh = jt->second;
+      }
+      c.outputs.push_back(std::move(o));
+    }
+    for (int k : outs) {
+      StorageSlot* s = p.slots[k].slot;
+      CapturedGraph::Result r{false, -1, s->elem, s->numel};
+      if (auto it = in_slot.find(s); it != in_slot.end()) {
+        r.to_input = true;
+        r.index = it->second;
+      } else if (auto jt = fresh.find(s); jt != fresh.end()) {
+        r.index = jt->second;
+      } else {
+        why = "the graph writes a tensor that is neither an input nor an output";
+        return false;
+      }
+      c.results.push_back(r);
+    }
+    return true;
+  }
+
   static void clear_pending(Pending& p) {
     for (auto& gs : p.slots)
       if (gs.slot) gs.slot->pending = false;
@@ -221,11 +504,28 @@ class FusedDriver final : public Driver {
   std::recursive_mutex mu_;
   std::unique_ptr<Pending> p_;
   bool flushing_ = false;
+  int64_t flush_count_ = 0;
+  int64_t capture_start_ = -1;
+  const std::vector<at::Tensor>* cap_in_ = nullptr;
+  const std::vector<at::Tensor>* cap_out_ = nullptr;
+  std::string* cap_why_ = nullptr;
   const int64_t max_ops_ = max_ops_from_env();
 };
 
 }  // namespace
 
 Driver& fused_driver() { return FusedDriver::get(); }
+
+void begin_capture() {
+  set_current_driver(&fused_driver());
+  FusedDriver::get().begin_capture();
+}
+std::shared_ptr<CapturedGraph> end_capture(const std::vector<at::Tensor>& inputs,
+                                           const std::vector<at::Tensor>& outputs, std::string& why_not) {
+  return FusedDriver::get().end_capture(inputs, outputs, why_not);
+}
+std::optional<std::vector<at::Tensor>> replay(CapturedGraph& c, const std::vector<at::Tensor>& inputs) {
+  return FusedDriver::get().replay(c, inputs);
+}
 
 }  // namespace torch_tpu::record

@@ -9,6 +9,7 @@
 #include "aten/storage.h"
 #include "compile/executable_cache.h"
 #include "compile/metrics.h"
+#include "record/capture.h"
 #include "record/driver.h"
 
 namespace py = pybind11;
@@ -63,6 +64,30 @@ PYBIND11_MODULE(_C, m) {
         record::current_driver().sync_point(record::SyncReason::kMarkStep, why);
       },
       py::arg("why") = "");
+  py::class_<record::CaptureHandle>(m, "_CapturedGraph");
+  m.def("_begin_capture", []() {
+    py::gil_scoped_release nogil;
+    record::begin_capture();
+  });
+  m.def("_end_capture", [](const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs) -> py::tuple {
+    std::string why;
+    std::shared_ptr<record::CapturedGraph> g;
+    {
+      py::gil_scoped_release nogil;
+      g = record::end_capture(inputs, outputs, why);
+    }
+    if (!g) return py::make_tuple(py::none(), why);
+    return py::make_tuple(py::cast(record::CaptureHandle{g}), why);
+  });
+  m.def("_replay", [](const record::CaptureHandle& h, const std::vector<at::Tensor>& inputs) -> py::object {
+    std::optional<std::vector<at::Tensor>> outs;
+    {
+      py::gil_scoped_release nogil;
+      outs = record::replay(*h.graph, inputs);
+    }
+    if (!outs) return py::none();
+    return py::cast(*outs);
+  });
   m.def("_memory_allocated", []() { return memory_stats().allocated.load(); });
   m.def("_max_memory_allocated", []() { return memory_stats().peak.load(); });
   m.def("_reset_peak_memory_stats", []() { memory_stats().peak = memory_stats().allocated.load(); });
@@ -113,6 +138,7 @@ PYBIND11_MODULE(_C, m) {
     d["fused_ops"] = mt.fused_ops.load();
     d["fused_cache_hits"] = mt.fused_cache_hits.load();
     d["fused_max_ops"] = mt.fused_max_ops.load();
+    d["replays"] = mt.replays.load();
     py::dict fr;
     {
       std::lock_guard<std::mutex> lock(mt.mu);

@@ -212,6 +212,18 @@ int OpCall::scalar(const c10::Scalar& s, c10::ScalarType dtype) {
   return static_cast<int>(args_.size() - 1);
 }
 
+void OpCall::rng_state(c10::GeneratorImpl* gen, uint64_t seed, uint64_t offset, uint64_t advance) {
+  scalar(c10::Scalar(static_cast<int64_t>(seed)), c10::kLong);
+  scalar(c10::Scalar(static_cast<int64_t>(offset)), c10::kLong);
+  auto g = c10::intrusive_ptr<c10::GeneratorImpl>::reclaim_copy(gen);
+  for (int part = 0; part < 2; ++part) {
+    Arg& a = args_[args_.size() - 2 + part];
+    a.rng_part = part;
+    a.gen = g;
+    a.rng_advance = advance;
+  }
+}
+
 OpCall& OpCall::attr(int64_t v) {
   key_.add(static_cast<uint64_t>(v));
   return *this;
@@ -411,6 +423,28 @@ std::vector<runtime::BufferPtr> OpCall::scalar_buffers() const {
     bufs.push_back(device_scalar(scalar_bits(v, a.elem), a.elem, device_));
   }
   return bufs;
+}
+
+std::vector<OpCall::ScalarSource> OpCall::scalar_sources() const {
+  std::vector<ScalarSource> out;
+  for (const Arg& a : args_) {
+    if (a.kind == Arg::kView) continue;
+    ScalarSource src;
+    if (a.kind == Arg::kScalarTensor) {
+      src.kind = ScalarSource::kCpuTensor;
+      src.cpu = a.cpu.unsafeGetTensorImpl();
+    } else if (a.rng_part >= 0) {
+      src.kind = a.rng_part == 0 ? ScalarSource::kRngSeed : ScalarSource::kRngOffset;
+      src.gen = a.gen;
+      src.advance = a.rng_advance;
+    }
+    out.push_back(std::move(src));
+  }
+  return out;
+}
+
+runtime::BufferPtr scalar_buffer(const c10::Scalar& s, ElemType elem, int device) {
+  return device_scalar(scalar_bits(s, elem), elem, device);
 }
 
 std::vector<ElemType> OpCall::scalar_elems() const {

@@ -16,6 +16,7 @@
 // TORCH_TPU_CHECK_KEYS=1 every cache hit rebuilds the program and checks it.
 #pragma once
 #include <ATen/core/Tensor.h>
+#include <c10/core/GeneratorImpl.h>
 #include <c10/core/Scalar.h>
 
 #include <functional>
@@ -47,6 +48,10 @@ class OpCall {
   // A Python number as a 0-d runtime input of `dtype`: `x + 0.5` and
   // `x + 0.7` share one executable.
   int scalar(const c10::Scalar& s, c10::ScalarType dtype);
+  // The generator's (seed, offset) as the next two runtime scalars, after
+  // reserving `advance` counters. A replayed capture (eager/capture.h)
+  // reserves them again on every replay, as eager would.
+  void rng_state(c10::GeneratorImpl* gen, uint64_t seed, uint64_t offset, uint64_t advance);
   // Compile-time attributes (baked into the program, so part of the key).
   OpCall& attr(int64_t v);
   OpCall& attr(double v);
@@ -95,6 +100,14 @@ class OpCall {
   // The runtime scalars' device buffers, in argument order.
   std::vector<runtime::BufferPtr> scalar_buffers() const;
   std::vector<ir::ElemType> scalar_elems() const;
+  // Where each runtime scalar comes from, for replaying a captured graph.
+  struct ScalarSource {
+    enum Kind { kConstant, kCpuTensor, kRngSeed, kRngOffset } kind = kConstant;
+    const at::TensorImpl* cpu = nullptr;         // kCpuTensor
+    c10::intrusive_ptr<c10::GeneratorImpl> gen;  // kRng*
+    uint64_t advance = 0;                        // kRng*: counters reserved per call
+  };
+  std::vector<ScalarSource> scalar_sources() const;
   // Waits for a produced buffer under TORCH_TPU_LAUNCH_BLOCKING, else
   // remembers it for synchronize().
   static void track_result(const runtime::BufferPtr& b, std::string_view what);
@@ -107,6 +120,9 @@ class OpCall {
     at::Tensor cpu;     // kScalarTensor
     c10::Scalar value;  // kScalar
     ir::ElemType elem;
+    int rng_part = -1;  // kScalar from rng_state(): 0 seed, 1 offset
+    c10::intrusive_ptr<c10::GeneratorImpl> gen;
+    uint64_t rng_advance = 0;
   };
   struct SlotUse {
     StorageSlot* slot;
@@ -134,6 +150,8 @@ ViewMeta view_of(const at::Tensor& t);
 void copy_to_host(const at::Tensor& src, void* dst, size_t nbytes);
 // Makes `dst` (a tpu tensor) hold the values of the contiguous host array.
 void copy_from_host(const at::Tensor& dst, const void* src, size_t nbytes);
+// A 0-d device buffer holding `s` as `elem` (small values are cached).
+runtime::BufferPtr scalar_buffer(const c10::Scalar& s, ir::ElemType elem, int device);
 // Whether TORCH_TPU_LAUNCH_BLOCKING is set.
 bool launch_blocking();
 // EagerMode.DEFER_NEVER_AND_LAUNCH_BLOCKING switches it at run time.

@@ -32,11 +32,11 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
   // One u32 of random bits per element; reserve that many counter values.
   int64_t n = input.numel();
   uint64_t seed, offset;
+  TpuGeneratorImpl* gen = get_generator(std::nullopt, input.device().index());
   {
-    TpuGeneratorImpl* gen = get_generator(std::nullopt, input.device().index());
     std::lock_guard<std::mutex> lock(gen->mutex_);
     seed = gen->current_seed();
-    offset = gen->advance((n + 3) / 4 * 4);
+    offset = gen->advance((n + 3) / 4 * 4);  // rng_state below records the same count
   }
   auto ct = opmath(input.scalar_type());
   double keep = 1.0 - p;
@@ -45,8 +45,7 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
   record::OpCall call("native_dropout");
   call.attr(static_cast<int64_t>(ct));
   call.input(input);
-  call.scalar(c10::Scalar(static_cast<int64_t>(seed)), c10::kLong);
-  call.scalar(c10::Scalar(static_cast<int64_t>(offset)), c10::kLong);
+  call.rng_state(gen, seed, offset, (n + 3) / 4 * 4);
   call.scalar(p, c10::kFloat);
   call.scalar(scale, ct);
   call.output(out);

@@ -38,10 +38,9 @@ void add_rng_state(record::OpCall& call, const std::optional<at::Generator>& gen
   {
     std::lock_guard<std::mutex> lock(g->mutex_);
     seed = g->current_seed();
-    offset = g->advance((words + 3) / 4 * 4);
+    offset = g->advance((words + 3) / 4 * 4);  // rng_state below records the same count
   }
-  call.scalar(c10::Scalar(static_cast<int64_t>(seed)), c10::kLong);
-  call.scalar(c10::Scalar(static_cast<int64_t>(offset)), c10::kLong);
+  call.rng_state(g, seed, offset, (words + 3) / 4 * 4);
 }
 
 // Random bits of `bits_type` (u32 or u64) shaped `dims`.
@@ -500,12 +499,11 @@ at::Tensor& multinomial_out(const at::Tensor& self, int64_t num_samples, bool re
   {
     std::lock_guard<std::mutex> lock(g->mutex_);
     seed = g->current_seed();
-    offset = g->advance((words + 3) / 4 * 4);
+    offset = g->advance((words + 3) / 4 * 4);  // rng_state below records the same count
   }
   record::OpCall call("multinomial");
   call.attr(num_samples).attr(replacement);
-  call.scalar(c10::Scalar(static_cast<int64_t>(seed)), c10::kLong);
-  call.scalar(c10::Scalar(static_cast<int64_t>(offset)), c10::kLong);
+  call.rng_state(g, seed, offset, (words + 3) / 4 * 4);
   call.input(self);
   call.output(out);
   call.run([&](Builder& b, const Values& in) {
