@@ -17,6 +17,7 @@ TPU = torch.device("tpu")
 @pytest.fixture(autouse=True)
 def _reset_dynamo():
     torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
     yield
     torch._dynamo.reset()
 
@@ -166,6 +167,8 @@ def test_training_step_replays_one_program_per_graph():
     torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)
     for p, q in zip(params, ref_params):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    rep = debug.metrics_report()
+    assert "torch.compile graphs" in rep and "replays" in rep
 
 
 def test_replay_refuses_inputs_that_differ_from_the_capture():
@@ -209,3 +212,39 @@ def test_warm_disk_cache_compiles_nothing(tmp_path):
     second = run_py(code, **env)
     assert second.returncode == 0, second.stderr
     assert int(second.stdout.split("COMPILES")[1]) == 0
+
+
+def test_hf_generate_with_static_cache_replays_the_decode_step():
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    model = transformers.LlamaForCausalLM(cfg).eval()
+    ids = torch.randint(0, 96, (1, 6))
+    kw = dict(max_new_tokens=16, do_sample=False, cache_implementation="static")
+    with torch.no_grad():
+        expected = model.generate(ids, **kw)
+    tm = model.to(TPU)
+    tm.forward = torch.compile(tm.forward, backend="tpu")
+    before = debug.metrics()
+    with torch.no_grad():
+        got = tm.generate(ids.to(TPU), **kw)
+    after = debug.metrics()
+    assert torch.equal(got.cpu(), expected)
+    # Two dynamo graphs (prefill, decode), each captured once; tokens 3.. replay the decode program.
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 2
+    assert after["replays"] - before["replays"] == 14
+
+
+def test_dynamic_shapes_capture_each_size_once():
+    def f(x):
+        return (x.sin() * 2).sum(0) + x.shape[0]
+
+    cf = torch.compile(f, backend="tpu", dynamic=True)
+    before = debug.metrics()
+    for n in (4, 5, 6, 4, 5, 6, 7):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(cf(x.to(TPU)).cpu(), f(x))
+    after = debug.metrics()
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1  # one symbolic graph
+    assert after["replays"] - before["replays"] == 3  # the repeated sizes 4, 5, 6

@@ -24,6 +24,9 @@ from torch_tpu import _C
 logger = logging.getLogger("torch_tpu")
 _FUSED = 2
 _KNOWN_OPTIONS = {"debug_callback", "name"}
+# For the metrics report: ATen graphs handed to the backend, how many were
+# captured for replay, and why the others run their ops on every call.
+stats = {"graphs": 0, "captured": 0, "not_captured": {}}
 
 
 def _replayable(gm) -> bool:
@@ -46,42 +49,64 @@ def _replayable(gm) -> bool:
     return True
 
 
+class _Capture:
+    __slots__ = ("handle", "template", "scalars")
+
+    def __init__(self, handle, template, scalars):
+        self.handle = handle
+        self.template = template  # per output: (is a tensor, else its value)
+        self.scalars = scalars  # the non-tensor arguments (sizes under dynamic=True)
+
+
 class _GraphRunner:
-    """Runs one AOTAutograd graph. The first call runs the graph's ATen ops
-    under the fused driver and captures the one program they make; later
-    calls whose inputs match the capture's metadata execute it directly
-    (guards, then one execute). A call that does not match, or a graph that
-    cannot be captured, runs the ops again (through the fused-eager cache)."""
+    """Runs one AOTAutograd graph. The first call with a given input
+    signature runs the graph's ATen ops under the fused driver and captures
+    the one program they make; later calls whose inputs match a capture's
+    metadata execute it directly (guards, then one execute). A graph keeps up
+    to _MAX_CAPTURES captures (one per shape under dynamic=True); other calls,
+    and graphs that cannot be captured, run the ops (through the fused-eager
+    cache)."""
+
+    _MAX_CAPTURES = 8
 
     def __init__(self, gm, label: str, kind: str):
         self.gm = gm
         self.label = label
         self.why = f"compiled {kind}"
-        self.captured = None
-        self.template = None
-        self.attempts = 0 if _replayable(gm) else 2
+        self.last = None  # the capture that ran last: tried first
+        self.captures = []
+        self.failures = 0
+        stats["graphs"] += 1
+        self.capturable = _replayable(gm)
+        if not self.capturable:
+            why = "the graph holds CPU tensors"
+            stats["not_captured"][why] = stats["not_captured"].get(why, 0) + 1
 
     def __call__(self, *args):
         import torch
 
-        if self.captured is not None:
-            outs = _C._replay(self.captured, [a for a in args if isinstance(a, torch.Tensor)])
-            if outs is not None:
-                it = iter(outs)
-                return [next(it) if is_t else v for is_t, v in self.template]
-        # Not captured, or the inputs differ from the capture's: run the ops.
+        if self.last is not None:
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            scalars = [a for a in args if not isinstance(a, torch.Tensor)]
+            for cap in [self.last] + self.captures:
+                if cap.scalars == scalars:
+                    outs = _C._replay(cap.handle, tensors)
+                    if outs is not None:
+                        self.last = cap
+                        it = iter(outs)
+                        return [next(it) if is_t else v for is_t, v in cap.template]
+        # Not captured yet, or the inputs match no capture: run the ops.
         return self._run_ops(args)
 
     def _run_ops(self, args):
         import torch
 
         prev = _C._eager_mode()
-        capture = self.captured is None and self.attempts < 2
+        capture = self.capturable and self.failures < 2 and len(self.captures) < self._MAX_CAPTURES
         if prev != _FUSED:
             _C._set_eager_mode(_FUSED)
         try:
             if capture:
-                self.attempts += 1
                 _C._begin_capture()
             else:
                 _C._mark_step("before a compiled graph")  # the graph gets a program of its own
@@ -91,11 +116,15 @@ class _GraphRunner:
                 inputs = [a for a in args if isinstance(a, torch.Tensor)]
                 handle, why = _C._end_capture(inputs, tensors)
                 if handle is not None:
-                    self.captured = handle
-                    self.template = [(isinstance(o, torch.Tensor), None if isinstance(o, torch.Tensor) else o)
-                                     for o in out]
+                    stats["captured"] += 1
+                    template = [(isinstance(o, torch.Tensor), None if isinstance(o, torch.Tensor) else o) for o in out]
+                    self.last = _Capture(handle, template, [a for a in args if not isinstance(a, torch.Tensor)])
+                    self.captures.append(self.last)
                 else:
-                    logger.debug("tpu backend: %s runs its ops on every call: %s", self.label, why)
+                    self.failures += 1
+                    if self.failures == 2:
+                        stats["not_captured"][why] = stats["not_captured"].get(why, 0) + 1
+                        logger.debug("tpu backend: %s runs its ops on every call: %s", self.label, why)
             else:
                 _C._mark_step(self.why)  # the graph's live results, as one program
             return out

@@ -13,7 +13,8 @@ def metrics() -> dict:
     (cache hits re-verified under TORCH_TPU_CHECK_KEYS=1), fallbacks (dict
     op -> count), cached_executables; fused eager: flushes (graphs run),
     fused_ops (ops they held), fused_cache_hits, fused_max_ops (the largest
-    graph), flush_reasons (dict reason -> count).
+    graph), flush_reasons (dict reason -> count); torch.compile: replays
+    (captured graphs executed without running their ops).
     """
     return _C._metrics()
 
@@ -46,6 +47,15 @@ def metrics_report() -> str:
                      f"largest {m['fused_max_ops']}; {m['fused_cache_hits']} cache hits)")
         for why, n in sorted(m["flush_reasons"].items(), key=lambda kv: -kv[1]):
             lines.append(f"  {why}: {n}")
+    from torch_tpu import _compile
+
+    cs = _compile.stats
+    if cs["graphs"]:
+        lines.append(f"{'torch.compile graphs':<{width}}  {cs['graphs']} ({cs['captured']} captured, "
+                     f"{m['replays']} replays)")
+        for why, n in sorted(cs["not_captured"].items(), key=lambda kv: -kv[1]):
+            lines.append(f"  runs its ops: {why}: {n}")
+        lines.append("  (TORCH_LOGS=recompiles shows why dynamo compiled a graph again)")
     fb = m["fallbacks"]
     lines.append(f"{'cpu fallbacks':<{width}}  {sum(fb.values())}")
     for op, n in sorted(fb.items(), key=lambda kv: -kv[1]):
