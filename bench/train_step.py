@@ -7,7 +7,9 @@ cache and reports the first step's time (compiles included) and steps/s
 after warm-up. Modes: PyTorch CPU eager and Inductor (cpu-eager,
 cpu-inductor), tpu strict eager, fused eager and torch.compile (tpu-strict,
 tpu-fused, tpu-compile), and JAX jit of the same model on XLA:CPU (jax-jit;
-skipped when JAX is not installed: pip install -r requirements-bench.txt).
+on torch_tpu's own XLA:CPU plugin, and jax-jit-bundled on jaxlib's own
+XLA:CPU build; skipped when JAX is not installed: pip install -r
+requirements-bench.txt).
 Prints a table with ratios and writes bench/results/train_step.{json,png}.
 """
 from __future__ import annotations
@@ -28,7 +30,7 @@ MODELS = {
     "gpt": "GPT decoder 4 layers, d 256, seq 128, batch 8, AdamW",
     "resnet18": "torchvision ResNet-18, 32x32, batch 16, SGD",
 }
-MODES = ["cpu-eager", "cpu-inductor", "tpu-strict", "tpu-fused", "tpu-compile", "jax-jit"]
+MODES = ["cpu-eager", "cpu-inductor", "tpu-strict", "tpu-fused", "tpu-compile", "jax-jit", "jax-jit-bundled"]
 GPT = dict(vocab=512, d=256, layers=4, heads=4, seq=128, batch=8)
 
 
@@ -140,6 +142,19 @@ def run_torch(name: str, mode: str, steps: int, warmup: int) -> dict:
 
 # --- JAX models (the same shapes and optimizers) ---------------------------
 
+def use_plugin_for_jax() -> None:
+    """Points JAX at torch_tpu's XLA:CPU PJRT plugin, so both frameworks run
+    on the same compiler and runtime (jaxlib bundles its own XLA:CPU, a
+    different build)."""
+    import jax
+    import xla_plugins.xla_cpu_pjrt as plugin
+    from jax._src import xla_bridge
+
+    path = os.path.join(os.path.dirname(plugin.__file__), "xla_cpu_pjrt.so")
+    xla_bridge.register_plugin("torch_tpu_xla_cpu", priority=500, library_path=path, options=None)
+    jax.config.update("jax_platforms", "torch_tpu_xla_cpu")
+
+
 def run_jax(name: str, steps: int, warmup: int) -> dict:
     import jax
     import jax.numpy as jnp
@@ -242,7 +257,9 @@ def run_jax(name: str, steps: int, warmup: int) -> dict:
 # --- driver -------------------------------------------------------------------
 
 def child(name: str, mode: str, steps: int, warmup: int) -> None:
-    res = run_jax(name, steps, warmup) if mode == "jax-jit" else run_torch(name, mode, steps, warmup)
+    if mode == "jax-jit":
+        use_plugin_for_jax()
+    res = run_jax(name, steps, warmup) if mode.startswith("jax") else run_torch(name, mode, steps, warmup)
     print("RESULT " + json.dumps(res))
 
 
@@ -250,7 +267,9 @@ def measure(name: str, mode: str, steps: int, warmup: int) -> dict | None:
     env = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="tt_bench_cache_") as cache:
         env["TORCH_TPU_CACHE_DIR"] = cache  # cold start: first-step time includes every compile
-        env["JAX_PLATFORMS"] = "cpu"
+        if mode == "jax-jit-bundled":
+            env["JAX_PLATFORMS"] = "cpu"
+        env["TF_CPP_MIN_LOG_LEVEL"] = "2"  # the plugin logs harmless "Unsupported fusion type" lines
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
         r = subprocess.run([sys.executable, __file__, "--child", name, mode, str(steps), str(warmup)],
@@ -281,12 +300,12 @@ def main() -> None:
     try:
         import jax  # noqa: F401
     except ImportError:
-        if "jax-jit" in modes:
-            print("JAX is not installed: skipping jax-jit (pip install -r requirements-bench.txt)")
-            modes.remove("jax-jit")
+        if any(m.startswith("jax") for m in modes):
+            print("JAX is not installed: skipping the jax columns (pip install -r requirements-bench.txt)")
+            modes = [m for m in modes if not m.startswith("jax")]
     default_steps = {"mlp-demo": 200, "mlp": 50, "gpt": 10, "resnet18": 10}
     results: dict = {}
-    jobs = [(m, mode) for m in models for mode in modes if not (mode == "jax-jit" and m == "resnet18")]
+    jobs = [(m, mode) for m in models for mode in modes if not (mode.startswith("jax") and m == "resnet18")]
     for m, mode in tqdm(jobs, desc="train-step bench", unit="run"):
         results.setdefault(m, {})[mode] = measure(m, mode, a.steps or default_steps.get(m, 10), a.warmup)
 
@@ -294,7 +313,7 @@ def main() -> None:
     lines = []
     for m in models:
         lines.append(f"\n{m}: {MODELS.get(m, m)}")
-        lines.append(f"{'mode':<14}{'steps/s':>10}{'first step s':>14}{'vs strict':>11}{'vs JAX':>9}{'compiles':>10}")
+        lines.append(f"{'mode':<16}{'steps/s':>10}{'first step s':>14}{'vs strict':>11}{'vs JAX':>9}{'compiles':>10}")
         base = (results[m].get("tpu-strict") or {}).get("steps_per_s")
         jax_sps = (results[m].get("jax-jit") or {}).get("steps_per_s")
         for mode in modes:
@@ -304,7 +323,7 @@ def main() -> None:
             sps = r["steps_per_s"]
             vs = f"{sps / base:.2f}x" if base else "-"
             vj = f"{sps / jax_sps:.2f}x" if jax_sps else "-"
-            lines.append(f"{mode:<14}{sps:>10.1f}{r['first_step_s']:>14.2f}{vs:>11}{vj:>9}{r.get('compiles', '-'):>10}")
+            lines.append(f"{mode:<16}{sps:>10.1f}{r['first_step_s']:>14.2f}{vs:>11}{vj:>9}{r.get('compiles', '-'):>10}")
     text = "\n".join(lines)
     print(text)
     with open(os.path.join(a.out, "train_step.json"), "w") as f:
@@ -331,7 +350,9 @@ def plot(results, models, modes, path) -> None:
     for ax, m in zip(axes[0], models):
         names = [mode for mode in modes if results[m].get(mode)]
         vals = [results[m][mode]["steps_per_s"] for mode in names]
-        ax.bar(range(len(names)), vals, color=["#888", "#aaa", "#4a7", "#2a5", "#075", "#c63"][: len(names)])
+        palette = {"cpu-eager": "#888", "cpu-inductor": "#aaa", "tpu-strict": "#4a7", "tpu-fused": "#2a5",
+                   "tpu-compile": "#075", "jax-jit": "#c63", "jax-jit-bundled": "#e96"}
+        ax.bar(range(len(names)), vals, color=[palette.get(n, "#555") for n in names])
         ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=8)
         ax.set_title(m, fontsize=10)
         ax.set_ylabel("steps/s")

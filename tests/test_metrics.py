@@ -112,3 +112,17 @@ def test_report_text():
                  "host->device", "device->host", "bytes", "cpu fallbacks"]:
         assert name in text, name
     assert len(text.splitlines()) >= 8
+
+
+def test_compiles_by_op():
+    torch_tpu.debug.reset_metrics()
+    x = torch.randn(53, 7).to(TPU)
+    (x * 3).exp().cpu()
+    by_op = m()["compiles_by_op"]
+    assert set(by_op) >= {"mul", "exp"}
+    n, ms = by_op["exp"]
+    assert n == 1 and ms > 0
+    assert "compiles by op" in torch_tpu.debug.metrics_report()
+    x2 = torch.randn(53, 7).to(TPU)
+    (x2 * 3).exp().cpu()  # cache hits: nothing new
+    assert m()["compiles_by_op"]["exp"][0] == 1

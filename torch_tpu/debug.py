@@ -14,7 +14,8 @@ def metrics() -> dict:
     op -> count), cached_executables; fused eager: flushes (graphs run),
     fused_ops (ops they held), fused_cache_hits, fused_max_ops (the largest
     graph), flush_reasons (dict reason -> count); torch.compile: replays
-    (captured graphs executed without running their ops).
+    (captured graphs executed without running their ops); compiles_by_op
+    (dict op -> (programs compiled, milliseconds)).
     """
     return _C._metrics()
 
@@ -37,6 +38,10 @@ def metrics_report() -> str:
         ("device->host", f'{m["d2h_transfers"]} transfers, {m["d2h_bytes"]} bytes'),
         ("host sync points", m["sync_points"]),
     ]
+    by_op = sorted(m["compiles_by_op"].items(), key=lambda kv: -kv[1][1])
+    if by_op:
+        rows.append(("compiles by op", ", ".join(f"{op} {n} ({ms:.0f} ms)" for op, (n, ms) in by_op[:8])
+                     + (f", ... {len(by_op) - 8} more ops" if len(by_op) > 8 else "")))
     if m["key_checks"]:
         rows.append(("cache keys verified", m["key_checks"]))
     width = max(len(k) for k, _ in rows)

@@ -185,6 +185,7 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
     ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
     bump(metrics().compiles);
     bump(metrics().compile_ns, ns);
+    metrics().note_compile(name, ns);
     if (tiers[0] || tiers[1]) {
       std::string bytes;
       try {

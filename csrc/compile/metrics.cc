@@ -15,6 +15,14 @@ void Metrics::reset() {
   std::lock_guard<std::mutex> lock(mu);
   fallbacks.clear();
   flush_reasons.clear();
+  compiles_by_op.clear();
+}
+
+void Metrics::note_compile(const std::string& name, int64_t ns) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto& c = compiles_by_op[name.substr(0, name.find('['))];
+  ++c.count;
+  c.ns += ns;
 }
 
 }  // namespace torch_tpu

@@ -32,6 +32,14 @@ struct Metrics {
   std::mutex mu;
   std::map<std::string, int64_t> fallbacks;      // by op name
   std::map<std::string, int64_t> flush_reasons;  // why fused eager ran its graph
+  // Compiles by op (the program's name up to '['), with their time: where
+  // a cold start's programs come from.
+  struct OpCompiles {
+    int64_t count = 0;
+    int64_t ns = 0;
+  };
+  std::map<std::string, OpCompiles> compiles_by_op;
+  void note_compile(const std::string& name, int64_t ns);
 
   void reset();
 };

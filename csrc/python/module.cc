@@ -145,6 +145,12 @@ PYBIND11_MODULE(_C, m) {
       for (auto& [k, v] : mt.flush_reasons) fr[py::str(k)] = v;
     }
     d["flush_reasons"] = fr;
+    py::dict by_op;
+    {
+      std::lock_guard<std::mutex> lock(mt.mu);
+      for (auto& [k, v] : mt.compiles_by_op) by_op[py::str(k)] = py::make_tuple(v.count, v.ns / 1e6);
+    }
+    d["compiles_by_op"] = by_op;
     d["cached_executables"] = ExecutableCache::get().size();
     return d;
   });
