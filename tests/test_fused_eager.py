@@ -201,7 +201,7 @@ def test_training_matches_cpu_and_hits_the_cache_from_step_two(opt_name):
     # One flush per step; steps 2.. repeat step 2's graph (step 1 also creates the optimizer state).
     assert after["flushes"] - before["flushes"] >= 6
     assert after["fused_cache_hits"] - before["fused_cache_hits"] >= 4
-    assert debug.metrics()["flush_reasons"].get("mark_step", 0) >= 6
+    assert debug.metrics()["flush_reasons"].get("mark_step: optimizer step", 0) >= 6
 
 
 def test_size_limit_and_env_var():
@@ -227,3 +227,23 @@ def test_metrics_report_shows_flushes():
     a.cpu()
     rep = debug.metrics_report()
     assert "fused eager" in rep and "flushes" in rep and "host read" in rep
+
+
+def test_strict_eager_runs_the_optimizer_step_as_one_program():
+    torch.tpu.eager_mode = EagerMode.DEFER_NEVER  # the fixture restores fused eager's exit check
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(6, 7), torch.nn.Linear(7, 5), torch.nn.Linear(5, 2)).to(TPU)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+    x = torch.randn(3, 6).to(TPU)
+    for _ in range(2):
+        opt.zero_grad()
+        m(x).sum().backward()
+        opt.step()
+    m(x).sum().backward()
+    before = debug.metrics()
+    opt.step()
+    after = debug.metrics()
+    assert torch.tpu.eager_mode == EagerMode.DEFER_NEVER  # restored after the step
+    assert after["flushes"] - before["flushes"] == 1
+    assert after["executions"] - before["executions"] == 1  # six tensors, one program
+    torch.tpu.eager_mode = EagerMode.DEFER_AND_FUSE

@@ -71,14 +71,40 @@ def mark_step() -> None:
     _C._mark_step()
 
 
-def _optimizer_step_done(optimizer, args, kwargs) -> None:
-    # A training step ends at optimizer.step(): flushing there gives every
-    # step the same graph (one cache hit per step) instead of graphs cut
-    # wherever the size limit falls.
-    if torch.compiler.is_compiling():  # a compiled step flushes by itself
+# optimizer.step() runs as one program in every mode but debug eager: in
+# strict eager the step is recorded by the fused driver and flushed at its
+# end (AdamW over N parameters is one program, not one per tensor per op);
+# in fused eager the step's end is a flush, so every training step is the
+# same graph (one cache hit per step) instead of graphs cut wherever the
+# size limit falls. TORCH_TPU_FUSE_OPTIMIZER=0 leaves strict eager per-op.
+_fuse_optimizer = os.environ.get("TORCH_TPU_FUSE_OPTIMIZER", "1") != "0"
+_step_modes: list = []  # the mode to restore, per optimizer.step() in progress
+
+
+def _on_tpu(optimizer) -> bool:
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            return p.device.type == "tpu"
+    return False
+
+
+def _optimizer_step_begin(optimizer, args, kwargs) -> None:
+    if torch.compiler.is_compiling():  # a compiled step is one program already
         return
+    mode = _C._eager_mode()
+    _step_modes.append(mode)
+    if mode == EagerMode.DEFER_NEVER and _fuse_optimizer and _on_tpu(optimizer):
+        _C._set_eager_mode(int(EagerMode.DEFER_AND_FUSE))
+
+
+def _optimizer_step_done(optimizer, args, kwargs) -> None:
+    if torch.compiler.is_compiling():
+        return
+    prev = _step_modes.pop() if _step_modes else _C._eager_mode()
     if _C._eager_mode() == EagerMode.DEFER_AND_FUSE:
-        _C._mark_step()
+        _C._mark_step("optimizer step")
+    if prev != _C._eager_mode():
+        _C._set_eager_mode(int(prev))
 
 
 _hooked = False
@@ -87,8 +113,9 @@ _hooked = False
 def _install() -> None:
     global _hooked
     if not _hooked:
-        from torch.optim.optimizer import register_optimizer_step_post_hook
+        from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
+        register_optimizer_step_pre_hook(_optimizer_step_begin)
         register_optimizer_step_post_hook(_optimizer_step_done)
         _hooked = True
     def on(name: str) -> bool:
