@@ -316,3 +316,22 @@ def test_module_to_tpu_keeps_tied_weights():
     assert model["emb"].weight.device.type == "tpu"
     model.to("cpu")
     assert model["emb"].weight is model["head"].weight
+
+
+def test_xla_options_env():
+    code = (
+        "import torch, torch_tpu\n"
+        "x = (torch.arange(4.0, device='tpu') * 3).cpu()\n"
+        "assert x.tolist() == [0.0, 3.0, 6.0, 9.0], x\n"
+        "print('OK')\n"
+    )
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        ok = run_py(code, TORCH_TPU_XLA_OPTIONS="xla_backend_optimization_level=1", TORCH_TPU_CACHE_DIR=d)
+        assert ok.returncode == 0 and "OK" in ok.stdout, ok.stderr
+        bad = run_py(code, TORCH_TPU_XLA_OPTIONS="xla_no_such_option=1", TORCH_TPU_CACHE_DIR=d)
+        assert bad.returncode != 0 and "No such compile option" in bad.stderr, bad.stderr
+        assert "Traceback" in bad.stderr  # a Python exception, not an abort
+        malformed = run_py(code, TORCH_TPU_XLA_OPTIONS="xla_backend_optimization_level", TORCH_TPU_CACHE_DIR=d)
+        assert malformed.returncode != 0 and "expected name=value" in malformed.stderr, malformed.stderr

@@ -156,7 +156,16 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
     std::lock_guard<std::mutex> lock(tiers_mu_);
     ensure_environment(client);
   }
-  const CacheKey& pkey = key;
+  static const runtime::CompileOptions options = runtime::CompileOptions::from_env();
+  // Persistent entries compiled with other XLA options must not be reused.
+  CacheKey pkey = key;
+  if (!options.int_overrides.empty() || !options.bool_overrides.empty()) {
+    KeyBuilder kb;
+    kb.add(key.hi);
+    kb.add(key.lo);
+    kb.add(options.serialize());
+    pkey = kb.finish();
+  }
   std::shared_ptr<runtime::Executable> exe;
   int64_t ns = 0;
   auto load_start = std::chrono::steady_clock::now();
@@ -181,7 +190,7 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
   if (!exe) {
     std::string text = emit();
     auto t0 = std::chrono::steady_clock::now();
-    exe = client.compile(text, runtime::CompileOptions{});
+    exe = client.compile(text, options);
     ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
     bump(metrics().compiles);
     bump(metrics().compile_ns, ns);

@@ -1,5 +1,8 @@
 #include "runtime/compile_options.h"
 
+#include <cstdlib>
+#include <stdexcept>
+
 namespace torch_tpu::runtime {
 namespace {
 
@@ -13,6 +16,24 @@ void put_varint(std::string& out, uint64_t v) {
 
 void put_tag(std::string& out, int field, int wire_type) {
   put_varint(out, (static_cast<uint64_t>(field) << 3) | wire_type);
+}
+
+void put_bytes(std::string& out, int field, const std::string& bytes) {
+  put_tag(out, field, 2);
+  put_varint(out, bytes.size());
+  out += bytes;
+}
+
+// One env_option_overrides map entry: key = 1 (the flag name), value = 2
+// (OptionOverrideProto: bool_field = 2, int_field = 3).
+void put_override(std::string& out, const std::string& name, int value_field, int64_t value) {
+  std::string val;
+  put_tag(val, value_field, 0);
+  put_varint(val, static_cast<uint64_t>(value));
+  std::string entry;
+  put_bytes(entry, 1, name);
+  put_bytes(entry, 2, val);
+  put_bytes(out, 7, entry);
 }
 
 }  // namespace
@@ -39,7 +60,40 @@ std::string CompileOptions::serialize() const {
   put_tag(out, 3, 2);
   put_varint(out, build.size());
   out += build;
+  // CompileOptionsProto: env_option_overrides = 7.
+  for (const auto& [name, v] : int_overrides) put_override(out, name, 3, v);
+  for (const auto& [name, v] : bool_overrides) put_override(out, name, 2, v ? 1 : 0);
   return out;
+}
+
+CompileOptions CompileOptions::from_env() {
+  CompileOptions o;
+  const char* env = std::getenv("TORCH_TPU_XLA_OPTIONS");
+  if (!env || !*env) return o;
+  std::string spec(env);
+  size_t start = 0;
+  while (start < spec.size()) {
+    size_t end = spec.find(',', start);
+    if (end == std::string::npos) end = spec.size();
+    std::string item = spec.substr(start, end - start);
+    start = end + 1;
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      throw std::invalid_argument("TORCH_TPU_XLA_OPTIONS: expected name=value, got '" + item + "'");
+    std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+    if (value == "true" || value == "false") {
+      o.bool_overrides.emplace_back(name, value == "true");
+    } else {
+      char* rest = nullptr;
+      long long v = std::strtoll(value.c_str(), &rest, 10);
+      if (value.empty() || *rest)
+        throw std::invalid_argument("TORCH_TPU_XLA_OPTIONS: " + name + " needs true, false or an integer, got '" +
+                                    value + "'");
+      o.int_overrides.emplace_back(name, v);
+    }
+  }
+  return o;
 }
 
 }  // namespace torch_tpu::runtime

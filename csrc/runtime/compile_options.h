@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace torch_tpu::runtime {
 
@@ -13,6 +15,14 @@ struct CompileOptions {
   bool use_spmd_partitioning = false;
   // Portable: no device baked in; run with an explicit execute device.
   bool portable = true;
+  // XLA debug options by flag name (CompileOptionsProto.env_option_overrides,
+  // applied on top of XLA's defaults): "xla_backend_optimization_level" -> 1.
+  std::vector<std::pair<std::string, int64_t>> int_overrides;
+  std::vector<std::pair<std::string, bool>> bool_overrides;
+
+  // From TORCH_TPU_XLA_OPTIONS ("name=value,name=value"; true/false or an
+  // integer). Empty when unset.
+  static CompileOptions from_env();
 
   std::string serialize() const;
 };
