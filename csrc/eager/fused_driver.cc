@@ -112,8 +112,7 @@ class FusedDriver final : public Driver {
         // First use of a storage that holds a run buffer: a parameter.
         TORCH_INTERNAL_ASSERT(s->buffer && !s->pending, "fused eager: storage state out of sync");
         gs.value = p.g.param(ir::TensorType{s->elem, {s->numel}});
-        p.args.push_back(s->buffer);
-        p.params.push_back(Param{s, s->elem, s->numel, {}});
+        p.params.push_back(Param{s->buffer, s, s->elem, s->numel, {}});
         storage[i] = gs.value;
       }
     }
@@ -123,8 +122,7 @@ class FusedDriver final : public Driver {
     std::vector<OpCall::ScalarSource> srcs = call.scalar_sources();
     for (size_t k = 0; k < bufs.size(); ++k) {
       scalars.push_back(p.g.param(ir::TensorType{elems[k], {}}));
-      p.args.push_back(std::move(bufs[k]));
-      p.params.push_back(Param{nullptr, elems[k], 0, std::move(srcs[k])});
+      p.params.push_back(Param{std::move(bufs[k]), nullptr, elems[k], 0, std::move(srcs[k])});
     }
     // What each written slot holds afterwards, computed before any slot changes.
     std::vector<std::pair<ir::ElemType, int64_t>> after(n);
@@ -283,8 +281,9 @@ class FusedDriver final : public Driver {
   }
 
  private:
-  struct Param {
-    StorageSlot* slot;  // a storage's buffer, or null for a runtime scalar
+  struct Param {  // one per graph parameter, in order
+    runtime::BufferPtr buffer;
+    StorageSlot* slot;  // the storage it was read from, or null for a runtime scalar
     ir::ElemType elem;
     int64_t numel;
     OpCall::ScalarSource scalar;
@@ -298,8 +297,7 @@ class FusedDriver final : public Driver {
     explicit Pending(int dev) : device(dev) {}
     int device;
     ir::Graph g;
-    std::vector<runtime::BufferPtr> args;  // one per graph parameter, in order
-    std::vector<Param> params;             // where each came from (for a capture)
+    std::vector<Param> params;
     std::unordered_map<StorageSlot*, int> ids;
     std::vector<GraphSlot> slots;
     KeyBuilder key;
@@ -362,7 +360,7 @@ class FusedDriver final : public Driver {
       }
       if (cap) cap->prog = prog;
       std::vector<PJRT_Buffer*> argv;
-      for (auto& a : p->args) argv.push_back(a->get());
+      for (auto& a : p->params) argv.push_back(a.buffer->get());
       auto results = prog->exe->execute(argv, pjrt_device(p->device));
       bump(mt.executions);
       for (size_t k = 0; k < outs.size(); ++k) {
@@ -434,7 +432,7 @@ class FusedDriver final : public Driver {
         switch (pr.scalar.kind) {
           case OpCall::ScalarSource::kConstant:
             a.kind = CapturedGraph::Arg::kConstant;
-            a.constant = p.args[k];
+            a.constant = pr.buffer;
             break;
           case OpCall::ScalarSource::kCpuTensor: {
             auto it = in_cpu.find(pr.scalar.cpu);
@@ -445,7 +443,7 @@ class FusedDriver final : public Driver {
               // Made inside the graph from a constant (a wrapped number);
               // the caller guarantees that no other CPU value reaches it.
               a.kind = CapturedGraph::Arg::kConstant;
-              a.constant = p.args[k];
+              a.constant = pr.buffer;
             }
             break;
           }
