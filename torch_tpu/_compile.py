@@ -88,7 +88,7 @@ class _GraphRunner:
         if self.last is not None:
             tensors = [a for a in args if isinstance(a, torch.Tensor)]
             scalars = [a for a in args if not isinstance(a, torch.Tensor)]
-            for cap in [self.last] + self.captures:
+            for cap in (self.last, *(c for c in self.captures if c is not self.last)):
                 if cap.scalars == scalars:
                     outs = _C._replay(cap.handle, tensors)
                     if outs is not None:
