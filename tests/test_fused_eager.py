@@ -247,3 +247,18 @@ def test_strict_eager_runs_the_optimizer_step_as_one_program():
     assert after["flushes"] - before["flushes"] == 1
     assert after["executions"] - before["executions"] == 1  # six tensors, one program
     torch.tpu.eager_mode = EagerMode.DEFER_AND_FUSE
+
+
+def test_a_failing_optimizer_step_leaves_the_mode_as_it_was():
+    torch.tpu.eager_mode = EagerMode.DEFER_NEVER
+    p = torch.nn.Parameter(torch.ones(3, device=TPU))
+    p.grad = torch.ones(3, device=TPU)
+    opt = torch.optim.SGD([p], lr=0.1)
+    opt.param_groups[0]["lr"] = "bad"  # the step raises inside, after the pre-hook
+    with pytest.raises(TypeError):
+        opt.step()
+    opt.param_groups[0]["lr"] = 0.1
+    opt.step()  # the next step restores the mode the user had
+    assert torch.tpu.eager_mode == EagerMode.DEFER_NEVER
+    torch.testing.assert_close(p.detach().cpu(), torch.full((3,), 0.9))
+    torch.tpu.eager_mode = EagerMode.DEFER_AND_FUSE

@@ -91,6 +91,11 @@ def _on_tpu(optimizer) -> bool:
 def _optimizer_step_begin(optimizer, args, kwargs) -> None:
     if torch.compiler.is_compiling():  # a compiled step is one program already
         return
+    if _step_modes:
+        # A step raised before its post-hook ran (optimizers do not nest):
+        # go back to the mode the user had.
+        _C._set_eager_mode(int(_step_modes[0]))
+        _step_modes.clear()
     mode = _C._eager_mode()
     _step_modes.append(mode)
     if mode == EagerMode.DEFER_NEVER and _fuse_optimizer and _on_tpu(optimizer):
@@ -118,6 +123,7 @@ def _install() -> None:
         register_optimizer_step_pre_hook(_optimizer_step_begin)
         register_optimizer_step_post_hook(_optimizer_step_done)
         _hooked = True
+
     def on(name: str) -> bool:
         return os.environ.get(name, "0") not in ("", "0")
 
