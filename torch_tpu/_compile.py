@@ -1,11 +1,12 @@
 """``torch.compile(model, backend="tpu")``.
 
 Dynamo captures the Python, AOTAutograd turns each captured region into
-functional ATen graphs (forward, and backward when gradients are needed),
-and each graph runs through the same ATen kernels as eager, recorded by the
-fused-eager driver and run as one XLA program per graph. The program is
-keyed by its ops and data flow, so the second call and every later one
-(and a fresh process with a warm disk cache) compile nothing.
+functional ATen graphs (forward, and backward when gradients are needed).
+A graph's first run goes through the same ATen kernels as eager, recorded
+by the fused-eager driver into one XLA program, which is captured; later
+calls with matching inputs replay that program without dispatching a single
+op (docs/execution_modes.md). Programs are keyed by their ops and data flow,
+so a fresh process with a warm disk cache compiles nothing.
 
 Options (``torch.compile(..., options={...})``): ``debug_callback``, called
 with each ATen graph (an ``fx.GraphModule``) before it first runs, and
