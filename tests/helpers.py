@@ -6,6 +6,15 @@ import torch
 TPU = torch.device("tpu")
 
 
+def rnd(*shape, dtype=torch.float32, lo=-3.0, hi=3.0):
+    """Random values of `dtype`: uniform in [lo, hi) for floats, small ints, or coin-flip bools."""
+    if dtype == torch.bool:
+        return torch.rand(*shape) > 0.5
+    if not dtype.is_floating_point:
+        return torch.randint(-5, 6, shape, dtype=dtype)
+    return (torch.rand(*shape) * (hi - lo) + lo).to(dtype)
+
+
 def to_tpu(x):
     if isinstance(x, torch.Tensor):
         t = x.detach().to(TPU)

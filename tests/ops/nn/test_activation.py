@@ -7,17 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.helpers import TPU, both_raise, check
+from tests.helpers import TPU, both_raise, check, rnd
 
 FLOATS = [torch.float32, torch.bfloat16]
-
-
-def rnd(*shape, dtype=torch.float32, lo=-3.0, hi=3.0):
-    if dtype == torch.bool:
-        return torch.rand(*shape) > 0.5
-    if not dtype.is_floating_point:
-        return torch.randint(-5, 6, shape, dtype=dtype)
-    return (torch.rand(*shape) * (hi - lo) + lo).to(dtype)
 
 
 # --- activations -----------------------------------------------------------------

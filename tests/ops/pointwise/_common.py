@@ -3,16 +3,7 @@
 import pytest
 import torch
 
-from tests.helpers import TPU, check, to_tpu, tols
-
-
-def rnd(*shape, dtype=torch.float32, lo=-3.0, hi=3.0):
-    if dtype == torch.bool:
-        return torch.rand(*shape) > 0.5
-    if not dtype.is_floating_point:
-        return torch.randint(-5, 6, shape, dtype=dtype)
-    return (torch.rand(*shape) * (hi - lo) + lo).to(dtype)
-
+from tests.helpers import TPU, check, rnd, to_tpu, tols
 
 FLOATS = [torch.float32, torch.bfloat16]
 

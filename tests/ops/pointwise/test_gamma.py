@@ -4,18 +4,10 @@ frexp."""
 import pytest
 import torch
 
-from tests.helpers import TPU, both_raise, check, to_tpu, tols
+from tests.helpers import TPU, both_raise, check, rnd, to_tpu, tols
 from tests.ops.pointwise._common import check_equal_nan
 
 NAN, INF = float("nan"), float("inf")
-
-
-def rnd(*shape, dtype=torch.float32, lo=-3.0, hi=3.0):
-    if dtype == torch.bool:
-        return torch.rand(*shape) > 0.5
-    if not dtype.is_floating_point:
-        return torch.randint(-5, 6, shape, dtype=dtype)
-    return (torch.rand(*shape) * (hi - lo) + lo).to(dtype)
 
 
 # --- igamma / igammac ------------------------------------------------------------------

@@ -4,18 +4,10 @@ entr, xlog1py, zeta) and torch.i0 on tpu vs PyTorch CPU
 import pytest
 import torch
 
-from tests.helpers import TPU, check
+from tests.helpers import TPU, check, rnd
 
 S = torch.special
 INF, NAN = float("inf"), float("nan")
-
-
-def rnd(*shape, dtype=torch.float32, lo=-3.0, hi=3.0):
-    if dtype == torch.bool:
-        return torch.rand(*shape) > 0.5
-    if not dtype.is_floating_point:
-        return torch.randint(-5, 6, shape, dtype=dtype)
-    return (torch.rand(*shape) * (hi - lo) + lo).to(dtype)
 
 
 # Unary ops: (fn, CPU accepts bfloat16).

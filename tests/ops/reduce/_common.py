@@ -5,16 +5,7 @@ import re
 import pytest
 import torch
 
-from tests.helpers import check
-
-
-def rnd(*shape, dtype=torch.float32, lo=-3.0, hi=3.0):
-    if dtype == torch.bool:
-        return torch.rand(*shape) > 0.5
-    if not dtype.is_floating_point:
-        return torch.randint(-5, 6, shape, dtype=dtype)
-    return (torch.rand(*shape) * (hi - lo) + lo).to(dtype)
-
+from tests.helpers import check, rnd
 
 # Ops this family registers: a backward that needs one of these must not be
 # skipped for a missing kernel.
