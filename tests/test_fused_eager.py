@@ -107,6 +107,28 @@ def test_mutation_of_a_graph_input():
     torch.testing.assert_close(c.cpu(), x + 10 + x * 2)
 
 
+def test_inplace_updates_donate_the_old_buffer_and_copies_keep_theirs():
+    import copy
+
+    x = torch.arange(6.0)
+    a = x.to(TPU)
+    view = a.view(2, 3)
+    deep = copy.deepcopy(a)
+    raw = torch.tensor([], device=TPU).set_(a.untyped_storage().clone())
+    before = debug.metrics()["donated_buffers"]
+    a.mul_(3)
+    a.add_(1)
+    torch.testing.assert_close(a.cpu(), x * 3 + 1)
+    assert debug.metrics()["donated_buffers"] - before == 1  # the program wrote a's storage in place
+    torch.testing.assert_close(view.cpu(), (x * 3 + 1).view(2, 3))
+    torch.testing.assert_close(deep.cpu(), x)
+    torch.testing.assert_close(raw.cpu(), x)
+    b = a * 1  # read, then overwritten in the same graph: the read sees the old value
+    a.zero_()
+    torch.testing.assert_close(b.cpu(), x * 3 + 1)
+    torch.testing.assert_close(a.cpu(), torch.zeros(6))
+
+
 def test_host_write_to_a_pending_storage_keeps_order():
     a = torch.zeros(4, device=TPU)
     a.add_(1)  # pending

@@ -14,7 +14,9 @@ def metrics() -> dict:
     op -> count), cached_executables; fused eager: flushes (graphs run),
     fused_ops (ops they held), fused_cache_hits, fused_max_ops (the largest
     graph), flush_reasons (dict reason -> count); torch.compile: replays
-    (captured graphs executed without running their ops); compiles_by_op
+    (captured graphs executed without running their ops); donated_buffers
+    (storages a fused or compiled graph overwrote in place, its old buffer
+    donated to the new value instead of copied); compiles_by_op
     (dict op -> (programs compiled, milliseconds)).
     """
     return _C._metrics()
@@ -52,6 +54,8 @@ def metrics_report() -> str:
                      f"largest {m['fused_max_ops']}; {m['fused_cache_hits']} cache hits)")
         for why, n in sorted(m["flush_reasons"].items(), key=lambda kv: -kv[1]):
             lines.append(f"  {why}: {n}")
+    if m["donated_buffers"]:
+        lines.append(f"{'buffers donated':<{width}}  {m['donated_buffers']} (updated in place by a graph)")
     from torch_tpu import _compile
 
     cs = _compile.stats

@@ -28,6 +28,7 @@ struct Metrics {
   std::atomic<int64_t> fused_cache_hits{0};
   std::atomic<int64_t> fused_max_ops{0};
   std::atomic<int64_t> replays{0};  // compiled graphs run from their capture
+  std::atomic<int64_t> donated{0};  // buffers consumed in place by a graph's result
 
   std::mutex mu;
   std::map<std::string, int64_t> fallbacks;      // by op name

@@ -69,6 +69,7 @@ struct CapturedGraph {
   std::vector<Result> results;
   std::vector<Output> outputs;
   std::vector<size_t> fresh_nbytes;  // the new storages' sizes
+  std::vector<int> donated;          // args whose buffer the program may consume
 };
 
 namespace {
@@ -112,7 +113,7 @@ class FusedDriver final : public Driver {
         // First use of a storage that holds a run buffer: a parameter.
         TORCH_INTERNAL_ASSERT(s->buffer && !s->pending, "fused eager: storage state out of sync");
         gs.value = p.g.param(ir::TensorType{s->elem, {s->numel}});
-        p.params.push_back(Param{s->buffer, s, s->elem, s->numel, {}});
+        p.params.push_back(Param{s->buffer, s, s->elem, s->numel, {}, ids[i]});
         storage[i] = gs.value;
       }
     }
@@ -122,7 +123,7 @@ class FusedDriver final : public Driver {
     std::vector<OpCall::ScalarSource> srcs = call.scalar_sources();
     for (size_t k = 0; k < bufs.size(); ++k) {
       scalars.push_back(p.g.param(ir::TensorType{elems[k], {}}));
-      p.params.push_back(Param{std::move(bufs[k]), nullptr, elems[k], 0, std::move(srcs[k])});
+      p.params.push_back(Param{std::move(bufs[k]), nullptr, elems[k], 0, std::move(srcs[k]), -1});
     }
     // What each written slot holds afterwards, computed before any slot changes.
     std::vector<std::pair<ir::ElemType, int64_t>> after(n);
@@ -222,7 +223,7 @@ class FusedDriver final : public Driver {
       if (!s->buffer || s->pending || s->elem != a.elem || s->numel != a.numel) return std::nullopt;
     }
     std::vector<PJRT_Buffer*> argv;
-    std::vector<runtime::BufferPtr> keep;
+    std::vector<runtime::BufferPtr> scalars;
     uint64_t rng_offset = 0;
     for (const auto& a : c.args) {
       switch (a.kind) {
@@ -233,7 +234,7 @@ class FusedDriver final : public Driver {
           argv.push_back(a.constant->get());
           continue;
         case CapturedGraph::Arg::kCpuInput:
-          keep.push_back(scalar_buffer(in[a.input].item(), a.elem, c.device));
+          scalars.push_back(scalar_buffer(in[a.input].item(), a.elem, c.device));
           break;
         case CapturedGraph::Arg::kRngSeed: {
           // Reserves the same counters eager would, so seeds reproduce.
@@ -244,16 +245,21 @@ class FusedDriver final : public Driver {
             seed = g->current_seed();
             rng_offset = g->advance(a.advance);
           }
-          keep.push_back(scalar_buffer(c10::Scalar(static_cast<int64_t>(seed)), a.elem, c.device));
+          scalars.push_back(scalar_buffer(c10::Scalar(static_cast<int64_t>(seed)), a.elem, c.device));
           break;
         }
         case CapturedGraph::Arg::kRngOffset:
-          keep.push_back(scalar_buffer(c10::Scalar(static_cast<int64_t>(rng_offset)), a.elem, c.device));
+          scalars.push_back(scalar_buffer(c10::Scalar(static_cast<int64_t>(rng_offset)), a.elem, c.device));
           break;
       }
-      argv.push_back(keep.back()->get());
+      argv.push_back(scalars.back()->get());
     }
-    auto results = c.prog->exe->execute(argv, pjrt_device(c.device));
+    // A buffer another storage also holds must survive the call.
+    std::vector<int64_t> keep;
+    for (int j : c.donated)
+      if (slots[c.args[j].input]->buffer.use_count() != 1) keep.push_back(j);
+    auto results = c.prog->exe->execute(argv, pjrt_device(c.device), keep);
+    bump(metrics().donated, static_cast<int64_t>(c.donated.size() - keep.size()));
     bump(metrics().executions);
     bump(metrics().replays);
     std::vector<c10::Storage> fresh;
@@ -287,6 +293,7 @@ class FusedDriver final : public Driver {
     ir::ElemType elem;
     int64_t numel;
     OpCall::ScalarSource scalar;
+    int gslot;  // its graph slot, or -1
   };
   struct GraphSlot {
     StorageSlot* slot;  // null once the storage is freed
@@ -340,8 +347,26 @@ class FusedDriver final : public Driver {
       clear_pending(*p);
       return;
     }
+    // A storage the graph reads and then overwrites donates its old buffer
+    // to the new value (same type), so a step updates weights in place.
+    std::vector<std::pair<int, int>> aliases;
+    {
+      std::unordered_map<int, int> param_of;
+      for (size_t j = 0; j < p->params.size(); ++j)
+        if (p->params[j].gslot >= 0) param_of.emplace(p->params[j].gslot, static_cast<int>(j));
+      for (size_t k = 0; k < outs.size(); ++k) {
+        auto it = param_of.find(outs[k]);
+        if (it == param_of.end()) continue;
+        const Param& pr = p->params[it->second];
+        if (p->g.type(p->slots[outs[k]].value) == ir::TensorType{pr.elem, {pr.numel}})
+          aliases.emplace_back(it->second, static_cast<int>(k));
+      }
+    }
     if (cap && !describe(*p, outs, *cap)) cap = nullptr;
+    if (cap)
+      for (auto [j, k] : aliases) cap->donated.push_back(j);
     for (int i : outs) p->key.add(static_cast<uint64_t>(i) | (1ull << 40));
+    p->key.add(0xd0a7ed);  // programs with donation; older cache entries had none
     CacheKey key = p->key.finish();
     try {
       auto& cache = ExecutableCache::get();
@@ -355,13 +380,20 @@ class FusedDriver final : public Driver {
           std::vector<ir::Value> vals;
           for (int i : outs) vals.push_back(p->slots[i].value);
           p->g.set_outputs(vals);
+          for (auto [j, k] : aliases) p->g.alias(j, k);
           return p->g.to_mlir();
         });
       }
       if (cap) cap->prog = prog;
       std::vector<PJRT_Buffer*> argv;
       for (auto& a : p->params) argv.push_back(a.buffer->get());
-      auto results = prog->exe->execute(argv, pjrt_device(p->device));
+      // The slot and its parameter hold a donated buffer; a third holder
+      // (another storage sharing it) keeps it alive.
+      std::vector<int64_t> keep;
+      for (auto [j, k] : aliases)
+        if (p->params[j].buffer.use_count() != 2) keep.push_back(j);
+      auto results = prog->exe->execute(argv, pjrt_device(p->device), keep);
+      bump(mt.donated, static_cast<int64_t>(aliases.size() - keep.size()));
       bump(mt.executions);
       for (size_t k = 0; k < outs.size(); ++k) {
         StorageSlot* s = p->slots[outs[k]].slot;

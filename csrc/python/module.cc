@@ -139,6 +139,7 @@ PYBIND11_MODULE(_C, m) {
     d["fused_cache_hits"] = mt.fused_cache_hits.load();
     d["fused_max_ops"] = mt.fused_max_ops.load();
     d["replays"] = mt.replays.load();
+    d["donated_buffers"] = mt.donated.load();
     py::dict fr;
     {
       std::lock_guard<std::mutex> lock(mt.mu);

@@ -32,10 +32,13 @@ Executable::~Executable() {
   take_error(api, api->PJRT_LoadedExecutable_Destroy(&a));
 }
 
-std::vector<BufferPtr> Executable::execute(const std::vector<PJRT_Buffer*>& args, PJRT_Device* device) const {
+std::vector<BufferPtr> Executable::execute(const std::vector<PJRT_Buffer*>& args, PJRT_Device* device,
+                                           const std::vector<int64_t>& keep) const {
   const PJRT_Api* api = client_->api;
   PJRT_ExecuteOptions opts{};
   opts.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE;
+  opts.non_donatable_input_indices = keep.data();
+  opts.num_non_donatable_input_indices = keep.size();
   std::vector<PJRT_Buffer*> outs(num_outputs_, nullptr);
   PJRT_Buffer* const* arg_list = args.data();
   PJRT_Buffer** out_list = outs.data();

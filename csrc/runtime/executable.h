@@ -16,8 +16,11 @@ class Executable {
 
   size_t num_outputs() const { return num_outputs_; }
   // Enqueues one execution on `device`; returns at once with output buffers
-  // whose ready events fire when the work is done.
-  std::vector<BufferPtr> execute(const std::vector<PJRT_Buffer*>& args, PJRT_Device* device) const;
+  // whose ready events fire when the work is done. A parameter the program
+  // aliases to an output is donated (its buffer is consumed) unless its
+  // index is in `keep`.
+  std::vector<BufferPtr> execute(const std::vector<PJRT_Buffer*>& args, PJRT_Device* device,
+                                 const std::vector<int64_t>& keep = {}) const;
   // Multi-device (replicated) execution: args[d][i] for device d.
   std::vector<std::vector<BufferPtr>> execute_replicated(const std::vector<std::vector<PJRT_Buffer*>>& args) const;
   // Bytes accepted by Client::deserialize on the same plugin and host.
