@@ -131,3 +131,33 @@ def _install() -> None:
     blocking = on("TORCH_TPU_LAUNCH_BLOCKING") or on("TPU_LAUNCH_BLOCKING")
     if on("TORCH_TPU_DEFER_AND_FUSE") and not blocking:
         _set(EagerMode.DEFER_AND_FUSE)
+
+
+
+def _drain_autograd_device_threads() -> None:
+    """Lets the autograd engine's tpu thread finish its last graph task.
+
+    That thread drops its reference to a finished (or failed) backward
+    shortly after the caller resumes. torch.autograd stashes a Python object
+    in every backward's thread-local state, so dropping the last reference
+    takes the GIL; once the interpreter is finalizing, that ends the thread
+    inside a noexcept destructor and the process aborts ("terminate called
+    without an active exception"). At exit, while the GIL can still be
+    taken, one more backward goes through the same queue: its node runs only
+    after everything queued before it has been released. It calls the engine
+    directly (no stashed Python object) through a C++ view node and returns
+    no tensors, so its own release never needs the GIL.
+    """
+    from torch_tpu import _C
+
+    if not _C._is_initialized():
+        return
+    try:
+        x = torch.empty((), device="tpu", requires_grad=True)
+        y = x.view(())
+        # backward(), not grad(): a graph task holding result tensors would
+        # drop Python objects again when released.
+        torch.autograd.Variable._execution_engine.run_backward(
+            (y,), (torch.empty((), device="tpu"),), False, False, (), True, True)
+    except Exception:  # exit must not fail because of this
+        pass

@@ -229,6 +229,12 @@ def _get_cache_stats() -> dict:
 # ``torch.tpu.eager_mode = EagerMode.DEFER_AND_FUSE`` must switch the mode,
 # so the module's class gets a setter for that one attribute.
 class _DeviceModule(type(_C)):
+    # torch.utils.checkpoint and torch.random.fork_rng save and restore a
+    # device's RNG state only when its module says it is initialized.
+    @property
+    def _initialized(self) -> bool:
+        return _C._is_initialized()
+
     @property
     def eager_mode(self) -> EagerMode:
         return get_eager_mode()

@@ -68,7 +68,15 @@ void materialize_slot(StorageSlot* s) {
   if (auto h = g_materialize_hook.load(std::memory_order_acquire)) h(s);
 }
 
-StorageSlot* slot_of(const c10::Storage& s) { return static_cast<StorageSlot*>(s.data_ptr().get_context()); }
+StorageSlot* slot_of(const c10::Storage& s) {
+  const c10::DataPtr& d = s.data_ptr();
+  // Memory that torch_tpu did not allocate (a DLPack capsule, from_blob) is
+  // not a slot: reading it as one would crash.
+  TORCH_CHECK(d.get_deleter() == &delete_slot || d.get_context() == nullptr,
+              "tpu: this tensor's memory was not allocated by torch_tpu (it came from DLPack or from_blob); "
+              "tpu tensors can only be made by tpu ops or by copying, e.g. cpu_tensor.to(\"tpu\")");
+  return static_cast<StorageSlot*>(d.get_context());
+}
 
 c10::Allocator* tpu_allocator() { return &g_allocator; }
 

@@ -54,6 +54,23 @@ std::string render_i64_array(const Dims& v) {
 }
 std::string render_list(const Dims& v) { return dims_str(v); }
 
+namespace {
+// An integer literal of type `t`: the value wrapped to the type's width as a
+// C++ conversion would (-1 is 255 in ui8), since MLIR rejects out-of-range
+// literals such as a negative unsigned one.
+std::string int_literal(uint64_t bits, ElemType t) {
+  const int width = byte_size(t) * 8;
+  if (width < 64) bits &= (uint64_t{1} << width) - 1;
+  if (!is_signed_int(t)) return std::to_string(bits);
+  if (width < 64 && (bits >> (width - 1)) & 1) bits |= ~uint64_t{0} << width;  // sign-extend
+  return std::to_string(static_cast<int64_t>(bits));
+}
+uint64_t int_bits(double v) {
+  if (v >= 9223372036854775808.0) return static_cast<uint64_t>(v);  // beyond int64: u64 only
+  return static_cast<uint64_t>(static_cast<int64_t>(v));
+}
+}  // namespace
+
 Value Builder::constant(double v, ElemType t, const Dims& dims) {
   std::string lit;
   if (t == ElemType::kPred) {
@@ -63,7 +80,7 @@ Value Builder::constant(double v, ElemType t, const Dims& dims) {
   } else if (is_complex(t)) {
     lit = "(" + float_literal(v, component(t)) + ", " + float_literal(0, component(t)) + ")";
   } else {
-    lit = std::to_string(static_cast<int64_t>(v));
+    lit = int_literal(int_bits(v), t);
   }
   TensorType tt{t, dims};
   return g_.add("stablehlo.constant", {}, tt, {{"value", "dense<" + lit + "> : " + tt.mlir()}});
@@ -81,7 +98,7 @@ Value Builder::constant_bits(uint64_t bits, ElemType t, const Dims& dims) {
   } else if (t == ElemType::kPred) {
     lit = bits ? "true" : "false";
   } else {
-    lit = std::to_string(static_cast<int64_t>(bits));
+    lit = int_literal(bits, t);
   }
   return g_.add("stablehlo.constant", {}, tt, {{"value", "dense<" + lit + "> : " + tt.mlir()}});
 }
@@ -98,6 +115,8 @@ Value Builder::unary(UnaryOp op, Value x) {
     if (is_complex(elem(x))) return g_.add(mlir_name(op), {x}, TensorType{component(elem(x)), dims(x)});
     if (op == UnaryOp::kReal) return x;
     if (op == UnaryOp::kImag) return constant(0, elem(x), dims(x));
+    // stablehlo.abs takes signed types only; an unsigned value is its own abs.
+    if (op == UnaryOp::kAbs && elem(x) != ElemType::kPred && !is_float(elem(x)) && !is_signed_int(elem(x))) return x;
   }
   return g_.add(mlir_name(op), {x}, type(x));
 }

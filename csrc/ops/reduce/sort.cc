@@ -47,6 +47,8 @@ std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor& self, std::opti
 std::tuple<at::Tensor&, at::Tensor&> topk_out(const at::Tensor& self, c10::SymInt k_s, int64_t dim, bool largest,
                                               bool sorted, at::Tensor& values, at::Tensor& indices) {
   int64_t k = k_s.expect_int();
+  // As CPU, whose topk kernel has no bool instantiation (sort does).
+  TORCH_CHECK(self.scalar_type() != c10::kBool, "topk does not support bool dtypes on tpu");
   int64_t d = wrap_dim(dim, self.dim());
   int64_t n = self.dim() == 0 ? 1 : self.size(d);
   TORCH_CHECK(k >= 0 && k <= n, "selected index k out of range");
