@@ -141,3 +141,53 @@ def test_topk_on_bool_raises_like_cpu():
         torch.topk(b, 2)
     with pytest.raises(RuntimeError, match="topk does not support bool"):
         torch.topk(b.to(TPU), 2)
+
+
+# --- bad input like CPU -------------------------------------------------------
+
+@pytest.mark.parametrize("dev", ["cpu", "tpu"])
+def test_index_dtype_errors_have_cpu_types(dev):
+    x, s = torch.ones(3, device=dev), torch.ones(1, device=dev)
+    fidx = torch.tensor([0.0], device=dev)
+    with pytest.raises(RuntimeError, match=r"index_select\(\): Expected dtype int32 or int64 for index"):
+        x.index_select(0, fidx)
+    with pytest.raises(IndexError, match=r"index_fill_\(\): Expected dtype int64 for index"):
+        x.index_fill(0, fidx, 1.0)
+    with pytest.raises(RuntimeError, match="Expected"):
+        x.index_add(0, fidx, s)
+    with pytest.raises(IndexError, match="Index is supposed to be a vector"):
+        x.index_select(0, torch.zeros(1, 1, dtype=torch.long, device=dev))
+
+
+@pytest.mark.parametrize("dev", ["cpu", "tpu"])
+def test_writes_to_internally_overlapping_tensors_raise(dev):
+    msg = "more than one element of the written-to tensor refers to a single memory location"
+    e = torch.zeros(1, device=dev).expand(3)
+    with pytest.raises(RuntimeError, match=msg):
+        e.add_(1)
+    with pytest.raises(RuntimeError, match=msg):
+        torch.add(torch.ones(3, device=dev), 1, out=e)
+    with pytest.raises(RuntimeError, match=msg):
+        e.copy_(torch.ones(3, device=dev))
+    # A zero stride over one element is not an overlap.
+    one = torch.zeros(1, device=dev).expand(1)
+    one.add_(2)
+    torch.testing.assert_close(one.cpu(), torch.full((1,), 2.0))
+
+
+def test_invalid_device_ordinal():
+    n = torch.tpu.device_count()
+    with pytest.raises(RuntimeError, match=rf"invalid device ordinal: tpu:{n} was requested, but {n} tpu devic"):
+        torch.ones(2, device=f"tpu:{n}")
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        torch.ones(2).to(f"tpu:{n}")
+    torch.testing.assert_close(torch.ones(2, device="tpu:0").cpu(), torch.ones(2))  # still usable
+
+
+def test_out_of_memory_raises_torch_out_of_memory_error():
+    t = torch.empty(10**12, device=TPU)  # 4 TB: storage is lazy, the first write allocates
+    with pytest.raises(torch.OutOfMemoryError, match="tpu out of memory on tpu:0 while running fill_"):
+        t.fill_(1)
+    assert issubclass(torch.OutOfMemoryError, RuntimeError)
+    del t
+    torch.testing.assert_close((torch.ones(4, device=TPU) * 2).cpu(), torch.full((4,), 2.0))  # still usable

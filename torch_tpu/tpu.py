@@ -7,7 +7,10 @@ from typing import Any
 
 import torch
 
-from torch_tpu import _C
+from torch_tpu import (
+    _C,
+    amp,  # noqa: F401 (torch.tpu.amp)
+)
 from torch_tpu._eager import EagerMode, get_eager_mode, mark_step, set_eager_mode
 
 __all__ = [
@@ -15,6 +18,9 @@ __all__ = [
     "get_device_name", "get_device_properties", "manual_seed", "manual_seed_all", "seed", "seed_all",
     "initial_seed", "get_rng_state", "set_rng_state", "get_rng_state_all", "set_rng_state_all",
     "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "is_initialized", "init",
+    "memory_stats", "memory_reserved", "max_memory_reserved", "reset_max_memory_allocated",
+    "reset_accumulated_memory_stats", "empty_cache", "mem_get_info", "memory_summary", "Stream", "Event",
+    "current_stream", "default_stream", "set_stream", "stream", "StreamContext", "get_device_capability", "amp",
     "get_amp_supported_dtype", "is_bf16_supported", "default_generators",  # noqa: F822 (module __getattr__)
     "EagerMode", "eager_mode", "set_eager_mode", "get_eager_mode", "mark_step",  # noqa: F822
 ]
@@ -190,18 +196,163 @@ def _get_generator(device: torch.device):
 
 
 # --- memory --------------------------------------------------------------
+# Bytes are tpu storages' sizes. PJRT allocates the buffer behind a storage
+# when a program first writes it and frees it with the storage; nothing is
+# cached, so "reserved" equals "allocated" and empty_cache() has nothing to
+# release. The allocator is also torch.accelerator's DeviceAllocator.
+
+def _stats(device: Any = None) -> dict:
+    return _C._memory_stats(_index(device))
+
+
+def memory_stats(device: Any = None) -> dict:
+    """Allocator statistics in torch.cuda.memory_stats' flat key format."""
+    import collections
+
+    m = _stats(device)
+    out = {}
+    byte = dict(current=m["allocated"], peak=m["peak"], allocated=m["allocated_total"], freed=m["freed_total"])
+    count = dict(current=m["count"], peak=m["count_peak"], allocated=m["count_total"], freed=m["count_freed"])
+    for name, src in (("allocated_bytes", byte), ("reserved_bytes", byte), ("active_bytes", byte),
+                      ("requested_bytes", byte), ("allocation", count), ("segment", count), ("active", count)):
+        for pool in ("all", "large_pool", "small_pool"):
+            for k, v in src.items():
+                out[f"{name}.{pool}.{k}"] = v if pool == "all" else 0
+    out.update(num_ooms=m["num_ooms"], num_alloc_retries=0, num_device_alloc=m["count_total"],
+               num_device_free=m["count_freed"], num_sync_all_streams=0)
+    return collections.OrderedDict(sorted(out.items()))
+
 
 def memory_allocated(device: Any = None) -> int:
     """Bytes held by live tpu storages."""
-    return _C._memory_allocated()
+    return _stats(device)["allocated"]
 
 
 def max_memory_allocated(device: Any = None) -> int:
-    return _C._max_memory_allocated()
+    return _stats(device)["peak"]
+
+
+def memory_reserved(device: Any = None) -> int:
+    return memory_allocated(device)
+
+
+def max_memory_reserved(device: Any = None) -> int:
+    return max_memory_allocated(device)
 
 
 def reset_peak_memory_stats(device: Any = None) -> None:
-    _C._reset_peak_memory_stats()
+    _C._reset_peak_memory_stats(_index(device))
+
+
+def reset_max_memory_allocated(device: Any = None) -> None:
+    reset_peak_memory_stats(device)
+
+
+def reset_accumulated_memory_stats(device: Any = None) -> None:
+    _C._reset_accumulated_memory_stats(_index(device))
+
+
+def empty_cache() -> None:
+    """No-op: tpu keeps no cache of free buffers (PJRT frees them at once)."""
+
+
+def mem_get_info(device: Any = None) -> tuple[int, int]:
+    """(free, total) bytes: the plugin's figures, or host memory on XLA:CPU."""
+    free, total = _C._mem_get_info(_index(device))
+    return int(free), int(total)
+
+
+def memory_summary(device: Any = None, abbreviated: bool = False) -> str:
+    m = _stats(device)
+    free, total = mem_get_info(device)
+
+    def size(n: int) -> str:
+        for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+            if abs(n) < 1024 or unit == "TiB":
+                return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+            n /= 1024
+        return ""
+
+    rows = [("allocated (live storages)", size(m["allocated"]), size(m["peak"]),
+             size(m["allocated_total"]), size(m["freed_total"])),
+            ("storages", str(m["count"]), str(m["count_peak"]), str(m["count_total"]), str(m["count_freed"]))]
+    lines = [f"torch_tpu memory summary, tpu:{_index(device)}",
+             f"{'':<28}{'current':>12}{'peak':>12}{'allocated':>12}{'freed':>12}"]
+    lines += [f"{r[0]:<28}{r[1]:>12}{r[2]:>12}{r[3]:>12}{r[4]:>12}" for r in rows]
+    lines.append(f"out-of-memory errors: {m['num_ooms']}; device memory free {size(free)} of {size(total)}")
+    return "\n".join(lines)
+
+
+# --- streams and events ----------------------------------------------------
+# A tpu device runs its programs in the order their buffers depend on each
+# other, so streams are names rather than separate queues: an Event covers
+# all work enqueued before it (and times it, from the buffers' completion
+# callbacks), and waiting on an event needs no device action.
+
+class Stream(torch.Stream):
+    """A tpu stream (torch.Stream with device type tpu)."""
+
+    def __new__(cls, device: Any = None, priority: int = 0, **kwargs):
+        if "stream_id" in kwargs:
+            return super().__new__(cls, **kwargs)
+        return super().__new__(cls, device=torch.device("tpu", _index(device)), priority=priority)
+
+
+class Event:
+    """A point in the tpu work queue: makes a torch.Event on tpu (torch's own
+    type, which its methods such as elapsed_time require of their argument)."""
+
+    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+        return torch.Event(device="tpu", enable_timing=enable_timing, blocking=blocking, interprocess=interprocess)
+
+
+_PRIVATEUSE1 = 20  # c10::DeviceType::PrivateUse1
+
+
+def current_stream(device: Any = None) -> Stream:
+    sid, idx = _C._current_stream(_index(device))
+    return Stream(stream_id=sid, device_index=idx, device_type=_PRIVATEUSE1)
+
+
+def default_stream(device: Any = None) -> Stream:
+    return Stream(stream_id=0, device_index=_index(device), device_type=_PRIVATEUSE1)
+
+
+def set_stream(stream: torch.Stream) -> None:
+    if stream is None:
+        return
+    _C._set_stream(stream.stream_id, stream.device_index)
+
+
+class StreamContext:
+    """Makes `stream` current on its device for a block (torch.cuda.StreamContext)."""
+
+    def __init__(self, stream: torch.Stream | None):
+        self.stream = stream
+        self.prev = None
+
+    def __enter__(self):
+        if self.stream is not None:
+            self.prev = current_stream(self.stream.device_index)
+            set_stream(self.stream)
+        return self.stream
+
+    def __exit__(self, *exc):
+        if self.prev is not None:
+            set_stream(self.prev)
+
+
+def stream(stream: torch.Stream | None) -> StreamContext:
+    return StreamContext(stream)
+
+
+def get_device_capability(device: Any = None) -> tuple[int, int]:
+    """(major, minor) of the device generation where the plugin names one
+    (TPU v5 -> (5, 0)); (0, 0) for XLA:CPU and devices without a number."""
+    import re
+
+    m = re.search(r"v(\d+)", get_device_name(device) or "")
+    return (int(m.group(1)), 0) if m else (0, 0)
 
 
 # --- AMP -----------------------------------------------------------------

@@ -2,7 +2,10 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 namespace torch_tpu {
@@ -60,6 +63,23 @@ PJRT_Device* pjrt_device(int index) {
   TORCH_CHECK(index >= 0 && index < static_cast<int>(devs.size()), "tpu device index ", index, " is out of range (",
               devs.size(), " devices)");
   return devs[index].device;
+}
+
+std::pair<size_t, size_t> device_memory_info(int index) {
+  auto [used, limit] = client().memory_stats(pjrt_device(index));
+  if (limit > 0) return {static_cast<size_t>(std::max<int64_t>(limit - used, 0)), static_cast<size_t>(limit)};
+  // XLA:CPU buffers live in host memory.
+  size_t total = 0, avail = 0;
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char key[64];
+    unsigned long long kb;
+    while (std::fscanf(f, "%63s %llu kB", key, &kb) == 2) {
+      if (std::strcmp(key, "MemTotal:") == 0) total = kb * 1024;
+      if (std::strcmp(key, "MemAvailable:") == 0) avail = kb * 1024;
+    }
+    std::fclose(f);
+  }
+  return {avail, total};
 }
 
 bool is_supported(c10::ScalarType t) {

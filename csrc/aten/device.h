@@ -4,6 +4,7 @@
 #include <c10/core/ScalarType.h>
 
 #include <string>
+#include <utility>
 
 #include "ir/types.h"
 #include "runtime/client.h"
@@ -21,6 +22,9 @@ void configure(const DeviceConfig& cfg);
 // RuntimeError when no plugin can be loaded.
 runtime::Client& client();
 bool runtime_initialized();
+// (free, total) bytes of tpu:`index`: the plugin's figures where it reports
+// a limit, else the host's available and total memory (XLA:CPU).
+std::pair<size_t, size_t> device_memory_info(int index);
 int device_count();  // never throws; 0 if the runtime cannot start
 const runtime::PluginChoice& plugin_choice();
 PJRT_Device* pjrt_device(int index);

@@ -8,45 +8,89 @@
 #include "aten/generator.h"
 #include "aten/storage.h"
 #include "record/op_call.h"
+#include "record/work_mark.h"
 
 namespace torch_tpu {
 namespace {
+
+std::atomic<c10::StreamId> g_next_stream{0};
+c10::StreamId& current_stream_id(c10::Device d) {
+  thread_local c10::StreamId current[64] = {};
+  return current[d.index() < 0 ? current_device_index() : d.index()];
+}
+c10::Stream stream_on(c10::Device d, c10::StreamId id) {
+  return c10::Stream(c10::Stream::UNSAFE,
+                     c10::Device(c10::DeviceType::PrivateUse1, d.index() < 0 ? current_device_index() : d.index()), id);
+}
+
+// Every tensor on tpu:N passes a guard for N first, so an index past the
+// last device fails here with CUDA's wording rather than deep in the runtime.
+void check_ordinal(c10::DeviceIndex i) {
+  const int n = device_count();
+  TORCH_CHECK(i < n, "tpu error: invalid device ordinal: tpu:", static_cast<int>(i), " was requested, but ", n,
+              n == 1 ? " tpu device is" : " tpu devices are", " available (tpu:0",
+              n > 1 ? " to tpu:" + std::to_string(n - 1) : std::string(), ")");
+}
 
 struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   static constexpr c10::DeviceType D = c10::DeviceType::PrivateUse1;
   c10::DeviceType type() const override { return D; }
   c10::Device exchangeDevice(c10::Device d) const override {
     c10::Device old(D, current_device_index());
-    if (d.index() >= 0) set_current_device_index(d.index());
+    if (d.index() >= 0) {
+      check_ordinal(d.index());
+      set_current_device_index(d.index());
+    }
     return old;
   }
   c10::Device getDevice() const override { return c10::Device(D, current_device_index()); }
   void setDevice(c10::Device d) const override {
     TORCH_CHECK(d.type() == D, "expected a tpu device, got ", d);
-    if (d.index() >= 0) set_current_device_index(d.index());
+    if (d.index() >= 0) {
+      check_ordinal(d.index());
+      set_current_device_index(d.index());
+    }
   }
   void uncheckedSetDevice(c10::Device d) const noexcept override {
     if (d.index() >= 0) set_current_device_index(d.index());
   }
-  c10::Stream getStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
+  // Streams are ids with a per-thread current one per device; see
+  // record/work_mark.h for why they need no queue of their own.
+  c10::Stream getStream(c10::Device d) const override { return stream_on(d, current_stream_id(d)); }
   c10::Stream getDefaultStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
-  c10::Stream getNewStream(c10::Device d, int) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
-  c10::Stream getStreamFromGlobalPool(c10::Device d, bool) const override {
-    return c10::Stream(c10::Stream::DEFAULT, d);
+  c10::Stream getNewStream(c10::Device d, int) const override { return stream_on(d, ++g_next_stream); }
+  c10::Stream getStreamFromGlobalPool(c10::Device d, bool) const override { return getNewStream(d, 0); }
+  c10::Stream exchangeStream(c10::Stream s) const override {
+    c10::Stream old = getStream(s.device());
+    current_stream_id(s.device()) = s.id();
+    return old;
   }
-  c10::Stream exchangeStream(c10::Stream s) const override { return c10::Stream(c10::Stream::DEFAULT, s.device()); }
   c10::DeviceIndex deviceCount() const noexcept override { return static_cast<c10::DeviceIndex>(device_count()); }
-  // Events order host-visible completion: recording is free because PJRT
-  // already orders device work by buffer dependencies; waiting syncs.
+  // An event is a record::WorkMark: the work enqueued before it, with its
+  // completion time. A stream waiting on one needs no action (PJRT orders
+  // device work by its buffer dependencies).
   void record(void** event, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {
-    if (*event == nullptr) *event = reinterpret_cast<void*>(1);
+    if (*event == nullptr) *event = new record::WorkMark();
+    static_cast<record::WorkMark*>(*event)->record();
   }
   void block(void*, const c10::Stream&) const override {}
-  bool queryEvent(void*) const override { return true; }
-  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
-  bool queryStream(const c10::Stream&) const override { return true; }
+  bool queryEvent(void* e) const override { return e == nullptr || static_cast<record::WorkMark*>(e)->query(); }
+  void destroyEvent(void* e, const c10::DeviceIndex) const noexcept override {
+    delete static_cast<record::WorkMark*>(e);
+  }
+  void synchronizeEvent(void* e) const override {
+    if (e) static_cast<record::WorkMark*>(e)->synchronize();
+  }
+  double elapsedTime(void* start, void* end, const c10::DeviceIndex) const override {
+    TORCH_CHECK(start && end, "elapsed_time: both events must be recorded before measuring");
+    return static_cast<record::WorkMark*>(start)->elapsed_ms(*static_cast<record::WorkMark*>(end));
+  }
+  bool queryStream(const c10::Stream&) const override {
+    record::WorkMark m;
+    m.record();
+    return m.query();
+  }
   void synchronizeStream(const c10::Stream&) const override { record::synchronize(); }
-  void synchronizeEvent(void*) const override { record::synchronize(); }
   void synchronizeDevice(const c10::DeviceIndex) const override { record::synchronize(); }
   void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
 };
@@ -67,9 +111,13 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
   at::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
   bool hasPrimaryContext(c10::DeviceIndex) const override { return runtime_initialized(); }
   c10::DeviceIndex deviceCount() const override { return static_cast<c10::DeviceIndex>(device_count()); }
-  void setCurrentDevice(c10::DeviceIndex d) const override { set_current_device_index(d); }
+  void setCurrentDevice(c10::DeviceIndex d) const override {
+    if (d >= 0) check_ordinal(d);
+    set_current_device_index(d);
+  }
   c10::DeviceIndex getCurrentDevice() const override { return current_device_index(); }
   c10::DeviceIndex exchangeDevice(c10::DeviceIndex d) const override {
+    if (d >= 0) check_ordinal(d);
     auto old = current_device_index();
     set_current_device_index(d);
     return old;

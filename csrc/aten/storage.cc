@@ -15,24 +15,77 @@ void delete_slot(void* p) {
   auto* s = static_cast<StorageSlot*>(p);
   // Installed only while a deferred driver runs; it may name this slot.
   if (auto h = g_free_hook.load(std::memory_order_acquire)) h(s);
-  memory_stats().allocated -= static_cast<int64_t>(s->nbytes);
+  auto& st = memory_stats(s->device);
+  st.allocated -= static_cast<int64_t>(s->nbytes);
+  st.freed_total += static_cast<int64_t>(s->nbytes);
+  --st.count;
+  ++st.count_freed;
   delete s;
 }
 
-class TpuAllocator final : public c10::Allocator {
+void raise_peak(std::atomic<int64_t>& peak, int64_t now) {
+  int64_t p = peak.load();
+  while (now > p && !peak.compare_exchange_weak(p, now)) {
+  }
+}
+
+void fill(c10::CachingAllocator::Stat& s, int64_t current, int64_t peak, int64_t allocated, int64_t freed) {
+  s.current = current;
+  s.peak = peak;
+  s.allocated = allocated;
+  s.freed = freed;
+}
+
+// A DeviceAllocator, so torch.accelerator's memory API (and FSDP's stream
+// bookkeeping) works on tpu. Storages are slots whose PJRT buffers the
+// runtime allocates when a program writes them; nothing is cached, so
+// reserved equals allocated and empty_cache has nothing to release.
+class TpuAllocator final : public c10::DeviceAllocator {
  public:
   c10::DataPtr allocate(size_t nbytes) override {
     c10::DeviceIndex idx = current_device_index();
     auto* s = new StorageSlot();
     s->nbytes = nbytes;
     s->device = idx;
-    auto& st = memory_stats();
-    int64_t now = (st.allocated += static_cast<int64_t>(nbytes));
-    int64_t peak = st.peak.load();
-    while (now > peak && !st.peak.compare_exchange_weak(peak, now)) {
-    }
+    auto& st = memory_stats(idx);
+    raise_peak(st.peak, st.allocated += static_cast<int64_t>(nbytes));
+    st.allocated_total += static_cast<int64_t>(nbytes);
+    raise_peak(st.count_peak, ++st.count);
+    ++st.count_total;
     return c10::DataPtr(s, s, &delete_slot, c10::Device(c10::DeviceType::PrivateUse1, idx));
   }
+  bool initialized() override { return runtime_initialized(); }
+  void emptyCache(c10::MempoolId_t) override {}
+  // Device work runs in order and PJRT keeps a buffer alive while queued
+  // work uses it, so no stream bookkeeping is needed.
+  void recordStream(const c10::DataPtr&, c10::Stream) override {}
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    const MemoryStats& m = memory_stats(device);
+    c10::CachingDeviceAllocator::DeviceStats d;
+    const auto all = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+    for (auto* a : {&d.allocation, &d.segment, &d.active})
+      fill((*a)[all], m.count, m.count_peak, m.count_total, m.count_freed);
+    for (auto* a : {&d.allocated_bytes, &d.reserved_bytes, &d.active_bytes, &d.requested_bytes})
+      fill((*a)[all], m.allocated, m.peak, m.allocated_total, m.freed_total);
+    d.num_ooms = m.num_ooms;
+    d.num_device_alloc = m.count_total;
+    d.num_device_free = m.count_freed;
+    return d;
+  }
+  void resetAccumulatedStats(c10::DeviceIndex device) override {
+    MemoryStats& m = memory_stats(device);
+    m.allocated_total = 0;
+    m.freed_total = 0;
+    m.count_total = 0;
+    m.count_freed = 0;
+    m.num_ooms = 0;
+  }
+  void resetPeakStats(c10::DeviceIndex device) override {
+    MemoryStats& m = memory_stats(device);
+    m.peak = m.allocated.load();
+    m.count_peak = m.count.load();
+  }
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override { return device_memory_info(device); }
   c10::DeleterFnPtr raw_deleter() const override { return &delete_slot; }
   // Storage-to-storage copies of tpu memory happen through programs
   // (copy_/clone), never through raw memcpy.
@@ -56,9 +109,10 @@ thread_local c10::DeviceIndex g_current = 0;
 c10::DeviceIndex current_device_index() { return g_current; }
 void set_current_device_index(c10::DeviceIndex i) { g_current = i; }
 
-MemoryStats& memory_stats() {
-  static MemoryStats s;
-  return s;
+MemoryStats& memory_stats(int device) {
+  static MemoryStats per_device[64];
+  if (device < 0) device = current_device_index();
+  return per_device[device < 64 ? device : 63];
 }
 
 void set_slot_free_hook(SlotFreeHook h) { g_free_hook.store(h, std::memory_order_release); }

@@ -43,11 +43,20 @@ StorageSlot* slot_of(const c10::Storage& s);
 // The c10 allocator registered for PrivateUse1.
 c10::Allocator* tpu_allocator();
 
+// Per device. Bytes are storages' logical sizes; PJRT allocates and frees
+// the buffers behind them (there is no cache of free blocks to report).
 struct MemoryStats {
-  std::atomic<int64_t> allocated{0};
+  std::atomic<int64_t> allocated{0};  // bytes held by live storages
   std::atomic<int64_t> peak{0};
+  std::atomic<int64_t> allocated_total{0};  // bytes ever allocated / freed (since reset)
+  std::atomic<int64_t> freed_total{0};
+  std::atomic<int64_t> count{0};  // live storages
+  std::atomic<int64_t> count_peak{0};
+  std::atomic<int64_t> count_total{0};
+  std::atomic<int64_t> count_freed{0};
+  std::atomic<int64_t> num_ooms{0};
 };
-MemoryStats& memory_stats();
+MemoryStats& memory_stats(int device = -1);  // -1: the current device
 
 // The calling thread's current tpu device (set through the device guard).
 c10::DeviceIndex current_device_index();

@@ -183,6 +183,8 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& 
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
+  // PJRT keeps a buffer alive while queued work uses it: nothing to record.
+  m.impl("record_stream", [](at::Tensor&, c10::Stream) {});
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
   m.impl("as_strided", at::native::as_strided_tensorimpl);

@@ -258,7 +258,7 @@ class FusedDriver final : public Driver {
     std::vector<int64_t> keep;
     for (int j : c.donated)
       if (slots[c.args[j].input]->buffer.use_count() != 1) keep.push_back(j);
-    auto results = c.prog->exe->execute(argv, pjrt_device(c.device), keep);
+    auto results = execute_on(*c.prog->exe, argv, c.device, "a compiled graph", keep);
     bump(metrics().donated, static_cast<int64_t>(c.donated.size() - keep.size()));
     bump(metrics().executions);
     bump(metrics().replays);
@@ -392,7 +392,7 @@ class FusedDriver final : public Driver {
       std::vector<int64_t> keep;
       for (auto [j, k] : aliases)
         if (p->params[j].buffer.use_count() != 2) keep.push_back(j);
-      auto results = prog->exe->execute(argv, pjrt_device(p->device), keep);
+      auto results = execute_on(*prog->exe, argv, p->device, "a fused graph", keep);
       bump(mt.donated, static_cast<int64_t>(aliases.size() - keep.size()));
       bump(mt.executions);
       for (size_t k = 0; k < outs.size(); ++k) {

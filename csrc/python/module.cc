@@ -1,5 +1,7 @@
 // torch_tpu._C: the Python face of the C++ core. Only thin bindings here.
 #include <ATen/ops/empty_like.h>
+#include <c10/core/CachingDeviceAllocator.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
 
@@ -88,9 +90,40 @@ PYBIND11_MODULE(_C, m) {
     if (!outs) return py::none();
     return py::cast(*outs);
   });
-  m.def("_memory_allocated", []() { return memory_stats().allocated.load(); });
-  m.def("_max_memory_allocated", []() { return memory_stats().peak.load(); });
-  m.def("_reset_peak_memory_stats", []() { memory_stats().peak = memory_stats().allocated.load(); });
+  m.def("_memory_stats", [](int d) {
+    const MemoryStats& s = memory_stats(d);
+    py::dict r;
+    r["allocated"] = s.allocated.load();
+    r["peak"] = s.peak.load();
+    r["allocated_total"] = s.allocated_total.load();
+    r["freed_total"] = s.freed_total.load();
+    r["count"] = s.count.load();
+    r["count_peak"] = s.count_peak.load();
+    r["count_total"] = s.count_total.load();
+    r["count_freed"] = s.count_freed.load();
+    r["num_ooms"] = s.num_ooms.load();
+    return r;
+  });
+  m.def("_reset_peak_memory_stats", [](int d) {
+    auto* a = static_cast<c10::DeviceAllocator*>(tpu_allocator());
+    a->resetPeakStats(static_cast<c10::DeviceIndex>(d));
+  });
+  m.def("_reset_accumulated_memory_stats", [](int d) {
+    auto* a = static_cast<c10::DeviceAllocator*>(tpu_allocator());
+    a->resetAccumulatedStats(static_cast<c10::DeviceIndex>(d));
+  });
+  m.def("_mem_get_info", [](int d) { return device_memory_info(d); });
+  // The calling thread's current stream on tpu:d, as (stream_id, device_index).
+  m.def("_current_stream", [](int d) {
+    c10::impl::VirtualGuardImpl g(c10::DeviceType::PrivateUse1);
+    c10::Stream s = g.getStream(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(d)));
+    return std::make_pair(static_cast<int64_t>(s.id()), static_cast<int>(s.device_index()));
+  });
+  m.def("_set_stream", [](int64_t id, int d) {
+    c10::impl::VirtualGuardImpl g(c10::DeviceType::PrivateUse1);
+    g.exchangeStream(c10::Stream(c10::Stream::UNSAFE,
+                                 c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(d)), id));
+  });
   m.def("_get_default_generator", [](int idx) {
     return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(default_generator(idx)));
   });

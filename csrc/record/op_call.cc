@@ -1,10 +1,12 @@
 #include "record/op_call.h"
 
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 
 #include <array>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <tuple>
@@ -17,6 +19,7 @@
 #include "compile/executable_cache.h"
 #include "compile/metrics.h"
 #include "record/driver.h"
+#include "runtime/error.h"
 
 namespace torch_tpu::record {
 namespace {
@@ -132,6 +135,15 @@ std::atomic<bool>& blocking_flag() {
 
 bool launch_blocking() { return blocking_flag().load(std::memory_order_relaxed); }
 void set_launch_blocking(bool on) { blocking_flag().store(on); }
+
+std::vector<runtime::BufferPtr> enqueued_work(std::string_view why) {
+  current_driver().sync_point(SyncReason::kSynchronize, why);
+  std::vector<runtime::BufferPtr> live;
+  std::lock_guard<std::mutex> lock(g_pending_mu);
+  for (auto& w : g_pending)
+    if (auto b = w.lock()) live.push_back(std::move(b));
+  return live;
+}
 
 void synchronize() {
   current_driver().sync_point(SyncReason::kSynchronize, "torch.tpu.synchronize");
@@ -250,6 +262,9 @@ void OpCall::output(const at::Tensor& t) {
               "Expected all tensors to be on the same device, but found at least two devices, tpu:", device_,
               " and tpu:", dev, "!");
   device_ = dev;
+  // As CPU's TensorIterator: a write through a view whose elements share
+  // memory (an expanded tensor) has no defined result.
+  at::assert_no_internal_overlap(t);
   ViewMeta v = view_of(t);
   int s = slot_index(slot_of(t.storage()));
   key_.add(4);
@@ -394,6 +409,24 @@ ProgramPtr OpCall::lookup_or_compile(const Lowering& lower) const {
   });
 }
 
+std::vector<runtime::BufferPtr> execute_on(const runtime::Executable& exe, const std::vector<PJRT_Buffer*>& args,
+                                           int device, std::string_view what, const std::vector<int64_t>& keep) {
+  try {
+    return exe.execute(args, pjrt_device(device), keep);
+  } catch (const runtime::PjrtError& e) {
+    if (!e.out_of_memory()) throw;
+    std::string msg = e.what();
+    while (!msg.empty() && (msg.back() == '.' || msg.back() == ' ')) msg.pop_back();
+    char held[32];
+    ++memory_stats(device).num_ooms;
+    std::snprintf(held, sizeof held, "%.2f GiB",
+                  static_cast<double>(memory_stats(device).allocated.load()) / (1 << 30));
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu out of memory on tpu:", device, " while running ", what, " (", msg,
+                     "). tpu tensors allocated, including this op's outputs: ", held,
+                     ". Free tensors you no longer need (del, or zero_grad(set_to_none=True)) or use a smaller batch.");
+  }
+}
+
 void OpCall::execute_and_swap(const CompiledProgram& prog) const {
   // Arguments: storage buffers, then scalars.
   std::vector<PJRT_Buffer*> argv;
@@ -401,7 +434,7 @@ void OpCall::execute_and_swap(const CompiledProgram& prog) const {
     if (needs_param(u)) argv.push_back(u.slot->buffer->get());
   std::vector<runtime::BufferPtr> keep = scalar_buffers();
   for (auto& b : keep) argv.push_back(b->get());
-  auto outs = prog.exe->execute(argv, pjrt_device(device_));
+  auto outs = execute_on(*prog.exe, argv, device_, name_);
   bump(metrics().executions);
   size_t oi = 0;
   for (size_t i = 0; i < slots_.size(); ++i) {

@@ -158,5 +158,14 @@ bool launch_blocking();
 void set_launch_blocking(bool on);
 // Waits for all work enqueued so far.
 void synchronize();
+// The buffers of all work enqueued so far and not yet synchronized (a
+// deferred graph is run first, `why` naming the reason).
+std::vector<runtime::BufferPtr> enqueued_work(std::string_view why);
+
+// Runs `exe` on tpu:`device` (see runtime::Executable::execute). A device
+// out of memory raises torch.OutOfMemoryError, as CUDA does; `what` names
+// the op or graph in the message.
+std::vector<runtime::BufferPtr> execute_on(const runtime::Executable& exe, const std::vector<PJRT_Buffer*>& args,
+                                           int device, std::string_view what, const std::vector<int64_t>& keep = {});
 
 }  // namespace torch_tpu::record

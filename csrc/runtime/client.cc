@@ -107,4 +107,13 @@ std::shared_ptr<Executable> Client::deserialize(const std::string& bytes) const 
   return std::make_shared<Executable>(core_, a.loaded_executable);
 }
 
+std::pair<int64_t, int64_t> Client::memory_stats(PJRT_Device* device) const {
+  const PJRT_Api* a = api();
+  PJRT_Device_MemoryStats_Args m{};
+  m.struct_size = PJRT_Device_MemoryStats_Args_STRUCT_SIZE;
+  m.device = device;
+  if (!take_error(a, a->PJRT_Device_MemoryStats(&m)).empty() || !m.bytes_limit_is_set) return {-1, -1};
+  return {m.bytes_in_use, m.bytes_limit};
+}
+
 }  // namespace torch_tpu::runtime

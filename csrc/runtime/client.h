@@ -2,6 +2,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/buffer.h"
@@ -37,6 +38,9 @@ class Client {
   // Compiles a StableHLO module given as MLIR text.
   std::shared_ptr<Executable> compile(const std::string& mlir_text, const CompileOptions& opts) const;
   std::shared_ptr<Executable> deserialize(const std::string& bytes) const;
+  // The plugin's (bytes in use, bytes limit) for `device`, or {-1, -1} when
+  // it does not report a limit (XLA:CPU uses host memory).
+  std::pair<int64_t, int64_t> memory_stats(PJRT_Device* device) const;
 
  private:
   ClientRef core_;

@@ -14,6 +14,7 @@ class PjrtError : public std::runtime_error {
   PjrtError(std::string where, std::string message, int code)
       : std::runtime_error("PJRT " + where + " failed: " + message), code_(code) {}
   int code() const { return code_; }
+  bool out_of_memory() const { return code_ == 8; }  // PJRT_Error_Code_RESOURCE_EXHAUSTED
 
  private:
   int code_;

@@ -226,8 +226,8 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
 
 void check_index_vector(const at::Tensor& index, const char* op) {
   TORCH_CHECK_INDEX(index.dim() <= 1, op, "(): Index is supposed to be a vector");
-  TORCH_CHECK_TYPE(index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt, op,
-                   "(): Expected dtype int32 or int64 for index");
+  TORCH_CHECK(index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt, op,
+              "(): Expected dtype int32 or int64 for index");  // RuntimeError, as CPU
 }
 
 // Gather of whole slices along `dim` at positions `index` (1-d).
@@ -338,7 +338,7 @@ at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor
 
 at::Tensor& index_fill_impl(at::Tensor& self, int64_t dim, const at::Tensor& index, const Operand& value) {
   TORCH_CHECK_INDEX(index.dim() <= 1, "Index has to be a vector/scalar");
-  TORCH_CHECK_TYPE(index.scalar_type() == c10::kLong, "index_fill_(): Expected dtype int64 for index.");
+  TORCH_CHECK_INDEX(index.scalar_type() == c10::kLong, "index_fill_(): Expected dtype int64 for index.");  // as CPU
   if (value.t.defined())
     TORCH_CHECK(value.t.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
                 value.t.dim(), " dimension(s).");
