@@ -20,6 +20,15 @@
 namespace torch_tpu::ops {
 namespace {
 
+// CPU's rule (ConvUtils' determine_backend_memory_format): channels-last
+// when the input or the weight suggests it.
+c10::MemoryFormat conv_memory_format(const at::Tensor& input, const at::Tensor& weight) {
+  if (input.dim() != 4 && input.dim() != 5) return c10::MemoryFormat::Contiguous;
+  const auto cl = input.dim() == 4 ? c10::MemoryFormat::ChannelsLast : c10::MemoryFormat::ChannelsLast3d;
+  if (input.suggest_memory_format() == cl || weight.suggest_memory_format() == cl) return cl;
+  return c10::MemoryFormat::Contiguous;
+}
+
 using ir::Dims;
 using Pads = std::vector<std::pair<int64_t, int64_t>>;
 
@@ -199,7 +208,8 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
                 "Calculated output size is too small (input ", input.sizes(), ", kernel ", weight.sizes(), ")");
     out.push_back(o);
   }
-  at::Tensor result = empty_tpu(out, input.scalar_type(), input.device());
+  // The output keeps a channels-last input's (or weight's) layout, as CPU.
+  at::Tensor result = at::empty(out, input.options().memory_format(conv_memory_format(input, weight)));
   if (result.numel() == 0) return result;
   record::OpCall call("convolution");
   key_params(call, p, transposed);
@@ -231,8 +241,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
               "convolution_backward: expected input, weight and grad_output of the same rank");
   Params p = make_params(stride, padding, dilation, output_padding, groups, ns, input.scalar_type());
   at::Tensor gi, gw, gb;
-  if (mask[0]) gi = empty_like_tpu(input);
-  if (mask[1]) gw = empty_like_tpu(weight);
+  const auto fmt = conv_memory_format(input, weight);
+  if (mask[0]) gi = at::empty(input.sizes(), input.options().memory_format(fmt));
+  if (mask[1]) gw = at::empty(weight.sizes(), weight.options().memory_format(fmt));
   int64_t cout = grad_output.size(1);
   if (mask[2]) gb = empty_tpu({cout}, grad_output.scalar_type(), grad_output.device());
   if (!mask[0] && !mask[1] && !mask[2]) return {gi, gw, gb};

@@ -7,6 +7,8 @@
 // Each index's bag (offset2bag) is a prefix sum of one-marks scattered at
 // offsets[1:], so bags need no host sync; offsets[0] is taken to be 0 and
 // offsets are not range-checked (CPU checks both on the host).
+#include <ATen/ops/embedding_native.h>
+#include <c10/core/GradMode.h>
 #include <torch/library.h>
 
 #include "ops/common.h"
@@ -209,7 +211,19 @@ at::Tensor psw_backward(const at::Tensor& grad, const at::Tensor& weight, const 
   return out;
 }
 
+// tpu gradients are dense. A sparse embedding gradient would need sparse
+// tensors on the device, so say so at the forward, not deep in backward.
+at::Tensor embedding(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx,
+                     bool scale_grad_by_freq, bool sparse) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!(sparse && weight.requires_grad() && c10::GradMode::is_enabled()),
+                              "tpu has dense gradients only: nn.Embedding(sparse=True) (or F.embedding with "
+                              "sparse=True) cannot produce a sparse gradient on tpu. Use sparse=False; the "
+                              "optimizer then updates the rows from a dense gradient.");
+  return at::native::embedding_symint(weight, indices, std::move(padding_idx), scale_grad_by_freq, sparse);
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("embedding", embedding);
   m.impl("_embedding_bag", embedding_bag);
   m.impl("_embedding_bag_forward_only", embedding_bag);
   m.impl("_embedding_bag_backward", embedding_bag_backward);

@@ -1,5 +1,7 @@
 """Convolutions (conv1d/2d/3d, conv_transpose1d/2d/3d) forward and
 backward (input, weight, bias) against PyTorch CPU."""
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -148,3 +150,25 @@ def test_conv_bool_refused():
     x = torch.ones(1, 2, 5, dtype=torch.bool)
     w = torch.ones(3, 2, 2, dtype=torch.bool)
     both_raise(NotImplementedError, F.conv1d, x, w)
+
+
+@pytest.mark.parametrize("which", ["input", "weight", "both"])
+def test_conv_keeps_channels_last_like_cpu(which):
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+    x = torch.randn(2, 3, 6, 6)
+    if which in ("weight", "both"):
+        conv = conv.to(memory_format=torch.channels_last)
+    if which in ("input", "both"):
+        x = x.to(memory_format=torch.channels_last)
+    tconv = copy.deepcopy(conv).to(TPU)
+    xc, xt = x.clone().requires_grad_(), x.to(TPU).requires_grad_()
+    yc, yt = conv(xc), tconv(xt)
+    assert yt.stride() == yc.stride()  # the output follows CPU's layout choice
+    torch.testing.assert_close(yt.cpu(), yc, atol=1e-5, rtol=1e-4)
+    g = torch.randn_like(yc)
+    yc.backward(g)
+    yt.backward(g.to(TPU))
+    assert xt.grad.stride() == xc.grad.stride()
+    torch.testing.assert_close(xt.grad.cpu(), xc.grad, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(tconv.weight.grad.cpu(), conv.weight.grad, atol=1e-4, rtol=1e-4)
