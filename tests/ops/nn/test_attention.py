@@ -63,3 +63,32 @@ def test_sdpa_bad_shapes():
         F.scaled_dot_product_attention(q, k, k)
     with pytest.raises(RuntimeError):
         F.scaled_dot_product_attention(q.to(TPU), k.to(TPU), k.to(TPU))
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_encoder_inference_with_padding_mask_takes_the_composite_path(norm_first):
+    # PyTorch offers its nested-tensor fast path to PrivateUse1 devices; tpu
+    # runs the composite path instead (what CPU runs with the fast path off).
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True, norm_first=norm_first)
+    enc = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=True).eval()
+    mha = torch.nn.MultiheadAttention(16, 2, batch_first=True).eval()
+    x = torch.randn(2, 5, 16)
+    mask = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
+    with torch.no_grad():
+        fast = enc(x, src_key_padding_mask=mask)  # CPU's fast path (nested; padding rows are zero)
+        torch.backends.mha.set_fastpath_enabled(False)
+        try:
+            ref = enc(x, src_key_padding_mask=mask)
+            ref_attn = mha(x, x, x, key_padding_mask=mask)[0]
+        finally:
+            torch.backends.mha.set_fastpath_enabled(True)
+        enc.to(TPU)
+        mha.to(TPU)
+        got = enc(x.to(TPU), src_key_padding_mask=mask.to(TPU)).cpu()
+        got_attn = mha(*(x.to(TPU),) * 3, key_padding_mask=mask.to(TPU))[0].cpu()
+    assert torch.backends.mha.get_fastpath_enabled()
+    torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(got_attn, ref_attn, atol=1e-5, rtol=1e-4)
+    keep = ~mask
+    torch.testing.assert_close(got[keep], fast[keep], atol=1e-5, rtol=1e-4)
