@@ -183,3 +183,27 @@ def test_cross_entropy_variants():
     t4 = torch.randint(0, 3, (2, 4, 4))
     check(lambda x, t: F.cross_entropy(x, t, label_smoothing=0.05), x4, t4, grad=True)
     check(lambda x, t: F.cross_entropy(x, t), x.bfloat16(), t.clamp(min=0))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("tensor_lengths", [False, True])
+def test_ctc_loss_matches_cpu(reduction, tensor_lengths):
+    torch.manual_seed(0)
+    T, N, C = 12, 3, 6
+    log_probs = torch.randn(T, N, C).log_softmax(2)
+    targets = torch.randint(1, C, (N, 5))
+    il, tl = [12, 10, 8], [5, 3, 4]
+    if tensor_lengths:
+        il, tl = torch.tensor(il), torch.tensor(tl)
+
+    def run(lp, tg, dev):
+        lp = lp.detach().to(dev).requires_grad_()
+        move = (lambda v: v.to(dev)) if tensor_lengths else (lambda v: v)
+        loss = F.ctc_loss(lp, tg.to(dev), move(il), move(tl), reduction=reduction, zero_infinity=True)
+        loss.sum().backward()
+        return loss.detach().cpu(), lp.grad.cpu()
+
+    loss_c, grad_c = run(log_probs, targets, "cpu")
+    loss_t, grad_t = run(log_probs, targets, TPU)
+    torch.testing.assert_close(loss_t, loss_c)
+    torch.testing.assert_close(grad_t, grad_c)
