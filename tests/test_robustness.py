@@ -191,3 +191,16 @@ def test_out_of_memory_raises_torch_out_of_memory_error():
     assert issubclass(torch.OutOfMemoryError, RuntimeError)
     del t
     torch.testing.assert_close((torch.ones(4, device=TPU) * 2).cpu(), torch.full((4,), 2.0))  # still usable
+
+
+def test_cpu_fallback_names_ops_that_cpu_cannot_run_either():
+    import torch_tpu
+
+    prev = torch_tpu.get_cpu_fallback()
+    torch_tpu.set_cpu_fallback(True)
+    try:
+        x = torch.ones(3, device=TPU)
+        with pytest.raises(NotImplementedError, match="the CPU fallback cannot run it either"):
+            torch.ops.aten._masked_scale(x, torch.ones(3, dtype=torch.uint8, device=TPU), 2.0)  # CUDA-only
+    finally:
+        torch_tpu.set_cpu_fallback(prev)

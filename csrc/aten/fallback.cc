@@ -22,6 +22,16 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       "' is not currently implemented for the tpu device. To run it on the CPU instead (slow: it "
       "copies the inputs to the host and back), set TORCH_TPU_CPU_FALLBACK=1 or call "
       "torch_tpu.set_cpu_fallback(True).");
+  // The fallback redispatches to CPU, where a kernel may also come from a
+  // composite registration; an op with neither (CUDA-only kernels such as
+  // _masked_scale) cannot run there, and saying so beats "Could not run".
+  using K = c10::DispatchKey;
+  TORCH_CHECK_NOT_IMPLEMENTED(op.hasKernelForDispatchKey(K::CPU) ||
+                                  op.hasKernelForDispatchKey(K::CompositeExplicitAutograd) ||
+                                  op.hasKernelForDispatchKey(K::CompositeExplicitAutogradNonFunctional),
+                              "The operator '", full,
+                              "' is not implemented for the tpu device, and the CPU fallback cannot run it either: "
+                              "PyTorch has no CPU kernel for it (it is specific to another backend).");
   bool first = false;
   {
     auto& m = metrics();
