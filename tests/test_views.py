@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from tests.helpers import TPU, check
+from torch_tpu import debug
 
 
 def both(x):
@@ -151,3 +152,25 @@ def test_as_strided_partial_view_absolute_offsets():
             kw = {} if off is None else {"storage_offset": off}
             got.append(torch.as_strided(x, (2, 2), (1, 2), **kw).cpu())
         torch.testing.assert_close(got[1], got[0])
+
+
+def test_views_compile_nothing_and_consumers_read_them_directly():
+    # Views are metadata: making one runs no program, and an op that reads a
+    # strided view compiles only its own program (no materializing copy).
+    x = torch.randn(6, 8)
+    t = x.to(TPU)
+    torch.tpu.synchronize()
+    before = debug.metrics()
+    views = [t.view(8, 6), t.t(), t[1:], t[:, ::2], t.transpose(0, 1), t[0].expand(3, 8), t.unsqueeze(0),
+             t.permute(1, 0), t.narrow(1, 2, 3), t.diagonal(), t.as_strided((2, 2), (8, 1), 3),
+             t.view(torch.int32), t.reshape(48), t.flatten(), t.unflatten(1, (2, 4)), t.select(0, 2),
+             t.split(2)[1], t.chunk(2, 1)[0], t.movedim(0, 1), t.mT, t.unfold(0, 2, 2)]
+    mid = debug.metrics()
+    assert all(mid[k] == before[k] for k in ("compiles", "executions", "ops_dispatched")), views
+    y = t.t()[1:, ::2] * 2
+    got = y.cpu()
+    after = debug.metrics()
+    assert after["executions"] - mid["executions"] == 1  # the mul (or, fused, the graph holding it)
+    new_ops = {op for op, (n, _) in after["compiles_by_op"].items() if n > before["compiles_by_op"].get(op, (0, 0))[0]}
+    assert new_ops <= {"mul", "fused"}, new_ops
+    torch.testing.assert_close(got, x.t()[1:, ::2] * 2)
