@@ -204,3 +204,18 @@ def test_cpu_fallback_names_ops_that_cpu_cannot_run_either():
             torch.ops.aten._masked_scale(x, torch.ones(3, dtype=torch.uint8, device=TPU), 2.0)  # CUDA-only
     finally:
         torch_tpu.set_cpu_fallback(prev)
+
+
+@pytest.mark.parametrize("dev", ["cpu", "tpu"])
+def test_fuzzer_finds_behave_like_cpu(dev):
+    # roll with dims on a 0-d tensor crashed (SIGSEGV); floor/trunc division
+    # of bools reached XLA as a compile error; sub of bools raised the wrong type.
+    with pytest.raises(IndexError, match="Dimension specified as 0 but tensor has no dimensions"):
+        torch.roll(torch.tensor(1.5, device=dev), 1, 0)
+    torch.testing.assert_close(torch.roll(torch.tensor(1.5, device=dev), 1).cpu(), torch.tensor(1.5))
+    b = torch.tensor([True, False], device=dev)
+    for mode in ("floor", "trunc"):
+        with pytest.raises(NotImplementedError, match=f"div_{mode}_.* not implemented for 'Bool'"):
+            torch.div(b, b, rounding_mode=mode)
+    with pytest.raises(NotImplementedError, match="with two bool tensors is not supported"):
+        torch.sub(b, b)

@@ -54,12 +54,13 @@ void check_alpha(c10::ScalarType t, const c10::Scalar& alpha) {
 }
 
 void check_sub(const at::Tensor& self, const at::Tensor& other) {
-  TORCH_CHECK(self.scalar_type() != c10::kBool || other.scalar_type() != c10::kBool,
-              "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
-              "`logical_xor()` operator instead.");
-  TORCH_CHECK(self.scalar_type() != c10::kBool && other.scalar_type() != c10::kBool,
-              "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
-              "invert a mask, use the `~` or `logical_not()` operator instead.");
+  // NotImplementedError, as CPU's sub_check (TORCH_CHECK_NOT_IMPLEMENTED).
+  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() != c10::kBool || other.scalar_type() != c10::kBool,
+                              "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+                              "or `logical_xor()` operator instead.");
+  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() != c10::kBool && other.scalar_type() != c10::kBool,
+                              "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                              "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
 }
 
 // --- add / sub / mul / div ---------------------------------------------------------
@@ -105,6 +106,10 @@ int64_t rounding(std::optional<std::string_view> mode) {
 // True division gives a float; trunc and floor keep the promoted type.
 OutMeta div_meta(const at::Tensor& self, const at::Tensor& other, int64_t mode) {
   auto t = at::result_type(self, other);
+  // As CPU, whose floor/trunc division kernels have no bool instantiation
+  // (and StableHLO's divide takes no i1).
+  TORCH_CHECK_NOT_IMPLEMENTED(mode == 0 || t != c10::kBool, "\"", mode == 1 ? "div_trunc" : "div_floor",
+                              "_tpu\" not implemented for 'Bool'");
   return {broadcast_shape({self, other}), mode == 0 ? float_result(t) : t, device_of(self, other)};
 }
 void div_impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, const at::Tensor& other, int64_t mode) {

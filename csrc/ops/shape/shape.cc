@@ -103,6 +103,9 @@ at::Tensor roll(const at::Tensor& self, c10::SymIntArrayRef shifts_s, c10::IntAr
   TORCH_CHECK(shifts.size() == want, "shifts and dimensions must align. shifts: ", shifts.size(),
               ", dims:", dimsr.size());
   Dims ds, ss(shifts.begin(), shifts.end());
+  // As CPU: explicit dims on a 0-d tensor name a dimension it does not have.
+  TORCH_CHECK_INDEX(self.dim() > 0 || dimsr.empty(), "Dimension specified as ", dimsr.empty() ? 0 : dimsr[0],
+                    " but tensor has no dimensions");
   for (int64_t d : dimsr) ds.push_back(wrap_dim(d, self.dim()));
   at::Tensor out = empty_like_tpu(self);
   record::OpCall call("roll");
