@@ -47,6 +47,20 @@ bool both_biases(const std::optional<at::Tensor>& ib, const std::optional<at::Te
   return i;
 }
 
+// The forward cells' inputs, in the order their lowerings read them:
+// gates, state, then the two biases when given (that choice is keyed).
+void cell_inputs(record::OpCall& call, const at::Tensor& ig, const at::Tensor& hg, const at::Tensor& state,
+                 const at::Tensor* ib, const at::Tensor* hb) {
+  call.attr(static_cast<int64_t>(ib != nullptr));
+  call.input(ig);
+  call.input(hg);
+  call.input(state);
+  if (ib) {
+    call.input(*ib);
+    call.input(*hb);
+  }
+}
+
 // --- LSTM ----------------------------------------------------------------------------------
 // gates = input_gates + hidden_gates (+ biases), split i, f, g, o;
 // cy = f*cx + i*g, hy = o*tanh(cy). Workspace: [i, f, g, o] after activation.
@@ -64,14 +78,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_cell(const at::Tensor& input
   int64_t h = cx.size(1);
   ElemType e = opmath_elem(cx.scalar_type()), out_e = to_elem(cx.scalar_type());
   record::OpCall call(op);
-  call.attr(static_cast<int64_t>(bias));
-  call.input(input_gates);
-  call.input(hidden_gates);
-  call.input(cx);
-  if (bias) {
-    call.input(*input_bias);
-    call.input(*hidden_bias);
-  }
+  cell_inputs(call, input_gates, hidden_gates, cx, bias ? &*input_bias : nullptr, bias ? &*hidden_bias : nullptr);
   call.output(hy);
   call.output(cy);
   call.output(ws);
@@ -151,14 +158,7 @@ std::tuple<at::Tensor, at::Tensor> gru_cell(const at::Tensor& input_gates, const
   if (hx.numel() == 0) return {hy, ws};
   ElemType e = opmath_elem(hx.scalar_type()), out_e = to_elem(hx.scalar_type());
   record::OpCall call(op);
-  call.attr(static_cast<int64_t>(bias));
-  call.input(input_gates);
-  call.input(hidden_gates);
-  call.input(hx);
-  if (bias) {
-    call.input(*input_bias);
-    call.input(*hidden_bias);
-  }
+  cell_inputs(call, input_gates, hidden_gates, hx, bias ? &*input_bias : nullptr, bias ? &*hidden_bias : nullptr);
   call.output(hy);
   call.output(ws);
   call.run([&](Builder& b, const Values& in) {
