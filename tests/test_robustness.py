@@ -219,3 +219,83 @@ def test_fuzzer_finds_behave_like_cpu(dev):
             torch.div(b, b, rounding_mode=mode)
     with pytest.raises(NotImplementedError, match="with two bool tensors is not supported"):
         torch.sub(b, b)
+
+
+def _outcome(fn):
+    """("ok", result on CPU) or (exception type, message) of fn()."""
+    try:
+        r = fn()
+    except Exception as e:  # noqa: BLE001 - the exception is what is compared
+        return type(e), str(e).split("\n")[0]
+    return "ok", (r.cpu() if isinstance(r, torch.Tensor) else r)
+
+
+# out= dtypes, in-place shapes and Scalar-first overloads the fuzzer found to
+# differ from CPU. Each case runs on CPU and on tpu; both must raise the same
+# exception with the same message, or both return equal values.
+OUT_DTYPE_CASES = {
+    # TensorIterator unary ops: out must have the input's dtype.
+    "abs": lambda d, x: torch.abs(x, out=torch.empty(3, 3, dtype=torch.float16, device=d)),
+    "neg": lambda d, x: torch.neg(x, out=torch.empty(3, 3, dtype=torch.float16, device=d)),
+    "floor": lambda d, x: torch.floor(x, out=torch.empty(3, 3, dtype=torch.float16, device=d)),
+    "frac": lambda d, x: torch.frac(x, out=torch.empty(3, 3, dtype=torch.float16, device=d)),
+    "bitwise_not": lambda d, x: torch.bitwise_not(torch.ones(3, dtype=torch.int32, device=d),
+                                                  out=torch.empty(3, dtype=torch.long, device=d)),
+    "abs_complex_to_real": lambda d, x: torch.abs(torch.ones(3, dtype=torch.complex64, device=d),
+                                                  out=torch.empty(3, device=d)),
+    "clamp_scalar": lambda d, x: torch.clamp(x, 0, 1, out=torch.empty(3, 3, dtype=torch.float16, device=d)),
+    "clamp_min_scalar": lambda d, x: torch.clamp_min(x, 0, out=torch.empty(3, 3, dtype=torch.float16, device=d)),
+    "clamp_long_into_float": lambda d, x: torch.clamp(torch.ones(3, dtype=torch.long, device=d), 0, 1,
+                                                      out=torch.empty(3, device=d)),
+    "clamp_tensor_casts": lambda d, x: torch.clamp(x, torch.zeros(3, device=d),
+                                                   out=torch.empty(3, 3, dtype=torch.float16, device=d)),
+    # Structured kernels: out must have the result's dtype exactly.
+    "triu": lambda d, x: torch.triu(x, out=torch.empty(3, 3, dtype=torch.float16, device=d)),
+    "sort": lambda d, x: torch.sort(x, out=(torch.empty(3, 3, dtype=torch.float16, device=d),
+                                            torch.empty(3, 3, dtype=torch.long, device=d))),
+    "sort_int32_indices": lambda d, x: torch.sort(x, out=(torch.empty(3, 3, device=d),
+                                                          torch.empty(3, 3, dtype=torch.int32, device=d))),
+    "topk": lambda d, x: torch.topk(x, 2, out=(torch.empty(3, 2, dtype=torch.float16, device=d),
+                                               torch.empty(3, 2, dtype=torch.long, device=d))),
+    "gather": lambda d, x: torch.gather(x, 0, torch.zeros(1, 3, dtype=torch.long, device=d),
+                                        out=torch.empty(1, 3, dtype=torch.float16, device=d)),
+    "mean_dtype": lambda d, x: torch.mean(x, 0, dtype=torch.float16, out=torch.empty(3, device=d)),
+    "masked_select": lambda d, x: torch.masked_select(x, x > 0, out=torch.empty(0, dtype=torch.float16, device=d)),
+    "cumsum_bool_out": lambda d, x: torch.cumsum(torch.ones(3, dtype=torch.bool, device=d), 0,
+                                                 out=torch.empty(3, dtype=torch.bool, device=d)),
+    "cumprod_bool_out": lambda d, x: torch.cumprod(torch.ones(3, dtype=torch.bool, device=d), 0,
+                                                   out=torch.empty(3, dtype=torch.bool, device=d)),
+    "cat_type_error": lambda d, x: torch.cat([x], out=torch.empty(3, 3, dtype=torch.long, device=d)),
+    # In-place logical ops never resize self.
+    "logical_and_": lambda d, x: torch.ones(4, dtype=torch.bool, device=d).logical_and_(
+        torch.ones(2, 4, dtype=torch.bool, device=d)),
+    "logical_xor_": lambda d, x: torch.ones(4, dtype=torch.bool, device=d).logical_xor_(
+        torch.ones(2, 4, dtype=torch.bool, device=d)),
+    # Overloads and dtypes.
+    "remainder_scalar_tensor": lambda d, x: torch.remainder(7, torch.arange(1, 5, device=d)),
+    "remainder_scalar_tensor_float": lambda d, x: torch.remainder(-7.5, x),
+    "pow_bool_bool": lambda d, x: torch.pow(torch.ones(3, dtype=torch.bool, device=d),
+                                            torch.ones(3, dtype=torch.bool, device=d)),
+    "pow_bool_true": lambda d, x: torch.pow(torch.tensor([True, False], device=d), True),
+    "pow_bool_false": lambda d, x: torch.pow(torch.tensor([True, False], device=d), False),
+    "pow_bool_2": lambda d, x: torch.pow(torch.tensor([True, False], device=d), 2),
+    "where_uint8_condition": lambda d, x: torch.where((x > 0).to(torch.uint8), x, -x),
+}
+
+
+@pytest.mark.filterwarnings("ignore:where received a uint8 condition")
+@pytest.mark.parametrize("name", sorted(OUT_DTYPE_CASES))
+def test_out_dtype_and_overload_rules_match_cpu(name):
+    x = torch.randn(3, 3, generator=torch.Generator().manual_seed(0))
+    fn = OUT_DTYPE_CASES[name]
+    kind_cpu, cpu = _outcome(lambda: fn("cpu", x))
+    kind_tpu, tpu = _outcome(lambda: fn("tpu", x.to("tpu")))
+    assert kind_tpu == kind_cpu, (name, cpu, tpu)
+    if kind_cpu == "ok":
+        if isinstance(cpu, tuple):
+            for a, b in zip(tpu, cpu):
+                torch.testing.assert_close(a.cpu(), b)
+        else:
+            torch.testing.assert_close(tpu, cpu)
+    else:
+        assert tpu == cpu

@@ -25,6 +25,15 @@ void prepare_out(at::Tensor& out, c10::IntArrayRef sizes, c10::ScalarType result
   at::native::resize_output(out, sizes);
 }
 
+void check_structured_out(const at::Tensor& out, c10::ScalarType dtype) {
+  TORCH_CHECK(out.scalar_type() == dtype, "Expected out tensor to have dtype ", c10::scalarTypeToTypeMeta(dtype),
+              ", but got ", out.dtype(), " instead");
+}
+
+void check_same_dtype_out(const at::Tensor& out, c10::ScalarType dtype) {
+  TORCH_CHECK(out.scalar_type() == dtype, "Found dtype ", out.scalar_type(), " but expected ", dtype);
+}
+
 at::Tensor meta_of(const at::Tensor& t) {
   if (!t.defined()) return t;
   return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));

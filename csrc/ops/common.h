@@ -47,6 +47,12 @@ at::Tensor empty_like_tpu(const at::Tensor& like, std::optional<c10::ScalarType>
 // PyTorch's out= rules: checks the dtype cast, resizes (warning when a
 // non-empty out is resized, as ATen does).
 void prepare_out(at::Tensor& out, c10::IntArrayRef sizes, c10::ScalarType result_dtype, const char* op);
+// Stricter out= dtype rules, with CPU's messages. Structured kernels that are
+// not TensorIterator ops (tril, gather, sort, ...) want out's dtype exactly.
+void check_structured_out(const at::Tensor& out, c10::ScalarType dtype);
+// TensorIterator ops whose operands must all share one dtype (ATen's
+// unary_op: abs, neg, floor, ...; clamp with Scalar bounds).
+void check_same_dtype_out(const at::Tensor& out, c10::ScalarType dtype);
 // In-place rules: the broadcast shape must equal self's and the result
 // type must be castable to self's dtype.
 void check_inplace(const at::Tensor& self, c10::IntArrayRef broadcast_shape, c10::ScalarType result_dtype);

@@ -21,10 +21,16 @@
 
 namespace torch_tpu::ops {
 
+// How out='s dtype may differ from the result's: castable (TensorIterator
+// ops that cast to outputs, e.g. add, sin), the same (TensorIterator ops with
+// all operands one dtype, e.g. abs, floor) or exactly (other structured kernels).
+enum class OutDtype : uint8_t { kCastable, kSame, kExact };
+
 struct OutMeta {
   std::vector<int64_t> sizes;
   c10::ScalarType dtype = c10::kFloat;
   c10::Device device = c10::kCPU;
+  OutDtype out_dtype = OutDtype::kCastable;
 };
 
 template <class Op, class... Args>
@@ -43,6 +49,8 @@ struct Variants {
   }
   static at::Tensor& out(const at::Tensor& self, Args... args, at::Tensor& out) {
     auto m = Op::meta(self, args...);
+    if (m.out_dtype == OutDtype::kSame) check_same_dtype_out(out, m.dtype);
+    if (m.out_dtype == OutDtype::kExact) check_structured_out(out, m.dtype);
     prepare_out(out, m.sizes, m.dtype, Op::kName);
     Op::impl(out, m, self, args...);
     return out;

@@ -107,6 +107,7 @@ Value scatter_dim(Builder& b, Value self, Value index, Value updates, int64_t di
 at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad,
                        at::Tensor& out) {
   at::Tensor m = at::gather(meta_of(self), dim, meta_of(index));
+  check_structured_out(out, self.scalar_type());
   prepare_out(out, m.sizes(), self.scalar_type(), "gather");
   int64_t d = wrap_dim(dim, self.dim());
   check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kGather);
@@ -458,6 +459,8 @@ at::Tensor nonzero_tpu(const at::Tensor& self) {
 
 at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
   TORCH_CHECK(mask.scalar_type() == c10::kBool, "masked_select: expected BoolTensor for mask");
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(),
+              "masked_select(): self and result must have the same scalar type");
   auto shape = broadcast_shape({self, mask});
   kMaskedSelectSync();
   int64_t n = count_true(mask, shape);

@@ -117,7 +117,9 @@ using A = Accepts;
 constexpr int kInts = A::kFloats | A::kInt | A::kComplex;
 constexpr int kAll = A::kReal | A::kComplex;
 constexpr int kBits = A::kInt | A::kBool | A::kComplex;  // bitwise: floats get CPU's error
-constexpr PointwiseDef d_pow{"pow", Result::kSame, kInts, lowerN<f_pow>};
+// CPU's pow has no bool kernel and names itself without "_cpu".
+void pow_bool(ScalarType t) { TORCH_CHECK_NOT_IMPLEMENTED(t != c10::kBool, "\"pow\" not implemented for 'Bool'"); }
+constexpr PointwiseDef d_pow{"pow", Result::kSame, kInts, lowerN<f_pow>, pow_bool};
 constexpr PointwiseDef d_atan2{"atan2", Result::kFloat, A::kReal, lowerN<f_atan2>};
 constexpr PointwiseDef d_maximum{"maximum", Result::kSame, kAll, lowerN<f_maxmin<true>>, no_complex<true>};
 constexpr PointwiseDef d_minimum{"minimum", Result::kSame, kAll, lowerN<f_maxmin<false>>, no_complex<false>};
@@ -137,7 +139,10 @@ constexpr PointwiseDef d_xlogy{"xlogy", Result::kFloat, A::kReal, lowerN<f_xlogy
 
 ScalarType check_pow(const at::Tensor& self, const c10::Scalar& e) {
   auto t = at::result_type(self, e);
-  check_dtype(d_pow, t);
+  // CPU's pow(Tensor, Scalar) fills for exponent 0 and copies for 1 before
+  // dispatching on dtype, so bool works there.
+  bool trivial = e.isIntegral(true) && (e.toLong() == 0 || e.toLong() == 1);
+  if (!(t == c10::kBool && trivial)) check_dtype(d_pow, t);
   TORCH_CHECK(!(c10::isIntegralType(t, true) && e.isIntegral(true) && e.toLong() < 0),
               "Integers to negative integer powers are not allowed.");
   return t;
@@ -149,29 +154,42 @@ struct PowTensorScalar {
     return {self.sizes().vec(), check_pow(self, e), self.device()};
   }
   static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, const c10::Scalar& e) {
+    if (m.dtype == c10::kBool) {  // exponent 0 or 1 (check_pow): CPU fills or copies
+      if (e.toBool())
+        out.copy_(self);
+      else
+        out.fill_(true);
+      return;
+    }
     run_pointwise(d_pow, {self, e}, m.dtype, out);
   }
 };
-at::Tensor pow_st(const c10::Scalar& s, const at::Tensor& e) {
+// op(Scalar, Tensor) overloads (pow.Scalar, remainder.Scalar_Tensor): the
+// number takes part in type promotion as a wrapped scalar.
+template <const PointwiseDef& D>
+at::Tensor& scalar_tensor_out(const c10::Scalar& s, const at::Tensor& e, at::Tensor& out) {
   auto t = at::result_type(s, e);
-  check_dtype(d_pow, t);
-  at::Tensor out = empty_tpu(e.sizes(), t, e.device());
-  run_pointwise(d_pow, {s, e}, t, out);
+  check_dtype(D, t);
+  prepare_out(out, e.sizes(), t, D.name);
+  run_pointwise(D, {s, e}, t, out);
   return out;
 }
-at::Tensor& pow_st_out(const c10::Scalar& s, const at::Tensor& e, at::Tensor& out) {
-  auto t = at::result_type(s, e);
-  check_dtype(d_pow, t);
-  prepare_out(out, e.sizes(), t, "pow");
-  run_pointwise(d_pow, {s, e}, t, out);
-  return out;
+template <const PointwiseDef& D>
+at::Tensor scalar_tensor(const c10::Scalar& s, const at::Tensor& e) {
+  at::Tensor out = empty_tpu(e.sizes(), at::result_type(s, e), e.device());
+  return scalar_tensor_out<D>(s, e, out);
 }
 
 // --- logical and/or/xor (bool result; composite functional forms call .out) -----
 
 template <int kOp>  // 0 and, 1 or, 2 xor
 at::Tensor& logical_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  at::native::resize_output(out, broadcast_shape({self, other}));
+  auto shape = broadcast_shape({self, other});
+  // In-place (logical_and_ calls this with out = self): never resize self.
+  if (out.is_same(self) || out.is_same(other))
+    TORCH_CHECK(out.sizes().equals(shape), "output with shape ", out.sizes(), " doesn't match the broadcast shape ",
+                c10::IntArrayRef(shape));
+  at::native::resize_output(out, shape);
   auto t = at::result_type(self, other);
   static constexpr const char* kNames[] = {"logical_and", "logical_or", "logical_xor"};
   pointwise(kNames[kOp], {self, other}, out, t, kOp == 0 ? f_logical_and : kOp == 1 ? f_logical_or : f_logical_xor);
@@ -291,8 +309,10 @@ struct Heaviside {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<Binary<d_pow>>(m, {"pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out"});
   register_variants<PowTensorScalar>(m, {"pow.Tensor_Scalar", "pow_.Scalar", "pow.Tensor_Scalar_out"});
-  m.impl("pow.Scalar", pow_st);
-  m.impl("pow.Scalar_out", pow_st_out);
+  m.impl("pow.Scalar", scalar_tensor<d_pow>);
+  m.impl("pow.Scalar_out", scalar_tensor_out<d_pow>);
+  m.impl("remainder.Scalar_Tensor", scalar_tensor<d_remainder>);
+  m.impl("remainder.Scalar_Tensor_out", scalar_tensor_out<d_remainder>);
   register_variants<Binary<d_atan2>>(m, "atan2");
   register_variants<Binary<d_maximum>>(m, {"maximum", "", "maximum.out"});
   register_variants<Binary<d_minimum>>(m, {"minimum", "", "minimum.out"});

@@ -117,7 +117,12 @@ struct Pointwise {
     // A CPU scalar tensor operand leaves the result on the tpu operand's device.
     c10::Device device = self.device();
     ((device = device.is_cpu() ? o.device() : device), ...);
-    return {broadcast_shape({self, o...}), result_dtype(D, t), device};
+    OutMeta m{broadcast_shape({self, o...}), result_dtype(D, t), device};
+    // ATen's unary_op family wants out in the input's dtype (abs of complex
+    // may write any real out).
+    if (sizeof...(Other) == 0 && (D.result == Result::kSame || (D.result == Result::kReal && !c10::isComplexType(t))))
+      m.out_dtype = OutDtype::kSame;
+    return m;
   }
   static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, const Other&... o) {
     run_pointwise(D, {self, o...}, promoted(self, o...), out);

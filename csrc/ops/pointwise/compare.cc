@@ -65,8 +65,13 @@ void register_compare(torch::Library& m, const std::string& n) {
 // --- where -----------------------------------------------------------------------------
 
 void where_run(const at::Tensor& cond, const at::Tensor& a, const at::Tensor& c, const at::Tensor& out) {
-  TORCH_CHECK(cond.scalar_type() == c10::kBool,
+  // uint8 conditions still work on CPU, with a deprecation warning.
+  TORCH_CHECK(cond.scalar_type() == c10::kBool || cond.scalar_type() == c10::kByte,
               "where expected condition to be a boolean tensor, but got a tensor with dtype ", cond.scalar_type());
+  if (cond.scalar_type() == c10::kByte)
+    TORCH_WARN_ONCE(
+        "where received a uint8 condition tensor. This behavior is deprecated and will be removed in a "
+        "future version of PyTorch. Use a boolean condition instead.");
   ScalarType t = out.scalar_type();
   std::vector<int64_t> shape(out.sizes().begin(), out.sizes().end());
   record::OpCall call("where");
@@ -77,7 +82,7 @@ void where_run(const at::Tensor& cond, const at::Tensor& a, const at::Tensor& c,
   call.output(out);
   ElemType e = to_elem(t);
   call.run([&](Builder& b, const Values& in) {
-    Value p = b.broadcast_to(in[0], shape);
+    Value p = b.broadcast_to(b.convert(in[0], ElemType::kPred), shape);
     Value x = b.broadcast_to(b.convert(in[1], e), shape);
     Value y = b.broadcast_to(b.convert(in[2], e), shape);
     return Values{b.select(p, x, y)};
@@ -161,6 +166,7 @@ ClampArgs clamp_args_s(const at::Tensor& self, const std::optional<c10::Scalar>&
   a.dtype = t;
   a.sizes = self.sizes().vec();
   a.device = self.device();
+  a.out_dtype = OutDtype::kSame;  // ATen builds Scalar-bound clamp as a unary op
   return a;
 }
 ClampArgs clamp_args_t(const at::Tensor& self, const std::optional<at::Tensor>& lo,

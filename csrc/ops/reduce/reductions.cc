@@ -235,6 +235,7 @@ at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
 at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                      std::optional<c10::ScalarType> dtype, at::Tensor& out) {
   auto dt = mean_dtype(self, dtype);
+  if (dtype) check_structured_out(out, *dtype);
   Plan p = plan(self, dim, keepdim);
   prepare_out(out, p.out_shape, dt, "mean");
   mean_into(self, p, out.scalar_type(), out);

@@ -64,9 +64,10 @@ at::Tensor scan(const at::Tensor& self, int64_t dim, std::optional<c10::ScalarTy
 template <bool kProd>
 at::Tensor& scan_out(const at::Tensor& self, int64_t dim, std::optional<c10::ScalarType> dtype, at::Tensor& out) {
   int64_t d = wrap_dim(dim, self.dim());
-  if (dtype)
-    TORCH_CHECK(out.scalar_type() == *dtype, "Expected out tensor to have dtype ", c10::scalarTypeToTypeMeta(*dtype),
-                ", but got ", out.dtype(), " instead");
+  if (dtype) check_structured_out(out, *dtype);
+  // CPU's scan kernels dispatch on out's dtype and have no bool one.
+  TORCH_CHECK_NOT_IMPLEMENTED(out.scalar_type() != c10::kBool, "\"", kProd ? "cumprod" : "cumsum",
+                              "_out_cpu\" not implemented for 'Bool'");
   at::native::resize_output(out, self.sizes());
   scan_into(self, d, kProd, out);
   return out;

@@ -9,17 +9,11 @@ using ir::Dims;
 
 namespace {
 
-void check_indices_out(const at::Tensor& indices, const char* op) {
-  TORCH_CHECK(indices.scalar_type() == c10::kLong, op, "(): Expected out tensor to have dtype int64 (Long), but got ",
-              indices.scalar_type(), " instead");
-}
-
 std::tuple<at::Tensor&, at::Tensor&> sort_out(const at::Tensor& self, std::optional<bool> stable, int64_t dim,
                                               bool descending, at::Tensor& values, at::Tensor& indices) {
   int64_t d = wrap_dim(dim, self.dim());
-  TORCH_CHECK(values.scalar_type() == self.scalar_type(), "sort(): Expected out tensor to have dtype ",
-              self.scalar_type(), ", but got ", values.scalar_type(), " instead");
-  check_indices_out(indices, "sort");
+  check_structured_out(values, self.scalar_type());
+  check_structured_out(indices, c10::kLong);
   prepare_out(values, self.sizes(), self.scalar_type(), "sort");
   prepare_out(indices, self.sizes(), c10::kLong, "sort");
   Dims shape(self.sizes().begin(), self.sizes().end());
@@ -52,7 +46,8 @@ std::tuple<at::Tensor&, at::Tensor&> topk_out(const at::Tensor& self, c10::SymIn
   int64_t d = wrap_dim(dim, self.dim());
   int64_t n = self.dim() == 0 ? 1 : self.size(d);
   TORCH_CHECK(k >= 0 && k <= n, "selected index k out of range");
-  check_indices_out(indices, "topk");
+  check_structured_out(values, self.scalar_type());
+  check_structured_out(indices, c10::kLong);
   std::vector<int64_t> oshape(self.sizes().begin(), self.sizes().end());
   if (!oshape.empty()) oshape[d] = k;
   prepare_out(values, oshape, self.scalar_type(), "topk");

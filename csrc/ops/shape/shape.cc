@@ -30,6 +30,11 @@ at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& 
     ins.push_back(t);
   }
   at::Tensor r = at::cat(metas, dim);
+  // CPU raises TypeError here, not prepare_out's RuntimeError.
+  if (!c10::canCast(r.scalar_type(), out.scalar_type()))
+    throw c10::TypeError(
+        {__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
+        c10::str("torch.cat(): input types can't be cast to the desired output type ", out.scalar_type()));
   prepare_out(out, r.sizes(), r.scalar_type(), "cat");
   if (out.numel() == 0) return out;
   // Legacy rule: 1-d empty tensors are skipped whatever their rank.
@@ -131,6 +136,7 @@ template <bool kUpper>
 at::Tensor& tri_out(const at::Tensor& self, c10::SymInt diagonal_s, at::Tensor& out) {
   int64_t diagonal = diagonal_s.expect_int();
   TORCH_CHECK(self.dim() >= 2, kUpper ? "triu" : "tril", ": input tensor must have at least 2 dimensions");
+  check_structured_out(out, self.scalar_type());
   prepare_out(out, self.sizes(), self.scalar_type(), kUpper ? "triu" : "tril");
   Dims shape = to_dims(self.sizes());
   int64_t r = self.dim();
