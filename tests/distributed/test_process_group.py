@@ -1,0 +1,90 @@
+"""The c10d "tpu" backend under torchrun, two ranks: every collective against
+the values it must give, async work, functional collectives, CPU tensors in
+the same group, and clear errors for bad use."""
+import pytest
+import torch
+import torch.distributed as dist
+
+import torch_tpu  # noqa: F401
+from tests.distributed.common import launch
+
+W = 2
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    return launch("collectives", tmp_path_factory.mktemp("collectives"), nproc=W)
+
+
+def test_backend_is_registered_for_tpu():
+    assert "tpu" in dist.Backend.backend_list and "tpu_dist" in dist.Backend.backend_list
+    assert dist.Backend.default_device_backend_map["tpu"] == "tpu"
+    assert set(dist.Backend.backend_capability["tpu"]) == {"cpu", "tpu"}
+
+
+def _expected(r):
+    base = torch.arange(6.0).view(2, 3)
+    vals = [base + k + 1 for k in range(W)]
+    e = {
+        "all_reduce_sum": sum(vals),
+        "all_reduce_avg": sum(vals) / W,
+        "all_reduce_min": torch.minimum(*vals),
+        "all_reduce_max": torch.maximum(*vals),
+        "all_reduce_product": vals[0] * vals[1],
+        "all_reduce_avg_int": torch.div(sum(torch.arange(4) * (k + 1) for k in range(W)), W, rounding_mode="trunc"),
+        "broadcast": torch.full((3,), float(W - 1)),
+        "all_gather": torch.stack([torch.full((2,), float(k)) for k in range(W)]),
+        "all_gather_into_tensor": torch.cat([torch.full((2,), float(k)) for k in range(W)]),
+        "all_gather_coalesced": [torch.tensor([float(k), 10.0 + k, 10.0 + k]) for k in range(W)],
+        "reduce_scatter_tensor": sum(torch.arange(2.0 * W) * (k + 1) for k in range(W))[2 * r:2 * r + 2],
+        "reduce_scatter": torch.full((2,), float(sum(r + k for k in range(W)))),
+        "all_to_all": torch.stack([torch.full((2,), float(10 * k + r)) for k in range(W)]),
+        "scatter": torch.full((2,), float(r)),
+        "async_wait": torch.full((3,), float(W)),
+        "async_future": torch.full((3,), float(W)),
+        "all_gather_object": [{"rank": k} for k in range(W)],
+        "cpu_all_reduce": torch.full((2,), float(W)),
+        "functional_all_reduce": torch.full((3,), float(sum(k + 1 for k in range(W)))),
+        "functional_all_gather": torch.cat([torch.full((2,), float(k)) for k in range(W)]),
+        "functional_reduce_scatter": (torch.arange(2.0 * W) * W)[2 * r:2 * r + 2],
+        "new_group": torch.full((1,), float(W)),
+    }
+    # all_to_all_single with uneven splits: rank k sends k + j + 1 elements to rank j.
+    pieces = []
+    for k in range(W):
+        splits = [k + j + 1 for j in range(W)]
+        start = sum(splits[:r])
+        pieces.append(torch.arange(float(start), float(start + splits[r])) + 100 * k)
+    e["all_to_all_single"] = torch.cat(pieces)
+    if r == 0:
+        e["gather"] = torch.stack([torch.full((2,), float(k)) for k in range(W)])
+        e["reduce"] = torch.full((2,), float(sum(range(W))))
+    if r == 1:
+        e["recv"] = torch.tensor([5.0, 6.0])
+    return e
+
+
+@pytest.mark.parametrize("r", range(W))
+def test_collectives_give_the_expected_values(ranks, r):
+    got = ranks[r]
+    assert got["backend"] == "tpu"
+    for name, want in _expected(r).items():
+        assert name in got, name
+        if isinstance(want, torch.Tensor):
+            torch.testing.assert_close(got[name], want, msg=lambda m, name=name: f"{name}: {m}")
+        elif isinstance(want, list) and want and isinstance(want[0], torch.Tensor):
+            for a, b in zip(got[name], want):
+                torch.testing.assert_close(a, b)
+        else:
+            assert got[name] == want, name
+
+
+def test_bad_use_gets_clear_errors(ranks):
+    errors = ranks[0]["errors"]
+    for r in range(W):
+        for what in ("shape_mismatch", "dtype_mismatch"):
+            kind, msg = ranks[r]["errors"][what]
+            assert kind == "RuntimeError" and "different tensor shapes or dtypes" in msg, (r, what, msg)
+        torch.testing.assert_close(ranks[r]["after_errors"], torch.full((2,), float(W)))
+    assert errors["bad_size"][0] == "ValueError" and "must equal world size" in errors["bad_size"][1]
+    assert errors["non_contiguous"][0] == "ValueError" and "contiguous" in errors["non_contiguous"][1]

@@ -1,0 +1,180 @@
+"""Rank program for tests/distributed: run under torchrun as
+``worker.py SCENARIO OUT_DIR``. Each rank writes what it saw to
+OUT_DIR/SCENARIO_rank<r>.pt; the tests compare that with a single-process
+run on CPU."""
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+import torch_tpu  # noqa: F401 - registers the tpu device and backend
+from tests.distributed.common import GLOBAL_BATCH, STEPS, batches, loss_of, make_gpt, make_opt
+
+TPU = torch.device("tpu")
+
+
+def _save(out, scenario, payload):
+    torch.save(payload, os.path.join(out, f"{scenario}_rank{dist.get_rank()}.pt"))
+
+
+def _local(x, rank, world):
+    n = x.shape[0] // world
+    return x[rank * n:(rank + 1) * n]
+
+
+def _global_loss(loss):
+    t = loss.detach().clone()
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    return t.cpu()
+
+
+def collectives(out):
+    r, w = dist.get_rank(), dist.get_world_size()
+    res = {}
+    for name, op in [("sum", dist.ReduceOp.SUM), ("avg", dist.ReduceOp.AVG), ("min", dist.ReduceOp.MIN),
+                     ("max", dist.ReduceOp.MAX), ("product", dist.ReduceOp.PRODUCT)]:
+        t = torch.arange(6.0, device=TPU).view(2, 3) + r + 1
+        dist.all_reduce(t, op=op)
+        res[f"all_reduce_{name}"] = t.cpu()
+    t = torch.arange(4, device=TPU) * (r + 1)
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    res["all_reduce_avg_int"] = t.cpu()
+    t = torch.full((3,), float(r), device=TPU)
+    dist.broadcast(t, src=w - 1)
+    res["broadcast"] = t.cpu()
+    outs = [torch.empty(2, device=TPU) for _ in range(w)]
+    dist.all_gather(outs, torch.full((2,), float(r), device=TPU))
+    res["all_gather"] = torch.stack([o.cpu() for o in outs])
+    o = torch.empty(2 * w, device=TPU)
+    dist.all_gather_into_tensor(o, torch.full((2,), float(r), device=TPU))
+    res["all_gather_into_tensor"] = o.cpu()
+    # One list per source rank, shaped like the inputs.
+    outs = [[torch.empty(1, device=TPU), torch.empty(2, device=TPU)] for _ in range(w)]
+    dist.all_gather_coalesced(outs, [torch.full((1,), float(r), device=TPU), torch.full((2,), 10.0 + r, device=TPU)])
+    res["all_gather_coalesced"] = [torch.cat([t.cpu() for t in lst]) for lst in outs]
+    o = torch.empty(2, device=TPU)
+    dist.reduce_scatter_tensor(o, torch.arange(2.0 * w, device=TPU) * (r + 1))
+    res["reduce_scatter_tensor"] = o.cpu()
+    o = torch.empty(2, device=TPU)
+    dist.reduce_scatter(o, [torch.full((2,), float(i + r), device=TPU) for i in range(w)])
+    res["reduce_scatter"] = o.cpu()
+    # Uneven all_to_all_single: rank r sends r + j + 1 elements to rank j.
+    in_splits = [r + j + 1 for j in range(w)]
+    out_splits = [j + r + 1 for j in range(w)]
+    o = torch.empty(sum(out_splits), device=TPU)
+    dist.all_to_all_single(o, torch.arange(float(sum(in_splits)), device=TPU) + 100 * r, out_splits, in_splits)
+    res["all_to_all_single"] = o.cpu()
+    ol = [torch.empty(2, device=TPU) for _ in range(w)]
+    dist.all_to_all(ol, [torch.full((2,), float(10 * r + j), device=TPU) for j in range(w)])
+    res["all_to_all"] = torch.stack([x.cpu() for x in ol])
+    g = [torch.empty(2, device=TPU) for _ in range(w)] if r == 0 else None
+    dist.gather(torch.full((2,), float(r), device=TPU), g, dst=0)
+    res["gather"] = torch.stack([x.cpu() for x in g]) if r == 0 else None
+    s = torch.empty(2, device=TPU)
+    dist.scatter(s, [torch.full((2,), float(j), device=TPU) for j in range(w)] if r == 0 else None, src=0)
+    res["scatter"] = s.cpu()
+    t = torch.full((2,), float(r), device=TPU)
+    dist.reduce(t, dst=0, op=dist.ReduceOp.SUM)
+    res["reduce"] = t.cpu() if r == 0 else None
+    if r == 0:
+        dist.send(torch.tensor([5.0, 6.0], device=TPU), 1)
+    elif r == 1:
+        z = torch.empty(2, device=TPU)
+        dist.recv(z, 0)
+        res["recv"] = z.cpu()
+    # Async work: wait() and the future give the written tensor.
+    t = torch.ones(3, device=TPU)
+    work = dist.all_reduce(t, async_op=True)
+    work.wait()
+    res["async_wait"] = t.cpu()
+    t = torch.ones(3, device=TPU)
+    fut = dist.all_reduce(t, async_op=True).get_future()
+    res["async_future"] = fut.wait()[0].cpu()
+    dist.barrier()
+    objs = [None] * w
+    dist.all_gather_object(objs, {"rank": r})
+    res["all_gather_object"] = objs
+    c = torch.ones(2)
+    dist.all_reduce(c)
+    res["cpu_all_reduce"] = c
+    # Functional collectives (DTensor's and torch.compile's path).
+    from torch.distributed import _functional_collectives as fc
+    res["functional_all_reduce"] = fc.all_reduce(torch.ones(3, device=TPU) * (r + 1), "sum", dist.group.WORLD).cpu()
+    res["functional_all_gather"] = fc.all_gather_tensor(torch.full((2,), float(r), device=TPU), 0,
+                                                        dist.group.WORLD).cpu()
+    res["functional_reduce_scatter"] = fc.reduce_scatter_tensor(torch.arange(2.0 * w, device=TPU), "sum", 0,
+                                                                dist.group.WORLD).cpu()
+    sub = dist.new_group(list(range(w)))
+    t = torch.ones(1, device=TPU)
+    dist.all_reduce(t, group=sub)
+    res["new_group"] = t.cpu()
+    # Bad use: clear errors, not hangs.
+    errors = {}
+    try:
+        dist.all_reduce(torch.ones(2 + r, device=TPU))  # shapes differ across ranks
+    except Exception as e:  # noqa: BLE001 - the message is what is checked
+        errors["shape_mismatch"] = (type(e).__name__, str(e))
+    try:
+        dist.broadcast(torch.ones(2, device=TPU, dtype=torch.float32 if r == 0 else torch.int64), src=0)
+    except Exception as e:  # noqa: BLE001
+        errors["dtype_mismatch"] = (type(e).__name__, str(e))
+    t = torch.ones(2, device=TPU)
+    dist.all_reduce(t)  # the group still works after those errors
+    res["after_errors"] = t.cpu()
+    try:
+        dist.all_gather_into_tensor(torch.empty(3, device=TPU), torch.ones(2, device=TPU))
+    except Exception as e:  # noqa: BLE001
+        errors["bad_size"] = (type(e).__name__, str(e))
+    try:
+        dist.all_reduce(torch.ones(4, device=TPU)[::2])
+    except Exception as e:  # noqa: BLE001
+        errors["non_contiguous"] = (type(e).__name__, str(e))
+    res["errors"] = errors
+    res["backend"] = dist.get_backend()
+    _save(out, "collectives", res)
+
+
+def ddp(out):
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    r, w = dist.get_rank(), dist.get_world_size()
+    model = make_gpt().to(TPU)
+    model.tie_weights()
+    # A small bucket cap gives several gradient buckets.
+    net = DDP(model, bucket_cap_mb=0.05)
+    opt = make_opt(net.parameters())
+    losses = []
+    for step, (x, y) in enumerate(batches()):
+        x, y = _local(x, r, w).to(TPU), _local(y, r, w).to(TPU)
+        opt.zero_grad()
+        if step == STEPS - 1:
+            # Gradient accumulation: the first micro-batch skips the all-reduce.
+            h = x.shape[0] // 2
+            with net.no_sync():
+                loss1 = loss_of(net, x[:h], y[:h]) / 2
+                loss1.backward()
+            loss2 = loss_of(net, x[h:], y[h:]) / 2
+            loss2.backward()
+            loss = loss1.detach() + loss2.detach()
+        else:
+            loss = loss_of(net, x, y)
+            loss.backward()
+        opt.step()
+        losses.append(_global_loss(loss))
+    params = {n: p.detach().cpu() for n, p in model.named_parameters()}
+    _save(out, "ddp", {"losses": torch.stack(losses), "params": params,
+                       "logging": net._get_ddp_logging_data()})
+
+
+def main():
+    scenario, out = sys.argv[1], sys.argv[2]
+    dist.init_process_group("tpu")
+    try:
+        globals()[scenario](out)
+    finally:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

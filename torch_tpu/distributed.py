@@ -1,0 +1,398 @@
+"""The c10d backend for tpu tensors: ``init_process_group("tpu")`` (also
+``"tpu_dist"``, TorchTPU's name), under torchrun, as NCCL is on CUDA.
+
+Mechanism (docs/distributed.md): the XLA:CPU PJRT plugin cannot run
+collectives across processes through its C API, so each collective stages
+through host memory over PyTorch's own Gloo backend, inside this one
+``ProcessGroupTpu``. The tpu inputs are copied to the host when the
+collective is called (a materialisation point, as ``.cpu()`` is), Gloo runs
+asynchronously, and the results are written back to the tpu outputs when
+Gloo's work completes. CPU tensors go to Gloo directly, so one group serves
+both devices (object collectives, checkpoint metadata).
+"""
+from __future__ import annotations
+
+import os
+import threading
+import zlib
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+from torch._C import _distributed_c10d as _c10d
+from torch._C._distributed_c10d import Backend as _C10dBackend
+from torch._C._distributed_c10d import ReduceOp, Work
+from torch.futures import Future
+
+__all__ = ["ProcessGroupTpu", "BACKEND_NAMES"]
+
+BACKEND_NAMES = ("tpu", "tpu_dist")
+
+
+def _check_tensors(tensors, what="Tensors"):
+    for t in tensors:
+        if t.device.type not in ("tpu", "cpu"):
+            raise ValueError(f"{what} must be on tpu or cpu for the tpu backend, got a tensor on {t.device}")
+        if t.is_sparse:
+            raise RuntimeError("the tpu backend does not support sparse tensors")
+        if not t.is_contiguous():
+            raise ValueError(f"{what} must be contiguous")
+
+
+# Ranks agree on each collective's shapes and dtypes before Gloo runs it:
+# Gloo itself would return a wrong result on one rank and time out on the other.
+_CHECK = os.environ.get("TORCH_TPU_DIST_CHECK", "1") != "0"
+
+
+def _sig(tensors):
+    return ",".join(f"{str(t.dtype)[6:]}{list(t.shape)}" for t in tensors)
+
+
+def _op(opts):
+    return str(opts.reduceOp.op)
+
+
+def _host(t):
+    # The staging copy: a tpu tensor's value on the host (blocks until it is
+    # computed); a CPU tensor is used in place.
+    return t.detach().cpu() if t.device.type == "tpu" else t
+
+
+def _is_avg(op):
+    return op.op == ReduceOp.RedOpType.AVG
+
+
+class _StagedWork(Work):
+    """Gloo's work on the host copies; completion writes the results back into
+    the tpu tensors (once), then the future yields the user's outputs."""
+
+    def __init__(self, inner, copy_back, outputs, after=None):
+        super().__init__()
+        self._inner = inner
+        self._copy_back = copy_back  # [(tpu_or_cpu_dst, host_src)]
+        self._outputs = outputs
+        self._after = after
+        self._lock = threading.Lock()
+        self._finished = False
+        self._future = None
+
+    def _finish(self):
+        with self._lock:
+            if self._finished:
+                return
+            self._finished = True
+            if self._after is not None:
+                self._after()
+            for dst, src in self._copy_back:
+                if dst is not src:
+                    dst.copy_(src)
+
+    def wait(self, timeout=timedelta(0)):
+        if timeout == timedelta(0):
+            self._inner.wait()
+        else:
+            self._inner.wait(timeout)
+        self._finish()
+        return True
+
+    def is_completed(self):
+        return self._finished
+
+    def is_success(self):
+        return self._finished
+
+    def result(self):
+        return self._outputs
+
+    def get_future(self):
+        if self._future is None:
+            try:
+                inner = self._inner.get_future()
+            except RuntimeError:  # Gloo's send/recv works have no future
+                inner = None
+            if inner is None:
+                fut = Future()
+                self.wait()
+                fut.set_result(self._outputs)
+                self._future = fut
+            else:
+                def done(f):
+                    f.value()  # re-raises Gloo's error
+                    self._finish()
+                    return self._outputs
+                self._future = inner.then(done)
+        return self._future
+
+
+class _DoneWork(Work):
+    def __init__(self, outputs):
+        super().__init__()
+        self._outputs = outputs
+
+    def wait(self, timeout=timedelta(0)):
+        return True
+
+    def is_completed(self):
+        return True
+
+    def result(self):
+        return self._outputs
+
+    def get_future(self):
+        f = Future()
+        f.set_result(self._outputs)
+        return f
+
+
+class ProcessGroupTpu(_C10dBackend):
+    """c10d ``Backend`` for device type tpu (and cpu). Construct through
+    ``torch.distributed.init_process_group("tpu")`` or ``new_group``."""
+
+    def __init__(self, store, rank, size, timeout):
+        super().__init__(rank, size)
+        self._rank, self._size = rank, size
+        self._timeout = timeout
+        self._gloo = dist.ProcessGroupGloo(dist.PrefixStore("tpu_gloo/", store), rank, size, timeout)
+
+    # -- identity -----------------------------------------------------------------
+    def getBackendName(self):  # noqa: N802 - c10d's name
+        return "tpu_dist"
+
+    @property
+    def options(self):
+        return self._gloo.options
+
+    # -- helpers --------------------------------------------------------------------
+    def _agree(self, what, tensors=(), extra=""):
+        """Raises on every rank unless all ranks called `what` with the same
+        tensor shapes and dtypes (one small Gloo all-reduce)."""
+        if not _CHECK or self._size == 1:
+            return
+        sig = f"{what}|{extra}|{_sig(tensors)}"
+        key = zlib.crc32(sig.encode())
+        t = torch.tensor([key, -key], dtype=torch.int64)
+        opts = _c10d.AllreduceOptions()
+        opts.reduceOp = ReduceOp.MAX
+        self._gloo.allreduce([t], opts).wait()
+        if int(t[0]) != -int(t[1]):
+            raise RuntimeError(
+                f"tpu backend: ranks called {what} with different tensor shapes or dtypes (rank {self._rank}: "
+                f"{_sig(tensors) or 'no tensors'}); every rank must call the same collective with matching "
+                "tensors. Set TORCH_TPU_DIST_CHECK=0 to skip this check.")
+
+    def _avg_fixup(self, outputs):
+        def after():
+            for _dst, src in outputs:
+                if src.is_floating_point() or src.is_complex():
+                    src.div_(self._size)
+                else:
+                    src.div_(self._size, rounding_mode="trunc")
+        return after
+
+    def _reduce_opts(self, opts, cls):
+        # Gloo has no AVG: SUM, then divide the results.
+        if not _is_avg(opts.reduceOp):
+            return opts, False
+        new = cls()
+        for name in ("rootRank", "rootTensor", "timeout"):
+            if hasattr(opts, name):
+                setattr(new, name, getattr(opts, name))
+        new.reduceOp = ReduceOp.SUM
+        return new, True
+
+    # -- collectives --------------------------------------------------------------
+    def _in_place_reduce(self, what, gloo_op, cls, tensors, opts, root=None):
+        # all_reduce, its coalesced form and reduce: the tensors are the outputs
+        # (on every rank, or only the root's for reduce).
+        opts = opts or cls()
+        _check_tensors(tensors)
+        self._agree(what, tensors, f"{_op(opts)}@{root}")
+        host = [_host(t) for t in tensors]
+        opts, avg = self._reduce_opts(opts, cls)
+        pairs = list(zip(tensors, host)) if root in (None, self._rank) else []
+        return _StagedWork(gloo_op(host, opts), pairs, tensors, self._avg_fixup(pairs) if avg else None)
+
+    def allreduce(self, tensors, opts=None):
+        return self._in_place_reduce("all_reduce", self._gloo.allreduce, _c10d.AllreduceOptions, tensors, opts)
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        return self._in_place_reduce("all_reduce_coalesced", self._gloo.allreduce_coalesced,
+                                     _c10d.AllreduceCoalescedOptions, tensors, opts)
+
+    def reduce(self, tensors, opts=None):
+        root = (opts or _c10d.ReduceOptions()).rootRank
+        return self._in_place_reduce("reduce", self._gloo.reduce, _c10d.ReduceOptions, tensors, opts, root)
+
+    def broadcast(self, tensors, opts=None):
+        opts = opts or _c10d.BroadcastOptions()
+        _check_tensors(tensors)
+        self._agree("broadcast", tensors, str(opts.rootRank))
+        host = [_host(t) for t in tensors]
+        pairs = list(zip(tensors, host)) if opts.rootRank != self._rank else []
+        return _StagedWork(self._gloo.broadcast(host, opts), pairs, tensors)
+
+    def _gather_lists(self, what, gloo_op, cls, output_lists, input_tensors, opts):
+        # all_gather, its coalesced form and gather: lists of outputs per rank
+        # (empty on gather's non-roots).
+        opts = opts or cls()
+        _check_tensors(input_tensors)
+        outs = [o for lst in output_lists for o in lst]
+        _check_tensors(outs, "Output tensors")
+        self._agree(what, input_tensors, f"{len(outs)} outputs" if what != "gather" else "")
+        host_in = [_host(t) for t in input_tensors]
+        host_out = [[_empty_host(o) for o in lst] for lst in output_lists]
+        pairs = [(o, h) for lst, hs in zip(output_lists, host_out) for o, h in zip(lst, hs)]
+        return _StagedWork(gloo_op(host_out, host_in, opts), pairs, output_lists)
+
+    def allgather(self, output_tensors, input_tensors, opts=None):
+        return self._gather_lists("all_gather", self._gloo.allgather, _c10d.AllgatherOptions, output_tensors,
+                                  input_tensors, opts)
+
+    def allgather_coalesced(self, output_lists, input_tensors, opts=None):
+        return self._gather_lists("all_gather_coalesced", self._gloo.allgather_coalesced, _c10d.AllgatherOptions,
+                                  output_lists, input_tensors, opts)
+
+    def _flat(self, what, gloo_op, cls, output, input, opts, big, small, reduce):  # noqa: A002
+        # all_gather_into_tensor and reduce_scatter_tensor: one flat tensor is
+        # world size times the other.
+        opts = opts or cls()
+        _check_tensors([output, input])
+        if big.numel() != small.numel() * self._size:
+            name = "output" if big is output else "input"
+            other = "input" if big is output else "output"
+            raise ValueError(f"{what}: {name} tensor size ({big.numel()}) must equal world size ({self._size}) times "
+                             f"{other} tensor size ({small.numel()})")
+        self._agree(what, [output, input], _op(opts) if reduce else "")
+        avg = False
+        if reduce:
+            opts, avg = self._reduce_opts(opts, cls)
+        h_in, h_out = _host(input), _empty_host(output)
+        pairs = [(output, h_out)]
+        return _StagedWork(gloo_op(h_out, h_in, opts), pairs, [output], self._avg_fixup(pairs) if avg else None)
+
+    def all_gather_single(self, output, input, opts=None):  # noqa: A002 - c10d's name
+        return self._flat("all_gather_into_tensor", self._gloo._allgather_base, _c10d.AllgatherOptions, output, input,
+                          opts, output, input, reduce=False)
+
+    def all_gather_single_coalesced(self, outputs, inputs, opts=None):
+        works = [self.all_gather_single(o, i, opts) for o, i in zip(outputs, inputs)]
+        return _Joined(works, outputs)
+
+    def gather(self, output_tensors, input_tensors, opts=None):
+        return self._gather_lists("gather", self._gloo.gather, _c10d.GatherOptions, output_tensors, input_tensors,
+                                  opts)
+
+    def scatter(self, output_tensors, input_tensors, opts=None):
+        opts = opts or _c10d.ScatterOptions()
+        _check_tensors(output_tensors, "Output tensors")
+        host_in = [[_host(t) for t in ins] for ins in input_tensors]
+        host_out = [_empty_host(o) for o in output_tensors]
+        return _StagedWork(self._gloo.scatter(host_out, host_in, opts), list(zip(output_tensors, host_out)),
+                           output_tensors)
+
+    def reduce_scatter(self, output_tensors, input_tensors, opts=None):
+        opts = opts or _c10d.ReduceScatterOptions()
+        _check_tensors(output_tensors, "Output tensors")
+        self._agree("reduce_scatter", list(output_tensors) + [t for ins in input_tensors for t in ins],
+                    _op(opts))
+        host_in = [[_host(t) for t in ins] for ins in input_tensors]
+        host_out = [_empty_host(o) for o in output_tensors]
+        opts, avg = self._reduce_opts(opts, _c10d.ReduceScatterOptions)
+        pairs = list(zip(output_tensors, host_out))
+        return _StagedWork(self._gloo.reduce_scatter(host_out, host_in, opts), pairs, output_tensors,
+                           self._avg_fixup(pairs) if avg else None)
+
+    def reduce_scatter_single(self, output, input, opts=None):  # noqa: A002 - c10d's name
+        return self._flat("reduce_scatter_tensor", self._gloo._reduce_scatter_base, _c10d.ReduceScatterOptions,
+                          output, input, opts, input, output, reduce=True)
+
+    def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
+        works = [self.reduce_scatter_single(o, i, opts) for o, i in zip(outputs, inputs)]
+        return _Joined(works, outputs)
+
+    def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):  # noqa: A002
+        opts = opts or _c10d.AllToAllOptions()
+        _check_tensors([output, input])
+        self._agree("all_to_all_single", [], str(output.dtype))  # splits may differ by rank
+        h_in, h_out = _host(input), _empty_host(output)
+        work = self._gloo.alltoall_base(h_out, h_in, output_split_sizes, input_split_sizes, opts)
+        return _StagedWork(work, [(output, h_out)], [output])
+
+    def alltoall(self, output_tensors, input_tensors, opts=None):
+        # One flat all_to_all_single: Gloo has no list form.
+        opts = opts or _c10d.AllToAllOptions()
+        _check_tensors(input_tensors)
+        _check_tensors(output_tensors, "Output tensors")
+        dtypes = {t.dtype for t in list(input_tensors) + list(output_tensors)}
+        if len(dtypes) != 1:
+            raise ValueError("all_to_all: all tensors must have the same dtype")
+        self._agree("all_to_all", [], str(dtypes))
+        flat_in = torch.cat([_host(t).reshape(-1) for t in input_tensors])
+        flat_out = torch.empty(sum(o.numel() for o in output_tensors), dtype=flat_in.dtype)
+        work = self._gloo.alltoall_base(flat_out, flat_in, [o.numel() for o in output_tensors],
+                                        [t.numel() for t in input_tensors], opts)
+        pieces = torch.split(flat_out, [o.numel() for o in output_tensors])
+        pairs = [(o, p.view(o.shape)) for o, p in zip(output_tensors, pieces)]
+        return _StagedWork(work, pairs, output_tensors)
+
+    def send(self, tensors, dst_rank, tag):
+        _check_tensors(tensors)
+        return _StagedWork(self._gloo.send([_host(t) for t in tensors], dst_rank, tag), [], tensors)
+
+    def recv(self, tensors, src_rank, tag):
+        _check_tensors(tensors)
+        host = [_empty_host(t) for t in tensors]
+        return _StagedWork(self._gloo.recv(host, src_rank, tag), list(zip(tensors, host)), tensors)
+
+    def recv_anysource(self, tensors, tag):
+        _check_tensors(tensors)
+        host = [_empty_host(t) for t in tensors]
+        return _StagedWork(self._gloo.recv_anysource(host, tag), list(zip(tensors, host)), tensors)
+
+    def barrier(self, opts=None):
+        opts = opts or _c10d.BarrierOptions()
+        # Gloo's barrier makes its own tensors; point it at the host.
+        opts.device = torch.device("cpu")
+        return _StagedWork(self._gloo.barrier(opts), [], [])
+
+
+class _Joined(Work):
+    """Several staged works as one (the coalesced forms)."""
+
+    def __init__(self, works, outputs):
+        super().__init__()
+        self._works, self._outputs = works, outputs
+
+    def wait(self, timeout=timedelta(0)):
+        for w in self._works:
+            w.wait(timeout)
+        return True
+
+    def is_completed(self):
+        return all(w.is_completed() for w in self._works)
+
+    def result(self):
+        return self._outputs
+
+    def get_future(self):
+        futs = [w.get_future() for w in self._works]
+        return torch.futures.collect_all(futs).then(lambda _: self._outputs)
+
+
+def _empty_host(t):
+    # A host buffer for an output; a CPU output is written in place.
+    return torch.empty(t.shape, dtype=t.dtype) if t.device.type == "tpu" else t
+
+
+def _create(store, rank, size, timeout):
+    return ProcessGroupTpu(store, rank, size, timeout)
+
+
+def _install():
+    if not dist.is_available():
+        return
+    for name in BACKEND_NAMES:
+        if name.upper() not in dist.Backend._plugins:
+            dist.Backend.register_backend(name, _create, devices=["cpu", "tpu"])
+    # "tpu" is the default backend for tpu tensors, as nccl is for cuda.
+    dist.Backend.default_device_backend_map["tpu"] = "tpu"
