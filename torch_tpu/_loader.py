@@ -67,7 +67,11 @@ def _register() -> None:
     from torch_tpu import _C
 
     c = plugin_candidates()
-    _C._configure(c["tpu"], c["cuda"], c["cpu"], int(os.environ.get("TORCH_TPU_NUM_CPU_DEVICES", "1")))
+    # Under torchrun each local rank picks tpu:<LOCAL_RANK>, as with CUDA
+    # (DeviceMesh calls set_device(LOCAL_RANK)), so XLA:CPU gets one device
+    # per local rank there; every process still runs only on its own.
+    default_count = os.environ.get("LOCAL_WORLD_SIZE", "1")
+    _C._configure(c["tpu"], c["cuda"], c["cpu"], int(os.environ.get("TORCH_TPU_NUM_CPU_DEVICES", default_count)))
 
     if taken != "tpu":
         torch.utils.rename_privateuse1_backend("tpu")

@@ -8,20 +8,51 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from tests.models.test_gpt import BLOCK, GPT, VOCAB
+from torch import nn
+
+from tests.models.test_gpt import BLOCK, D, GPT, HEADS, VOCAB
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GLOBAL_BATCH = 8
 STEPS = 3
 
 
-def make_gpt():
+class SplitQKV(nn.Module):
+    """Causal self-attention with separate q/k/v projections, so tensor
+    parallelism can shard them by heads (the fused c_attn cannot be split
+    column-wise and then chunked into q, k, v locally)."""
+
+    def __init__(self, attn):
+        super().__init__()
+        w, b = attn.c_attn.weight.detach(), attn.c_attn.bias.detach()
+        self.q, self.k, self.v = (nn.Linear(D, D) for _ in range(3))
+        for i, lin in enumerate((self.q, self.k, self.v)):
+            lin.weight.data.copy_(w[i * D:(i + 1) * D])
+            lin.bias.data.copy_(b[i * D:(i + 1) * D])
+        self.c_proj = attn.c_proj
+
+    def forward(self, x):
+        B, T, _ = x.shape
+        hd = D // HEADS
+        # -1: the local number of heads when q/k/v are sharded column-wise.
+        q, k, v = (lin(x).view(B, T, -1, hd).transpose(1, 2) for lin in (self.q, self.k, self.v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.c_proj(y.transpose(1, 2).reshape(B, T, -1))
+
+
+def make_gpt(tp=False):
+    """The decoder, initialised from seed 0; tp=True: the same weights with
+    q/k/v split (the same function)."""
     torch.manual_seed(0)
-    return GPT(manual=False)
+    model = GPT(manual=False)
+    if tp:
+        for block in model.h:
+            block.attn = SplitQKV(block.attn)
+    return model
 
 
-def make_opt(params):
-    return torch.optim.AdamW(params, lr=3e-3, betas=(0.9, 0.95), weight_decay=0.1)
+def make_opt(params, **kw):
+    return torch.optim.AdamW(params, lr=3e-3, betas=(0.9, 0.95), weight_decay=0.1, **kw)
 
 
 def batches():
@@ -38,10 +69,10 @@ def loss_of(model, x, y):
     return F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))
 
 
-def reference():
+def reference(tp=False):
     """Losses and final parameters of the same training in one process on
     CPU, with the global batch."""
-    model = make_gpt()
+    model = make_gpt(tp)
     opt = make_opt(model.parameters())
     losses = []
     for x, y in batches():

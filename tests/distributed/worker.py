@@ -167,6 +167,68 @@ def ddp(out):
                        "logging": net._get_ddp_logging_data()})
 
 
+def _train(model, local, params_of, **opt_kw):
+    """STEPS AdamW steps of `model` on each rank's part of the global batch
+    (`local` picks it); returns the global losses and the full parameters."""
+    opt = make_opt(model.parameters(), **opt_kw)
+    losses = []
+    for x, y in batches():
+        x, y = local(x).to(TPU), local(y).to(TPU)
+        opt.zero_grad()
+        loss = loss_of(model, x, y)
+        loss.backward()
+        opt.step()
+        losses.append(_global_loss(loss))
+    return torch.stack(losses), params_of(model)
+
+
+def _full_params(model):
+    from torch.distributed.tensor import DTensor
+    return {n: (p.full_tensor() if isinstance(p, DTensor) else p).detach().cpu() for n, p in model.named_parameters()}
+
+
+def fsdp(out):
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor import DTensor
+    r, w = dist.get_rank(), dist.get_world_size()
+    mesh = init_device_mesh("tpu", (w,))
+    res = {}
+    for reshard in (True, False):
+        model = make_gpt().to(TPU)
+        model.tie_weights()
+        for block in model.h:
+            fully_shard(block, mesh=mesh, reshard_after_forward=reshard)
+        fully_shard(model, mesh=mesh, reshard_after_forward=reshard)
+        p = next(model.parameters())
+        kinds = {(type(q).__name__, q.device.type, str(q.placements)) for q in model.parameters()}
+        assert isinstance(p, DTensor), type(p)
+        losses, params = _train(model, lambda t: _local(t, r, w), _full_params)
+        res[f"reshard={reshard}"] = {"losses": losses, "params": params, "kinds": kinds,
+                                     "local_numel": sum(q.to_local().numel() for q in model.parameters())}
+    _save(out, "fsdp", res)
+
+
+def tp(out):
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    mesh = init_device_mesh("tpu", (dist.get_world_size(),))
+    model = make_gpt(tp=True).to(TPU)
+    model.tie_weights()
+    plan = {}
+    for i in range(len(model.h)):
+        plan.update({f"h.{i}.attn.q": ColwiseParallel(), f"h.{i}.attn.k": ColwiseParallel(),
+                     f"h.{i}.attn.v": ColwiseParallel(), f"h.{i}.attn.c_proj": RowwiseParallel(),
+                     f"h.{i}.mlp.0": ColwiseParallel(), f"h.{i}.mlp.2": RowwiseParallel()})
+    parallelize_module(model, mesh, plan)
+    # Tensor parallel: every rank sees the whole batch.
+    # foreach=False: PyTorch's foreach kernels refuse a mix of DTensor and plain
+    # parameters (the same on CUDA); with FSDP on top all would be DTensors.
+    losses, params = _train(model, lambda t: t, _full_params, foreach=False)
+    _save(out, "tp", {"losses": losses, "params": params,
+                      "sharded": sorted(n for n, p in model.named_parameters() if hasattr(p, "placements"))})
+
+
 def main():
     scenario, out = sys.argv[1], sys.argv[2]
     dist.init_process_group("tpu")

@@ -1,0 +1,24 @@
+"""FSDP2 (fully_shard per block and at the root) over the tpu backend, two
+ranks under torchrun, with reshard_after_forward both ways: the parameters
+are DTensors sharded on tpu, and losses and final weights match one process
+on CPU with the global batch."""
+import torch
+
+from tests.distributed.common import launch, reference
+
+
+def test_fully_shard_matches_single_process(tmp_path):
+    ranks = launch("fsdp", tmp_path)
+    ref_losses, ref_params = reference()
+    total = sum(p.numel() for n, p in ref_params.items() if n != "wte.weight")  # tied to lm_head
+    for got in ranks:
+        for mode, res in got.items():
+            assert res["kinds"] == {("DTensor", "tpu", "(Shard(dim=0),)")}, (mode, res["kinds"])
+            # Each rank holds about half of the parameters (FSDP2 pads each one's
+            # dim 0 to a multiple of the world size).
+            assert total // 2 <= res["local_numel"] <= 0.55 * total, (mode, res["local_numel"], total)
+            # Tolerances as in test_ddp.py: float32 sums in another order, then AdamW.
+            torch.testing.assert_close(res["losses"], ref_losses, atol=1e-5, rtol=1e-5)
+            for n, p in ref_params.items():
+                torch.testing.assert_close(res["params"][n], p, atol=2e-5, rtol=1e-4,
+                                           msg=lambda m, n=n, mode=mode: f"{mode} {n}: {m}")
