@@ -52,10 +52,58 @@ def _op(opts):
     return str(opts.reduceOp.op)
 
 
+class _HostPool:
+    """Reused host staging buffers. A fresh multi-megabyte CPU tensor costs
+    more in page faults than the copy into it, so buffers go back to the
+    pool once their collective's results are written back."""
+
+    KEEP = 2  # free buffers kept per (numel, dtype)
+
+    def __init__(self):
+        self._free = {}
+        self._lock = threading.Lock()
+
+    def take(self, shape, dtype):
+        numel = 1
+        for d in shape:
+            numel *= d
+        with self._lock:
+            bufs = self._free.get((numel, dtype))
+            buf = bufs.pop() if bufs else None
+        if buf is None:
+            buf = torch.empty(numel, dtype=dtype)
+        return buf.view(shape)
+
+    def give(self, bufs):
+        with self._lock:
+            for b in bufs:
+                lst = self._free.setdefault((b.numel(), b.dtype), [])
+                if len(lst) < self.KEEP:
+                    lst.append(b.view(-1))
+
+
+_pool = _HostPool()
+# The host buffers taken by the collective being set up on this thread; its
+# _StagedWork returns them to the pool when it finishes.
+_taken = threading.local()
+
+
+def _take(shape, dtype):
+    buf = _pool.take(shape, dtype)
+    if not hasattr(_taken, "bufs"):
+        _taken.bufs = []
+    _taken.bufs.append(buf)
+    return buf
+
+
 def _host(t):
     # The staging copy: a tpu tensor's value on the host (blocks until it is
     # computed); a CPU tensor is used in place.
-    return t.detach().cpu() if t.device.type == "tpu" else t
+    if t.device.type != "tpu":
+        return t
+    buf = _take(t.shape, t.dtype)
+    buf.copy_(t.detach())
+    return buf
 
 
 def _is_avg(op):
@@ -75,6 +123,7 @@ class _StagedWork(Work):
         self._lock = threading.Lock()
         self._finished = False
         self._future = None
+        self._release = _taken.__dict__.pop("bufs", [])
 
     def _finish(self):
         with self._lock:
@@ -85,7 +134,9 @@ class _StagedWork(Work):
                 self._after()
             for dst, src in self._copy_back:
                 if dst is not src:
-                    dst.copy_(src)
+                    dst.copy_(src)  # synchronous host read: src is free after it
+            _pool.give(self._release)
+            self._release = []
 
     def wait(self, timeout=timedelta(0)):
         if timeout == timedelta(0):
@@ -381,7 +432,7 @@ class _Joined(Work):
 
 def _empty_host(t):
     # A host buffer for an output; a CPU output is written in place.
-    return torch.empty(t.shape, dtype=t.dtype) if t.device.type == "tpu" else t
+    return _take(t.shape, t.dtype) if t.device.type == "tpu" else t
 
 
 def _create(store, rank, size, timeout):

@@ -98,6 +98,15 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     record::copy_from_host(dst, host.const_data_ptr(), host.nbytes());
   } else if (src_tpu && !dst_tpu) {
     TORCH_CHECK(dst.device().is_cpu(), "tpu: copies to ", dst.device(), " are not supported; copy to CPU first");
+    // The common case (.cpu(), a staging buffer) lands in dst directly; the
+    // rest goes through a host temporary that dst.copy_ converts.
+    bool direct = dst.is_contiguous() && dst.scalar_type() == self.scalar_type() && dst.sizes().equals(self.sizes()) &&
+                  !self.is_conj() && !self.is_neg() && !dst.is_conj() && !dst.is_neg() &&
+                  self.is_non_overlapping_and_dense() && self.is_contiguous();
+    if (direct) {
+      record::copy_to_host(self, dst.mutable_data_ptr(), dst.nbytes());
+      return dst;
+    }
     at::Tensor host = at::empty(self.sizes(), self.options().device(c10::kCPU));
     record::copy_to_host(self, host.mutable_data_ptr(), host.nbytes());
     dst.copy_(apply_bits(host, self.is_conj(), self.is_neg()));

@@ -7,10 +7,9 @@ import sys
 
 import torch
 import torch.nn.functional as F
-
 from torch import nn
 
-from tests.models.test_gpt import BLOCK, D, GPT, HEADS, VOCAB
+from tests.models.test_gpt import BLOCK, GPT, HEADS, VOCAB, D
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GLOBAL_BATCH = 8

@@ -1,0 +1,141 @@
+"""Collective latency and bus bandwidth across 2 ranks: the "tpu" process
+group on tpu tensors against PyTorch's Gloo on CPU tensors, side by side in
+one run.
+
+    python bench/collectives.py [--nproc 2] [--max-mb 64] [--out bench/results]
+
+It re-launches itself under torchrun. For all_reduce and all_gather from
+1 KB to --max-mb it reports the mean time per call and the bus bandwidth
+(NCCL-tests' definition: all_reduce moves 2(n-1)/n of the buffer per rank,
+all_gather (n-1)/n of the output), and the tpu/Gloo time ratio. Writes
+collectives.json and collectives.png to --out.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _time(fn, sync, iters):
+    # A fixed count, the same on every rank (a time budget would let the ranks
+    # disagree on how many collectives to call, and hang).
+    fn()
+    sync()  # warm-up (and, for tpu, the first compile of the copy programs)
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    sync()
+    return (time.perf_counter() - t0) / iters
+
+
+def rank_main(args):
+    import torch
+    import torch.distributed as dist
+
+    import torch_tpu  # noqa: F401
+
+    dist.init_process_group("tpu")
+    gloo = dist.new_group(backend="gloo")
+    world = dist.get_world_size()
+    rows = []
+    sizes = []
+    s = 1024
+    while s <= args.max_mb * 2**20:
+        sizes.append(s)
+        s *= 4
+    for op in ("all_reduce", "all_gather"):
+        for nbytes in sizes:
+            n = nbytes // 4
+            row = {"op": op, "bytes": nbytes}
+            for name, device, group in (("tpu", "tpu", None), ("gloo_cpu", "cpu", gloo)):
+                x = torch.ones(n, device=device)
+                if op == "all_reduce":
+                    def fn(x=x, group=group):
+                        dist.all_reduce(x, group=group)
+                    moved = 2 * (world - 1) / world * nbytes
+                else:
+                    out = torch.empty(n * world, device=device)
+
+                    def fn(x=x, out=out, group=group):
+                        dist.all_gather_into_tensor(out, x, group=group)
+                    moved = (world - 1) / world * nbytes * world
+
+                def sync(device=device, group=group):
+                    if device == "tpu":
+                        torch.tpu.synchronize()
+                    dist.barrier(group=gloo)
+                t = _time(fn, sync, iters=max(3, min(100, 2**25 // nbytes)))
+                # Ranks agree on the slowest rank's time.
+                tt = torch.tensor([t])
+                dist.all_reduce(tt, op=dist.ReduceOp.MAX, group=gloo)
+                t = float(tt)
+                row[f"{name}_us"] = t * 1e6
+                row[f"{name}_busbw_gbs"] = moved / t / 1e9
+            row["ratio"] = row["tpu_us"] / row["gloo_cpu_us"]
+            rows.append(row)
+            if dist.get_rank() == 0:
+                print(f"{op:10s} {nbytes / 1024:10.0f} KiB  tpu {row['tpu_us']:9.1f} us  "
+                      f"gloo {row['gloo_cpu_us']:9.1f} us  ratio {row['ratio']:.2f}", flush=True)
+    if dist.get_rank() == 0:
+        with open(os.path.join(args.out, "collectives.json"), "w") as f:
+            json.dump({"world": world, "rows": rows}, f, indent=1)
+    dist.destroy_process_group()
+
+
+def report(args):
+    with open(os.path.join(args.out, "collectives.json")) as f:
+        data = json.load(f)
+    rows = data["rows"]
+    print(f"\n{data['world']} ranks; time per call (us), bus bandwidth (GB/s), tpu / Gloo-on-CPU time ratio\n")
+    print("| op | size | tpu us | Gloo CPU us | tpu GB/s | Gloo GB/s | tpu / Gloo |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        size = f"{r['bytes'] // 1024} KiB" if r["bytes"] < 2**20 else f"{r['bytes'] // 2**20} MiB"
+        print(f"| {r['op']} | {size} | {r['tpu_us']:.0f} | {r['gloo_cpu_us']:.0f} | {r['tpu_busbw_gbs']:.2f} | "
+              f"{r['gloo_cpu_busbw_gbs']:.2f} | {r['ratio']:.2f} |")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, op in zip(axes, ("all_reduce", "all_gather")):
+        rs = [r for r in rows if r["op"] == op]
+        xs = [r["bytes"] for r in rs]
+        ax.loglog(xs, [r["tpu_busbw_gbs"] for r in rs], "o-", label="tpu (staged through Gloo)")
+        ax.loglog(xs, [r["gloo_cpu_busbw_gbs"] for r in rs], "s--", label="Gloo, CPU tensors")
+        ax.set_title(f"{op}, {data['world']} ranks")
+        ax.set_xlabel("bytes per rank")
+        ax.set_ylabel("bus bandwidth (GB/s)")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(args.out, "collectives.png"), dpi=100)
+    print(f"\nwrote {os.path.join(args.out, 'collectives.png')}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nproc", type=int, default=2)
+    ap.add_argument("--max-mb", type=int, default=64)
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--rank", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    if args.rank:
+        rank_main(args)
+        return
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={args.nproc}",
+           os.path.abspath(__file__), "--rank", "--max-mb", str(args.max_mb), "--out", args.out]
+    subprocess.run(cmd, check=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    report(args)
+
+
+if __name__ == "__main__":
+    main()
