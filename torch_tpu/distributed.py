@@ -407,6 +407,17 @@ class ProcessGroupTpu(_C10dBackend):
         return _StagedWork(self._gloo.barrier(opts), [], [])
 
 
+# C++ (DDP's buffer broadcast, functional collectives) calls these inside
+# compiled regions; dynamo must run them as they are, not trace them.
+for _name in ("allreduce", "allreduce_coalesced", "reduce", "broadcast", "allgather", "allgather_coalesced",
+              "all_gather_single", "all_gather_single_coalesced", "gather", "scatter", "reduce_scatter",
+              "reduce_scatter_single", "reduce_scatter_single_coalesced", "all_to_all_single", "alltoall", "send",
+              "recv", "recv_anysource", "barrier"):
+    setattr(ProcessGroupTpu, _name, torch._disable_dynamo(getattr(ProcessGroupTpu, _name)))
+for _name in ("wait", "get_future"):
+    setattr(_StagedWork, _name, torch._disable_dynamo(getattr(_StagedWork, _name)))
+
+
 class _Joined(Work):
     """Several staged works as one (the coalesced forms)."""
 

@@ -83,6 +83,31 @@ def reference(tp=False):
     return torch.stack(losses), {n: p.detach() for n, p in model.named_parameters()}
 
 
+def make_llama():
+    """HF LlamaForCausalLM from the tiny config of tests/models/test_hf_causal_lm.py, seed 0."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from tests.models.test_hf_causal_lm import build
+    return build("llama", "sdpa").train()
+
+
+def llama_batches():
+    g = torch.Generator().manual_seed(2)
+    return [torch.randint(3, 128, (GLOBAL_BATCH, 12), generator=g) for _ in range(STEPS)]
+
+
+def llama_reference():
+    model = make_llama()
+    opt = make_opt(model.parameters())
+    losses = []
+    for ids in llama_batches():
+        opt.zero_grad()
+        loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach())
+    return torch.stack(losses), {n: p.detach() for n, p in model.named_parameters()}
+
+
 def launch(scenario, out_dir, nproc=2, timeout=600, env=None):
     """Runs worker.py SCENARIO under torchrun; returns each rank's payload."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",

@@ -17,3 +17,14 @@ def test_colwise_rowwise_matches_single_process(tmp_path):
         torch.testing.assert_close(got["losses"], ref_losses, atol=1e-5, rtol=1e-5)
         for n, p in ref_params.items():
             torch.testing.assert_close(got["params"][n], p, atol=2e-5, rtol=1e-4, msg=lambda m, n=n: f"{n}: {m}")
+
+
+def test_fsdp_by_tp_on_a_2d_mesh_matches_single_process(tmp_path):
+    # 4 ranks: tensor parallel inside each pair, FSDP2 across the pairs.
+    ranks = launch("fsdp_tp", tmp_path, nproc=4)
+    ref_losses, ref_params = reference(tp=True)
+    for got in ranks:
+        assert got["meshes"] == ["('dp', 'tp')", "('dp',)"], got["meshes"]
+        torch.testing.assert_close(got["losses"], ref_losses, atol=1e-5, rtol=1e-5)
+        for n, p in ref_params.items():
+            torch.testing.assert_close(got["params"][n], p, atol=2e-5, rtol=1e-4, msg=lambda m, n=n: f"{n}: {m}")

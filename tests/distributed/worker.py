@@ -211,22 +211,135 @@ def fsdp(out):
 
 def tp(out):
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    from torch.distributed.tensor.parallel import parallelize_module
     mesh = init_device_mesh("tpu", (dist.get_world_size(),))
     model = make_gpt(tp=True).to(TPU)
     model.tie_weights()
-    plan = {}
-    for i in range(len(model.h)):
-        plan.update({f"h.{i}.attn.q": ColwiseParallel(), f"h.{i}.attn.k": ColwiseParallel(),
-                     f"h.{i}.attn.v": ColwiseParallel(), f"h.{i}.attn.c_proj": RowwiseParallel(),
-                     f"h.{i}.mlp.0": ColwiseParallel(), f"h.{i}.mlp.2": RowwiseParallel()})
-    parallelize_module(model, mesh, plan)
+    parallelize_module(model, mesh, _tp_plan(model))
     # Tensor parallel: every rank sees the whole batch.
     # foreach=False: PyTorch's foreach kernels refuse a mix of DTensor and plain
     # parameters (the same on CUDA); with FSDP on top all would be DTensors.
     losses, params = _train(model, lambda t: t, _full_params, foreach=False)
     _save(out, "tp", {"losses": losses, "params": params,
                       "sharded": sorted(n for n, p in model.named_parameters() if hasattr(p, "placements"))})
+
+
+def _tp_plan(model):
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
+    plan = {}
+    for i in range(len(model.h)):
+        plan.update({f"h.{i}.attn.q": ColwiseParallel(), f"h.{i}.attn.k": ColwiseParallel(),
+                     f"h.{i}.attn.v": ColwiseParallel(), f"h.{i}.attn.c_proj": RowwiseParallel(),
+                     f"h.{i}.mlp.0": ColwiseParallel(), f"h.{i}.mlp.2": RowwiseParallel()})
+    return plan
+
+
+def fsdp_tp(out):
+    """2-D: tensor parallel inside pairs of ranks, FSDP2 across the pairs."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor.parallel import parallelize_module
+    mesh = init_device_mesh("tpu", (2, dist.get_world_size() // 2), mesh_dim_names=("dp", "tp"))
+    model = make_gpt(tp=True).to(TPU)
+    model.tie_weights()
+    parallelize_module(model, mesh["tp"], _tp_plan(model))
+    for block in model.h:
+        fully_shard(block, mesh=mesh["dp"])
+    fully_shard(model, mesh=mesh["dp"])
+    dp = mesh["dp"].get_local_rank()
+    losses, params = _train(model, lambda t: _local(t, dp, 2), _full_params)
+    _save(out, "fsdp_tp", {"losses": losses, "params": params,
+                           "meshes": sorted({str(p.device_mesh.mesh_dim_names) for p in model.parameters()})})
+
+
+def ddp_compile(out):
+    """A DDP step under torch.compile(backend="tpu")."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    r, w = dist.get_rank(), dist.get_world_size()
+    model = make_gpt().to(TPU)
+    model.tie_weights()
+    net = torch.compile(DDP(model), backend="tpu")
+    losses, params = _train(net, lambda t: _local(t, r, w), lambda m: _full_params(model))
+    _save(out, "ddp_compile", {"losses": losses, "params": params})
+
+
+def fsdp_llama(out):
+    """FSDP2 on Hugging Face Llama (tiny config): each decoder layer, then the root."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    from tests.distributed.common import llama_batches, make_llama
+    r, w = dist.get_rank(), dist.get_world_size()
+    mesh = init_device_mesh("tpu", (w,))
+    model = make_llama().to(TPU)
+    for layer in model.model.layers:
+        fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    opt = make_opt(model.parameters())
+    losses = []
+    for ids in llama_batches():
+        ids = _local(ids, r, w).to(TPU)
+        opt.zero_grad()
+        loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        losses.append(_global_loss(loss))
+    _save(out, "fsdp_llama", {"losses": torch.stack(losses), "params": _full_params(model)})
+
+
+def _fsdp_model(mesh):
+    from torch.distributed.fsdp import fully_shard
+    model = make_gpt().to(TPU)
+    model.tie_weights()
+    for block in model.h:
+        fully_shard(block, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    return model
+
+
+def dcp_save(out):
+    """FSDP2 on all ranks: STEPS - 1 steps, a sharded checkpoint of model and
+    optimizer, then the last step (whose loss the 1-rank resume must match)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+    from torch.distributed.device_mesh import init_device_mesh
+    r, w = dist.get_rank(), dist.get_world_size()
+    model = _fsdp_model(init_device_mesh("tpu", (w,)))
+    opt = make_opt(model.parameters())
+    losses = []
+    for step, (x, y) in enumerate(batches()):
+        if step == STEPS - 1:
+            msd, osd = get_state_dict(model, opt)
+            dcp.save({"model": msd, "optim": osd}, checkpoint_id=os.path.join(out, "ckpt"))
+        x, y = _local(x, r, w).to(TPU), _local(y, r, w).to(TPU)
+        opt.zero_grad()
+        loss = loss_of(model, x, y)
+        loss.backward()
+        opt.step()
+        losses.append(_global_loss(loss))
+    _save(out, "dcp_save", {"losses": torch.stack(losses), "params": _full_params(model)})
+
+
+def dcp_load(out):
+    """One rank, no FSDP: load the 2-rank checkpoint and run the last step."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+    model = make_gpt().to(TPU)
+    model.tie_weights()
+    opt = make_opt(model.parameters())
+    # Materialise the optimizer state so that loading has tensors to fill.
+    loss_of(model, *[t.to(TPU) for t in batches()[0]]).backward()
+    opt.step()
+    opt.zero_grad()
+    msd, osd = get_state_dict(model, opt)
+    state = {"model": msd, "optim": osd}
+    dcp.load(state, checkpoint_id=os.path.join(out, "ckpt"))
+    set_state_dict(model, opt, model_state_dict=state["model"], optim_state_dict=state["optim"])
+    x, y = (t.to(TPU) for t in batches()[STEPS - 1])
+    loss = loss_of(model, x, y)
+    loss.backward()
+    opt.step()
+    _save(out, "dcp_load", {"loss": loss.detach().cpu(), "params": _full_params(model)})
 
 
 def main():
