@@ -39,14 +39,26 @@ class SplitQKV(nn.Module):
         return self.c_proj(y.transpose(1, 2).reshape(B, T, -1))
 
 
-def make_gpt(tp=False):
+class Untied(GPT):
+    """The decoder with its head untied from the token embedding (same initial
+    values), so the two can be sharded differently (sequence parallelism)."""
+
+    def tie_weights(self):
+        if not hasattr(self, "_untied"):
+            super().tie_weights()  # as constructed: tied, then split below
+
+
+def make_gpt(tp=False, untied=False):
     """The decoder, initialised from seed 0; tp=True: the same weights with
-    q/k/v split (the same function)."""
+    q/k/v split (the same function); untied=True: wte a copy of lm_head."""
     torch.manual_seed(0)
-    model = GPT(manual=False)
+    model = (Untied if untied else GPT)(manual=False)
     if tp:
         for block in model.h:
             block.attn = SplitQKV(block.attn)
+    if untied:
+        model._untied = True
+        model.wte.weight = nn.Parameter(model.lm_head.weight.detach().clone())
     return model
 
 
@@ -68,10 +80,10 @@ def loss_of(model, x, y):
     return F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))
 
 
-def reference(tp=False):
+def reference(tp=False, untied=False):
     """Losses and final parameters of the same training in one process on
     CPU, with the global batch."""
-    model = make_gpt(tp)
+    model = make_gpt(tp, untied)
     opt = make_opt(model.parameters())
     losses = []
     for x, y in batches():

@@ -28,3 +28,16 @@ def test_fsdp_by_tp_on_a_2d_mesh_matches_single_process(tmp_path):
         torch.testing.assert_close(got["losses"], ref_losses, atol=1e-5, rtol=1e-5)
         for n, p in ref_params.items():
             torch.testing.assert_close(got["params"][n], p, atol=2e-5, rtol=1e-4, msg=lambda m, n=n: f"{n}: {m}")
+
+
+def test_sequence_parallel_and_loss_parallel_match_single_process(tmp_path):
+    # SequenceParallel LayerNorms with the residual stream sharded along the
+    # sequence, embeddings RowwiseParallel into that layout, and the head's
+    # logits sharded over the vocabulary into loss_parallel's cross entropy.
+    ranks = launch("tp_sequence_parallel", tmp_path)
+    ref_losses, ref_params = reference(tp=True, untied=True)
+    for got in ranks:
+        torch.testing.assert_close(got["losses"], ref_losses, atol=1e-5, rtol=1e-5)
+        assert got["params"].keys() == ref_params.keys()
+        for n, p in ref_params.items():
+            torch.testing.assert_close(got["params"][n], p, atol=2e-5, rtol=1e-4, msg=lambda m, n=n: f"{n}: {m}")

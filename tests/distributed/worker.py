@@ -234,6 +234,49 @@ def _tp_plan(model):
     return plan
 
 
+def tp_sequence_parallel(out):
+    """Tensor parallel with sequence parallelism (LayerNorms and the residual
+    stream sharded along the sequence) and a loss-parallel cross entropy on
+    vocabulary-sharded logits."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor, Replicate, Shard
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        PrepareModuleInput,
+        RowwiseParallel,
+        SequenceParallel,
+        loss_parallel,
+        parallelize_module,
+    )
+    mesh = init_device_mesh("tpu", (dist.get_world_size(),))
+    model = make_gpt(tp=True, untied=True).to(TPU)
+    replicate_in = PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),))
+    plan = {"wte": RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1)),
+            "wpe": RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(0)),
+            "ln_f": SequenceParallel(),
+            "lm_head": ColwiseParallel(input_layouts=Shard(1), output_layouts=Shard(-1), use_local_output=False)}
+    for i in range(len(model.h)):
+        plan.update({f"h.{i}.ln_1": SequenceParallel(), f"h.{i}.attn": replicate_in,
+                     f"h.{i}.attn.q": ColwiseParallel(), f"h.{i}.attn.k": ColwiseParallel(),
+                     f"h.{i}.attn.v": ColwiseParallel(), f"h.{i}.attn.c_proj": RowwiseParallel(output_layouts=Shard(1)),
+                     f"h.{i}.ln_2": SequenceParallel(), f"h.{i}.mlp": replicate_in,
+                     f"h.{i}.mlp.0": ColwiseParallel(), f"h.{i}.mlp.2": RowwiseParallel(output_layouts=Shard(1))})
+    parallelize_module(model, mesh, plan)
+    opt = make_opt(model.parameters(), foreach=False)
+    losses = []
+    for x, y in batches():
+        x, y = x.to(TPU), y.to(TPU)
+        opt.zero_grad()
+        with loss_parallel():
+            logits = model(x)
+            assert isinstance(logits, DTensor) and logits.placements == (Shard(2),), logits.placements
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))
+            loss.backward()
+        opt.step()
+        losses.append(loss.full_tensor().detach().cpu())
+    _save(out, "tp_sequence_parallel", {"losses": torch.stack(losses), "params": _full_params(model)})
+
+
 def fsdp_tp(out):
     """2-D: tensor parallel inside pairs of ranks, FSDP2 across the pairs."""
     from torch.distributed.device_mesh import init_device_mesh
