@@ -88,3 +88,24 @@ def test_bad_use_gets_clear_errors(ranks):
         torch.testing.assert_close(ranks[r]["after_errors"], torch.full((2,), float(W)))
     assert errors["bad_size"][0] == "ValueError" and "must equal world size" in errors["bad_size"][1]
     assert errors["non_contiguous"][0] == "ValueError" and "contiguous" in errors["non_contiguous"][1]
+
+
+def test_init_process_group_without_a_backend_uses_tpu_for_tpu_tensors(tmp_path):
+    for got in launch("default_backend", tmp_path):
+        assert got["backend"] == "tpu:tpu", got["backend"]
+        torch.testing.assert_close(got["tpu"], torch.full((2,), 2.0))
+        # As with cuda and NCCL: the accelerator's backend only; CPU tensors
+        # need init_process_group("tpu") (or "cpu:gloo,tpu:tpu").
+        assert "No backend type associated with device type cpu" in got["cpu_error"], got["cpu_error"]
+
+
+def test_a_dead_rank_gives_an_error_not_a_hang(tmp_path):
+    import os
+    # Rank 1 exits right after init (exit code 0, so torchrun waits for rank 0).
+    launch("rank_dies", tmp_path, check_files=False)
+    got = torch.load(os.path.join(tmp_path, "rank_dies_rank0.pt"), weights_only=False)
+    assert got["error"] is not None, "the collective with a dead peer returned normally"
+    kind, msg = got["error"]
+    assert kind in ("RuntimeError", "DistBackendError"), got["error"]
+    assert "closed" in msg.lower() or "timed out" in msg.lower() or "timeout" in msg.lower(), msg
+    assert got["seconds"] < 60, got["seconds"]  # the group's timeout is 15 s

@@ -330,6 +330,35 @@ def fsdp_llama(out):
     _save(out, "fsdp_llama", {"losses": torch.stack(losses), "params": _full_params(model)})
 
 
+def default_backend(out):
+    """init_process_group() with no backend picks the current accelerator's
+    backend: tpu, as cuda gets NCCL (and, as there, only for its device)."""
+    t = torch.ones(2, device=TPU)
+    dist.all_reduce(t)
+    try:
+        dist.all_reduce(torch.ones(2))
+        cpu_error = None
+    except RuntimeError as e:
+        cpu_error = str(e)
+    _save(out, "default_backend", {"backend": dist.get_backend_config(), "tpu": t.cpu(), "cpu_error": cpu_error})
+
+
+def rank_dies(out):
+    """Rank 1 exits without a word; rank 0's next collective must fail with
+    a message within the group's timeout, not hang."""
+    import time
+    if dist.get_rank() == 1:
+        os._exit(0)
+    t0 = time.perf_counter()
+    try:
+        dist.all_reduce(torch.ones(2, device=TPU))
+        err = None
+    except Exception as e:  # noqa: BLE001 - the message is what is checked
+        err = (type(e).__name__, str(e))
+    torch.save({"error": err, "seconds": time.perf_counter() - t0}, os.path.join(out, "rank_dies_rank0.pt"))
+    os._exit(0)  # the group cannot be torn down cleanly without rank 1
+
+
 def _fsdp_model(mesh):
     from torch.distributed.fsdp import fully_shard
     model = make_gpt().to(TPU)
@@ -387,7 +416,11 @@ def dcp_load(out):
 
 def main():
     scenario, out = sys.argv[1], sys.argv[2]
-    dist.init_process_group("tpu")
+    import datetime
+    if scenario == "default_backend":
+        dist.init_process_group()
+    else:
+        dist.init_process_group("tpu", timeout=datetime.timedelta(seconds=60 if scenario != "rank_dies" else 15))
     try:
         globals()[scenario](out)
     finally:
