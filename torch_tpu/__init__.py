@@ -23,6 +23,7 @@ _compile._install()
 _dlpack._install()
 _fastpath._install()
 distributed._install()
+debug._install()
 __all__ = [
     "EagerMode", "mark_step", "cache", "debug", "set_cpu_fallback", "get_cpu_fallback", "cpu_fallback", "__version__",
 ]

@@ -82,3 +82,167 @@ def metrics_report() -> str:
                          f"{t['entries']} entries, {t['bytes']} bytes ({t['dir']})")
     lines.append(f"  compile time spent {st['compile_ms']:.1f} ms, saved {st['compile_ms_saved']:.1f} ms")
     return "\n".join(lines)
+
+
+# --- numerics against CPU ----------------------------------------------------------
+
+
+class CompareReport:
+    """What compare_with_cpu found: `ok`, and per module (in the order the
+    forward ran them) the largest absolute error of its output, then of each
+    parameter's gradient. `first_mismatch` names the first beyond tolerance."""
+
+    def __init__(self, outputs, grads, atol, rtol):
+        self.outputs = outputs  # [(module name, max abs err, within tolerance)]
+        self.grads = grads  # [(parameter name, max abs err, within tolerance)]
+        self.atol, self.rtol = atol, rtol
+        bad = [("output", n, e) for n, e, ok in outputs if not ok] + [("grad", n, e) for n, e, ok in grads if not ok]
+        self.first_mismatch = bad[0] if bad else None
+        self.ok = not bad
+
+    def __str__(self):
+        if self.ok:
+            worst = max([e for _, e, _ in self.outputs + self.grads] or [0.0])
+            return (f"tpu matches CPU: {len(self.outputs)} module outputs and {len(self.grads)} gradients within "
+                    f"atol={self.atol}, rtol={self.rtol} (largest abs error {worst:.3g})")
+        kind, name, err = self.first_mismatch
+        return (f"first mismatch: the {kind} of {name or '<root>'} differs from CPU by up to {err:.3g} "
+                f"(atol={self.atol}, rtol={self.rtol})")
+
+    __repr__ = __str__
+
+
+def _leaves(x):
+    import torch
+    from torch.utils._pytree import tree_leaves
+    return [t for t in tree_leaves(x) if isinstance(t, torch.Tensor)]
+
+
+def _err(a, b, atol, rtol):
+    """(max abs error, within tolerance) of a against the CPU value b."""
+    import torch
+    a = a.detach().cpu()
+    b = b.detach()
+    if a.shape != b.shape:
+        return float("inf"), False
+    if not (a.is_floating_point() or a.is_complex()):
+        return float((a != b).sum()), bool(torch.equal(a, b))
+    a, b = a.double(), b.double()
+    finite = torch.isfinite(b)
+    same_nonfinite = bool(torch.equal(torch.isfinite(a), finite)) and bool(
+        torch.equal(a[~finite].nan_to_num(0.0), b[~finite].nan_to_num(0.0)))
+    err = float((a[finite] - b[finite]).abs().max()) if finite.any() else 0.0
+    ok = same_nonfinite and bool(torch.all((a[finite] - b[finite]).abs() <= atol + rtol * b[finite].abs()))
+    return err, ok
+
+
+def compare_with_cpu(model, *inputs, backward=True, atol=1e-4, rtol=1e-4):
+    """Runs `model` (on tpu) and a CPU copy of it on the same inputs, forward
+    and (with backward=True) backward of the sum of the first output, and
+    reports the first module whose output, or the first parameter whose
+    gradient, differs beyond atol + rtol * |cpu| (float32 defaults; pass
+    looser ones for bfloat16). Returns a CompareReport (print it). The model's
+    own gradients are left as they were."""
+    import copy
+
+    import torch
+
+    cpu_model = copy.deepcopy(model).to("cpu")
+    saved = {n: (p.grad.clone() if p.grad is not None else None) for n, p in model.named_parameters()}
+    records = {"tpu": {}, "cpu": {}}
+    order = []
+    hooks = []
+    for which, m in (("tpu", model), ("cpu", cpu_model)):
+        for name, mod in m.named_modules():
+            def hook(mod, args, out, name=name, which=which):
+                records[which][name] = _leaves(out)
+                if which == "tpu":
+                    order.append(name)
+            hooks.append(mod.register_forward_hook(hook))
+    try:
+        tpu_in = [x.to(next(model.parameters()).device) if isinstance(x, torch.Tensor) else x for x in inputs]
+        cpu_in = [x.detach().to("cpu") if isinstance(x, torch.Tensor) else x for x in inputs]
+        out_t, out_c = model(*tpu_in), cpu_model(*cpu_in)
+        if backward:
+            model.zero_grad(set_to_none=True)
+            _leaves(out_t)[0].float().sum().backward()
+            _leaves(out_c)[0].float().sum().backward()
+    finally:
+        for h in hooks:
+            h.remove()
+    outputs = []
+    for name in dict.fromkeys(order):  # first call order, each module once
+        pairs = list(zip(records["tpu"].get(name, []), records["cpu"].get(name, [])))
+        if not pairs:
+            continue
+        errs = [_err(a, b, atol, rtol) for a, b in pairs]
+        outputs.append((name, max(e for e, _ in errs), all(ok for _, ok in errs)))
+    grads = []
+    if backward:
+        cpu_params = dict(cpu_model.named_parameters())
+        for n, p in model.named_parameters():
+            q = cpu_params.get(n)
+            if p.grad is None or q is None or q.grad is None:
+                continue
+            e, ok = _err(p.grad, q.grad, atol, rtol)
+            grads.append((n, e, ok))
+        for n, p in model.named_parameters():
+            p.grad = saved[n]
+    return CompareReport(outputs, grads, atol, rtol)
+
+
+# --- NaN/Inf detection ---------------------------------------------------------------
+
+
+def _user_frame():
+    import os
+    import traceback
+    here = os.path.dirname(os.path.abspath(__file__))
+    torch_dir = os.path.dirname(os.path.abspath(__import__("torch").__file__))
+    for fr in reversed(traceback.extract_stack()[:-2]):
+        f = os.path.abspath(fr.filename)
+        if not f.startswith(here) and not f.startswith(torch_dir):
+            return f"{fr.filename}:{fr.lineno} ({fr.line})"
+    return "<unknown>"
+
+
+def _nan_mode_class():
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class DetectNaN(TorchDispatchMode):
+        """Checks every tpu op's floating outputs; raises at the first NaN or
+        Inf, naming the op and the user's line. Each check reads a value back
+        (a host sync per op): for debugging, not for speed."""
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in _leaves(out):
+                if t.device.type == "tpu" and (t.is_floating_point() or t.is_complex()) and t.numel():
+                    if not bool(torch.isfinite(t).all()):
+                        bad = "NaN" if bool(torch.isnan(t).any()) else "Inf"
+                        raise RuntimeError(f"torch_tpu: {func} produced {bad} (output shape {list(t.shape)}, "
+                                           f"{t.dtype}) at {_user_frame()}. TORCH_TPU_DETECT_NAN / "
+                                           "torch_tpu.debug.detect_nan() raised at the first such op.")
+            return out
+
+    return DetectNaN
+
+
+def detect_nan():
+    """A context manager: inside it, the first tpu op whose output holds NaN
+    or Inf raises RuntimeError naming the op and the Python line. Autograd's
+    backward ops are checked too. TORCH_TPU_DETECT_NAN=1 turns it on for the
+    whole process."""
+    return _nan_mode_class()()
+
+
+_global_nan_mode = None
+
+
+def _install():
+    import os
+    global _global_nan_mode
+    if os.environ.get("TORCH_TPU_DETECT_NAN", "0") not in ("", "0") and _global_nan_mode is None:
+        _global_nan_mode = detect_nan()
+        _global_nan_mode.__enter__()

@@ -1,0 +1,72 @@
+"""torch_tpu.debug's numerics tools: compare_with_cpu finds the first module
+(or gradient) that differs from CPU, and detect_nan / TORCH_TPU_DETECT_NAN
+raise at the first op producing NaN or Inf, forward or backward."""
+import subprocess
+import sys
+
+import pytest
+import torch
+from test_device import ROOT
+from torch import nn
+
+import torch_tpu
+from torch_tpu import debug
+
+
+class OffOnTpu(nn.Module):
+    """Adds `delta` only on tpu: a stand-in for a wrong kernel."""
+
+    def __init__(self, delta):
+        super().__init__()
+        self.delta = delta
+
+    def forward(self, x):
+        return x + self.delta if x.device.type == "tpu" else x
+
+
+def _mlp(middle):
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 8), middle, nn.Tanh(), nn.Linear(8, 3)).to("tpu")
+
+
+def test_compare_with_cpu_passes_a_correct_model_and_keeps_its_grads():
+    m = _mlp(nn.ReLU())
+    m[0].weight.grad = torch.full_like(m[0].weight, 7.0)
+    rep = debug.compare_with_cpu(m, torch.randn(5, 4))
+    assert rep.ok, str(rep)
+    assert [n for n, _, _ in rep.outputs] == ["0", "1", "2", "3", ""]
+    assert {n for n, _, _ in rep.grads} == {n for n, _ in m.named_parameters()}
+    torch.testing.assert_close(m[0].weight.grad.cpu(), torch.full((8, 4), 7.0))
+
+
+def test_compare_with_cpu_names_the_first_module_that_differs():
+    m = _mlp(OffOnTpu(1e-2))
+    rep = debug.compare_with_cpu(m, torch.randn(5, 4))
+    assert not rep.ok
+    kind, name, err = rep.first_mismatch
+    assert (kind, name) == ("output", "1"), str(rep)
+    assert err == pytest.approx(1e-2, rel=1e-3)
+    assert "the output of 1 differs" in str(rep)
+
+
+def test_detect_nan_raises_at_the_op_forward_and_backward():
+    with debug.detect_nan():
+        with pytest.raises(RuntimeError, match=r"aten\.log\.default produced Inf .*test_debug_tools\.py"):
+            torch.log(torch.tensor([1.0, 0.0], device="tpu"))
+        x = torch.tensor([0.0, 4.0], device="tpu", requires_grad=True)
+        y = torch.sqrt(x).sum()  # finite forward; d/dx sqrt at 0 is inf
+        with pytest.raises(RuntimeError, match="produced Inf"):
+            y.backward()
+        # A normal step raises nothing.
+        m = _mlp(nn.ReLU())
+        m(torch.randn(2, 4, device="tpu")).sum().backward()
+
+
+def test_detect_nan_environment_variable():
+    code = ("import torch, torch_tpu\n"
+            "x = torch.tensor([-1.0], device='tpu')\n"
+            "torch.sqrt(x)\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                       env={**__import__("os").environ, "TORCH_TPU_DETECT_NAN": "1"})
+    assert p.returncode != 0 and "aten.sqrt.default produced NaN" in p.stderr, p.stderr[-2000:]
+    assert torch_tpu.debug._global_nan_mode is None  # not on in this process
