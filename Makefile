@@ -49,12 +49,12 @@ format: setup
 	.venv/bin/ruff check --fix .
 
 bench: setup
-	$(PY) bench/eager_op_latency.py
+	$(PY) -m torch_tpu.bench ops
 
 # Training steps/s in every mode, beside PyTorch CPU, Inductor and JAX
 # (optional: pip install -r requirements-bench.txt).
 bench-train: setup
-	$(PY) bench/train_step.py
+	$(PY) -m torch_tpu.bench
 
 clean:
 	rm -rf build dist torch_tpu/_C*.so

@@ -11,7 +11,7 @@ Configurations:
   fused                EagerMode.DEFER_AND_FUSE
   torchtpu-strict/-fused  Google's TorchTPU 0.2.0 on the same XLA:CPU plugin, when
                        --peer names its venv (../shared/tools/torchtpu-peer-venv.sh)
-The models are bench/train_step.py's (MLP 784-512-512-10 with SGD, the GPT-style
+The models are torch_tpu.bench.train's (MLP 784-512-512-10 with SGD, the GPT-style
 decoder with AdamW).
 """
 from __future__ import annotations
@@ -37,8 +37,7 @@ def child(name: str, peer: bool, steady: int) -> None:
         import torchtpu_peer  # noqa: F401  (points TorchTPU at the XLA:CPU plugin)
     import torch
 
-    sys.path.insert(0, HERE)
-    from train_step import torch_setup
+    from torch_tpu.bench.train import torch_setup
 
     if peer and os.environ.get("PEER_FUSED"):
         torch.tpu.eager_mode = torch.tpu.EagerMode.DEFER_AND_FUSE

@@ -1,0 +1,32 @@
+"""python -m torch_tpu.bench runs end to end at a tiny size and writes its
+table, CSV, JSON and chart (the figures themselves live in docs/benchmarks.md,
+never in tests)."""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+from test_device import ROOT
+
+
+def test_bench_train_writes_its_outputs(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "torch_tpu.bench", "--models", "mlp-demo", "--modes",
+                        "cpu-eager,tpu-strict", "--steps", "3", "--warmup", "1", "--out", str(tmp_path)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "samples/s" in p.stdout and "peak MiB" in p.stdout, p.stdout
+    rows = list(csv.DictReader(open(tmp_path / "train_step.csv")))
+    assert [r["mode"] for r in rows] == ["cpu-eager", "tpu-strict"], rows
+    tpu = rows[1]
+    assert float(tpu["steps_per_s"]) > 0 and int(tpu["compiles"]) > 0 and int(tpu["peak_bytes"]) > 0, tpu
+    data = json.load(open(tmp_path / "train_step.json"))
+    assert data["results"]["mlp-demo"]["tpu-strict"]["final_loss"] > 0
+    assert os.path.getsize(tmp_path / "train_step.png") > 0
+
+
+def test_bench_ops_prints_its_table():
+    p = subprocess.run([sys.executable, "-m", "torch_tpu.bench", "ops", "--iters", "5", "--repeats", "1"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "matmul 64x64" in p.stdout and "tpu/cpu" in p.stdout, p.stdout

@@ -1,0 +1,70 @@
+"""Eager per-op latency on compile-cache hits: tpu (XLA:CPU via PJRT) next to
+PyTorch CPU eager, in one run. Prints medians and ratios.
+
+    python -m torch_tpu.bench ops [--iters 2000] [--repeats 7]
+    (also: python bench/eager_op_latency.py ...)
+
+Each figure is the median over `repeats` of (time for `iters` calls) / iters,
+measured after warm-up. tpu calls are asynchronous; the timed loop ends with
+torch.tpu.synchronize(), so the figure includes finishing the work.
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+
+import torch
+
+import torch_tpu  # noqa: F401
+
+
+def per_call_us(fn, iters: int, repeats: int, sync) -> float:
+    for _ in range(50):
+        fn()
+    sync()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        sync()
+        times.append((time.perf_counter() - t0) / iters * 1e6)
+    return statistics.median(times)
+
+
+def cases(device):
+    a1, b1 = torch.randn(1, device=device), torch.randn(1, device=device)
+    a3, b3 = torch.randn(1000, device=device), torch.randn(1000, device=device)
+    m1, m2 = torch.randn(64, 64, device=device), torch.randn(64, 64, device=device)
+    return {
+        "add (1 float)": lambda: a1 + b1,
+        "add (1,000 floats)": lambda: a3 + b3,
+        "add scalar (1,000)": lambda: a3 + 0.5,
+        "matmul 64x64": lambda: m1 @ m2,
+        "sum (1,000)": lambda: a3.sum(),
+    }
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--iters", type=int, default=2000)
+    p.add_argument("--repeats", type=int, default=7)
+    a = p.parse_args(argv)
+    print(f"machine: {platform.machine()}, {torch.get_num_threads()} torch threads; "
+          f"tpu = {torch.tpu.get_device_name()}")
+    tpu_cases, cpu_cases = cases("tpu"), cases("cpu")
+    rows = []
+    for name in tpu_cases:
+        t = per_call_us(tpu_cases[name], a.iters, a.repeats, torch.tpu.synchronize)
+        c = per_call_us(cpu_cases[name], a.iters, a.repeats, lambda: None)
+        rows.append((name, t, c))
+    print(f"\n{'op':<22}{'tpu µs':>10}{'cpu µs':>10}{'tpu/cpu':>10}")
+    for name, t, c in rows:
+        print(f"{name:<22}{t:>10.1f}{c:>10.1f}{t / c:>9.1f}x")
+    print("\ntarget: <= 20 µs median per small op on tpu (XLA:CPU) after warm-up")
+
+
+if __name__ == "__main__":
+    main()

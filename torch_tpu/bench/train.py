@@ -1,0 +1,405 @@
+"""Training-step throughput, side by side, in one run.
+
+    python -m torch_tpu.bench [train] [--models mlp-demo,mlp,gpt,resnet18] [--modes ...] [--steps N]
+    (also: python bench/train_step.py ...)
+
+For every (model, mode) a fresh process trains with an empty compilation
+cache and reports the first step's time (compiles included) and steps/s
+after warm-up. Modes: PyTorch CPU eager and Inductor (cpu-eager,
+cpu-inductor), tpu strict eager, fused eager and torch.compile (tpu-strict,
+tpu-fused, tpu-compile), and JAX jit of the same model on XLA:CPU (jax-jit;
+on torch_tpu's own XLA:CPU plugin, and jax-jit-bundled on jaxlib's own
+XLA:CPU build; skipped when JAX is not installed: pip install -r
+requirements-bench.txt).
+Per (model, mode): steps/s, items/s (samples, tokens or images), the first
+step's time, programs compiled and peak tpu memory. Prints a table with
+ratios and writes train_step.{json,csv,png} to --out (bench/results in a
+source checkout, else ./bench_results).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+MODELS = {
+    # name: (description, batch)
+    "mlp-demo": "MLP 32-128-128-10 (make demo), batch 64, AdamW",
+    "mlp": "MLP 784-512-512-10, batch 128, SGD",
+    "gpt": "GPT decoder 4 layers, d 256, seq 128, batch 8, AdamW",
+    "resnet18": "torchvision ResNet-18, 32x32, batch 16, SGD",
+}
+MODES = ["cpu-eager", "cpu-inductor", "tpu-strict", "tpu-fused", "tpu-compile", "jax-jit", "jax-jit-bundled"]
+GPT = dict(vocab=512, d=256, layers=4, heads=4, seq=128, batch=8)
+
+
+# --- PyTorch models ---------------------------------------------------------
+
+def torch_setup(name: str, device: str):
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    if name in ("mlp-demo", "mlp"):
+        d_in, h, b = (32, 128, 64) if name == "mlp-demo" else (784, 512, 128)
+        model = nn.Sequential(nn.Linear(d_in, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU(), nn.Linear(h, 10))
+        x, y = torch.randn(b, d_in, generator=g), torch.randint(0, 10, (b,), generator=g)
+        loss_fn = F.cross_entropy
+    elif name == "gpt":
+        c = GPT
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ln1, self.ln2 = nn.LayerNorm(c["d"]), nn.LayerNorm(c["d"])
+                self.qkv, self.proj = nn.Linear(c["d"], 3 * c["d"]), nn.Linear(c["d"], c["d"])
+                self.fc1, self.fc2 = nn.Linear(c["d"], 4 * c["d"]), nn.Linear(4 * c["d"], c["d"])
+
+            def forward(self, x):
+                B, T, D = x.shape
+                q, k, v = self.qkv(self.ln1(x)).split(D, dim=2)
+                q, k, v = (t.view(B, T, c["heads"], D // c["heads"]).transpose(1, 2) for t in (q, k, v))
+                a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                x = x + self.proj(a.transpose(1, 2).reshape(B, T, D))
+                return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+        class GPTModel(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.tok, self.pos = nn.Embedding(c["vocab"], c["d"]), nn.Embedding(c["seq"], c["d"])
+                self.blocks = nn.Sequential(*[Block() for _ in range(c["layers"])])
+                self.ln, self.head = nn.LayerNorm(c["d"]), nn.Linear(c["d"], c["vocab"], bias=False)
+
+            def forward(self, idx):
+                pos = torch.arange(idx.shape[1], device=idx.device)
+                return self.head(self.ln(self.blocks(self.tok(idx) + self.pos(pos))))
+
+        model = GPTModel()
+        x = torch.randint(0, c["vocab"], (c["batch"], c["seq"]), generator=g)
+        y = torch.randint(0, c["vocab"], (c["batch"], c["seq"]), generator=g)
+
+        def loss_fn(logits, t):
+            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), t.reshape(-1))
+    elif name == "resnet18":
+        import torchvision
+
+        model = torchvision.models.resnet18(num_classes=10)
+        x, y = torch.randn(16, 3, 32, 32, generator=g), torch.randint(0, 10, (16,), generator=g)
+        loss_fn = F.cross_entropy
+    else:
+        raise ValueError(name)
+    model = model.to(device)
+    if name in ("mlp", "resnet18"):
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x, y = x.to(device), y.to(device)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    return step
+
+
+def run_torch(name: str, mode: str, steps: int, warmup: int) -> dict:
+    import torch
+
+    import torch_tpu
+
+    device = "cpu" if mode.startswith("cpu") else "tpu"
+    step = torch_setup(name, device)
+    if mode == "cpu-inductor":
+        step = torch.compile(step)
+    elif mode == "tpu-compile":
+        step = torch.compile(step, backend="tpu")
+    elif mode == "tpu-fused":
+        torch.tpu.eager_mode = torch.tpu.EagerMode.DEFER_AND_FUSE
+    sync = (lambda v: v.cpu()) if device == "tpu" else (lambda v: v)
+    t0 = time.perf_counter()
+    sync(step())
+    first = time.perf_counter() - t0
+    for _ in range(warmup):
+        loss = step()
+    sync(loss)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        loss = step()
+    final = float(sync(loss))
+    dt = time.perf_counter() - t0
+    out = dict(first_step_s=first, steps_per_s=steps / dt, final_loss=final)
+    if device == "tpu":
+        m = torch_tpu.debug.metrics()
+        out.update(compiles=m["compiles"], compile_ms=m["compile_ms"], flushes=m["flushes"],
+                   peak_bytes=torch.tpu.max_memory_allocated())
+    return out
+
+
+# --- JAX models (the same shapes and optimizers) ---------------------------
+
+def use_plugin_for_jax() -> None:
+    """Points JAX at torch_tpu's XLA:CPU PJRT plugin, so both frameworks run
+    on the same compiler and runtime (jaxlib bundles its own XLA:CPU, a
+    different build)."""
+    import jax
+    import xla_plugins.xla_cpu_pjrt as plugin
+    from jax._src import xla_bridge
+
+    path = os.path.join(os.path.dirname(plugin.__file__), "xla_cpu_pjrt.so")
+    xla_bridge.register_plugin("torch_tpu_xla_cpu", priority=500, library_path=path, options=None)
+    jax.config.update("jax_platforms", "torch_tpu_xla_cpu")
+
+
+def run_jax(name: str, steps: int, warmup: int) -> dict:
+    import jax
+    import jax.numpy as jnp
+
+    key = jax.random.PRNGKey(0)
+
+    def dense(k, i, o):
+        bound = 1 / math.sqrt(i)
+        k1, k2 = jax.random.split(k)
+        return {"w": jax.random.uniform(k1, (i, o), minval=-bound, maxval=bound),
+                "b": jax.random.uniform(k2, (o,), minval=-bound, maxval=bound)}
+
+    def lin(p, x):
+        return x @ p["w"] + p["b"]
+
+    def xent(logits, y):
+        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[..., None], axis=-1))
+
+    if name in ("mlp-demo", "mlp"):
+        d_in, h, b = (32, 128, 64) if name == "mlp-demo" else (784, 512, 128)
+        ks = jax.random.split(key, 4)
+        params = [dense(ks[0], d_in, h), dense(ks[1], h, h), dense(ks[2], h, 10)]
+        x = jax.random.normal(ks[3], (b, d_in))
+        y = jax.random.randint(ks[3], (b,), 0, 10)
+
+        def loss_fn(p, x, y):
+            return xent(lin(p[2], jax.nn.relu(lin(p[1], jax.nn.relu(lin(p[0], x))))), y)
+    elif name == "gpt":
+        c = GPT
+        d, H = c["d"], c["heads"]
+        ks = iter(jax.random.split(key, 64))
+
+        def ln_p():
+            return {"g": jnp.ones(d), "b": jnp.zeros(d)}
+
+        def ln(p, x):
+            m = x.mean(-1, keepdims=True)
+            v = ((x - m) ** 2).mean(-1, keepdims=True)
+            return (x - m) / jnp.sqrt(v + 1e-5) * p["g"] + p["b"]
+
+        def block_p():
+            return {"ln1": ln_p(), "ln2": ln_p(), "qkv": dense(next(ks), d, 3 * d), "proj": dense(next(ks), d, d),
+                    "fc1": dense(next(ks), d, 4 * d), "fc2": dense(next(ks), 4 * d, d)}
+
+        params = {"tok": jax.random.normal(next(ks), (c["vocab"], d)),
+                  "pos": jax.random.normal(next(ks), (c["seq"], d)),
+                  "blocks": [block_p() for _ in range(c["layers"])],
+                  "ln": ln_p(), "head": jax.random.normal(next(ks), (d, c["vocab"])) * 0.02}
+        x = jax.random.randint(next(ks), (c["batch"], c["seq"]), 0, c["vocab"])
+        y = jax.random.randint(next(ks), (c["batch"], c["seq"]), 0, c["vocab"])
+        mask = jnp.tril(jnp.ones((c["seq"], c["seq"]), bool))
+
+        def loss_fn(p, x, y):
+            B, T = x.shape
+            h = p["tok"][x] + p["pos"][:T]
+            for blk in p["blocks"]:
+                q, k, v = jnp.split(lin(blk["qkv"], ln(blk["ln1"], h)), 3, axis=-1)
+                q, k, v = (t.reshape(B, T, H, d // H).transpose(0, 2, 1, 3) for t in (q, k, v))
+                att = jnp.where(mask, q @ k.transpose(0, 1, 3, 2) / math.sqrt(d // H), -jnp.inf)
+                a = (jax.nn.softmax(att, -1) @ v).transpose(0, 2, 1, 3).reshape(B, T, d)
+                h = h + lin(blk["proj"], a)
+                h = h + lin(blk["fc2"], jax.nn.gelu(lin(blk["fc1"], ln(blk["ln2"], h)), approximate=False))
+            return xent(ln(p["ln"], h) @ p["head"], y)
+    else:
+        raise NotImplementedError(f"no JAX version of {name}")
+
+    sgd = name == "mlp"
+    state = jax.tree_util.tree_map(jnp.zeros_like, params)
+    state2 = jax.tree_util.tree_map(jnp.zeros_like, params)
+
+    @jax.jit
+    def step(p, m, v, t, x, y):
+        loss, g = jax.value_and_grad(loss_fn)(p, x, y)
+        if sgd:  # momentum 0.9, lr 0.01
+            m = jax.tree_util.tree_map(lambda m, g: 0.9 * m + g, m, g)
+            p = jax.tree_util.tree_map(lambda p, m: p - 0.01 * m, p, m)
+        else:  # AdamW lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight decay 0.01
+            m = jax.tree_util.tree_map(lambda m, g: 0.9 * m + 0.1 * g, m, g)
+            v = jax.tree_util.tree_map(lambda v, g: 0.999 * v + 0.001 * g * g, v, g)
+            bc1, bc2 = 1 - 0.9 ** t, 1 - 0.999 ** t
+            p = jax.tree_util.tree_map(
+                lambda p, m, v: p * (1 - 1e-5) - 1e-3 * (m / bc1) / (jnp.sqrt(v / bc2) + 1e-8), p, m, v)
+        return p, m, v, loss
+
+    t0 = time.perf_counter()
+    params, state, state2, loss = step(params, state, state2, 1.0, x, y)
+    loss.block_until_ready()
+    first = time.perf_counter() - t0
+    for i in range(warmup):
+        params, state, state2, loss = step(params, state, state2, float(i + 2), x, y)
+    loss.block_until_ready()
+    t0 = time.perf_counter()
+    for i in range(steps):
+        params, state, state2, loss = step(params, state, state2, float(i + 2 + warmup), x, y)
+    loss.block_until_ready()
+    dt = time.perf_counter() - t0
+    return dict(first_step_s=first, steps_per_s=steps / dt, final_loss=float(loss))
+
+
+# --- driver -------------------------------------------------------------------
+
+def child(name: str, mode: str, steps: int, warmup: int) -> None:
+    if mode == "jax-jit":
+        use_plugin_for_jax()
+    res = run_jax(name, steps, warmup) if mode.startswith("jax") else run_torch(name, mode, steps, warmup)
+    print("RESULT " + json.dumps(res))
+
+
+def measure(name: str, mode: str, steps: int, warmup: int) -> dict | None:
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix="tt_bench_cache_") as cache:
+        env["TORCH_TPU_CACHE_DIR"] = cache  # cold start: first-step time includes every compile
+        if mode == "jax-jit-bundled":
+            env["JAX_PLATFORMS"] = "cpu"
+        env["TF_CPP_MIN_LOG_LEVEL"] = "2"  # the plugin logs harmless "Unsupported fusion type" lines
+        r = subprocess.run([sys.executable, "-m", "torch_tpu.bench.train", "--child", name, mode, str(steps),
+                            str(warmup)],
+                           env=env, capture_output=True, text=True, timeout=1800)
+    for line in r.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
+    print(f"  {name}/{mode} failed: {' | '.join(tail)}", file=sys.stderr)
+    return None
+
+
+def default_out() -> str:
+    # bench/results in a source checkout (where the docs link the charts).
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if os.path.isdir(os.path.join(repo, "bench")):
+        return os.path.join(repo, "bench", "results")
+    return os.path.abspath("bench_results")
+
+
+# Items per step, for items/s: (count, unit).
+ITEMS = {"mlp-demo": (64, "samples"), "mlp": (128, "samples"), "gpt": (GPT["batch"] * GPT["seq"], "tokens"),
+         "resnet18": (16, "images")}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default="mlp-demo,mlp,gpt,resnet18")
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--steps", type=int, default=0, help="timed steps (default: per model)")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--out", default=default_out())
+    ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        child(a.child[0], a.child[1], int(a.child[2]), int(a.child[3]))
+        return
+    from tqdm import tqdm
+
+    models, modes = a.models.split(","), a.modes.split(",")
+    try:
+        import jax  # noqa: F401
+    except ImportError:
+        if any(m.startswith("jax") for m in modes):
+            print("JAX is not installed: skipping the jax columns (pip install -r requirements-bench.txt)")
+            modes = [m for m in modes if not m.startswith("jax")]
+    default_steps = {"mlp-demo": 200, "mlp": 50, "gpt": 10, "resnet18": 10}
+    results: dict = {}
+    jobs = [(m, mode) for m in models for mode in modes if not (mode.startswith("jax") and m == "resnet18")]
+    for m, mode in tqdm(jobs, desc="train-step bench", unit="run"):
+        results.setdefault(m, {})[mode] = measure(m, mode, a.steps or default_steps.get(m, 10), a.warmup)
+
+    os.makedirs(a.out, exist_ok=True)
+    lines = []
+    for m in models:
+        lines.append(f"\n{m}: {MODELS.get(m, m)}")
+        n_items, unit = ITEMS.get(m, (1, "items"))
+        lines.append(f"{'mode':<16}{'steps/s':>10}{unit + '/s':>12}{'first step s':>14}{'vs strict':>11}"
+                     f"{'vs JAX':>9}{'compiles':>10}{'peak MiB':>10}")
+        base = (results[m].get("tpu-strict") or {}).get("steps_per_s")
+        jax_sps = (results[m].get("jax-jit") or {}).get("steps_per_s")
+        for mode in modes:
+            r = results[m].get(mode)
+            if r is None:
+                continue
+            sps = r["steps_per_s"]
+            vs = f"{sps / base:.2f}x" if base else "-"
+            vj = f"{sps / jax_sps:.2f}x" if jax_sps else "-"
+            peak = r.get("peak_bytes")
+            peak = f"{peak / 2**20:.0f}" if peak is not None else "-"
+            lines.append(f"{mode:<16}{sps:>10.1f}{sps * n_items:>12.0f}{r['first_step_s']:>14.2f}{vs:>11}{vj:>9}"
+                         f"{r.get('compiles', '-'):>10}{peak:>10}")
+    text = "\n".join(lines)
+    print(text)
+    with open(os.path.join(a.out, "train_step.json"), "w") as f:
+        json.dump({"machine": machine(), "results": results}, f, indent=1)
+    write_csv(results, models, modes, os.path.join(a.out, "train_step.csv"))
+    plot(results, models, modes, os.path.join(a.out, "train_step.png"))
+
+
+def write_csv(results, models, modes, path) -> None:
+    import csv
+
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["model", "mode", "steps_per_s", "items_per_s", "unit", "first_step_s", "compiles", "peak_bytes"])
+        for m in models:
+            n_items, unit = ITEMS.get(m, (1, "items"))
+            for mode in modes:
+                r = (results.get(m) or {}).get(mode)
+                if r:
+                    w.writerow([m, mode, f"{r['steps_per_s']:.3f}", f"{r['steps_per_s'] * n_items:.1f}", unit,
+                                f"{r['first_step_s']:.3f}", r.get("compiles", ""), r.get("peak_bytes", "")])
+    print(f"wrote {path}")
+
+
+def machine() -> str:
+    import platform
+
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def plot(results, models, modes, path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no chart (pip install -r requirements-bench.txt)")
+        return
+    fig, axes = plt.subplots(1, len(models), figsize=(4 * len(models), 3.6), squeeze=False)
+    for ax, m in zip(axes[0], models):
+        names = [mode for mode in modes if results[m].get(mode)]
+        vals = [results[m][mode]["steps_per_s"] for mode in names]
+        palette = {"cpu-eager": "#888", "cpu-inductor": "#aaa", "tpu-strict": "#4a7", "tpu-fused": "#2a5",
+                   "tpu-compile": "#075", "jax-jit": "#c63", "jax-jit-bundled": "#e96"}
+        ax.bar(range(len(names)), vals, color=[palette.get(n, "#555") for n in names])
+        ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=8)
+        ax.set_title(m, fontsize=10)
+        ax.set_ylabel("steps/s")
+    fig.suptitle(f"Training steps/s ({machine()})", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
