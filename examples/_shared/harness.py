@@ -83,7 +83,7 @@ class Progress:
         if step > 0:
             self.items += items
         if step % self.every == 0 or step == self.bar.total - 1:
-            value = float(loss)
+            value = float(loss.detach() if isinstance(loss, torch.Tensor) else loss)
             self.losses.append((step, value))
             rate = self.items / max(time.perf_counter() - self.t0, 1e-9) if self.t0 and self.items else 0.0
             self.bar.set_postfix({"loss": f"{value:.4f}", f"{self.unit}/s": f"{rate:.0f}"})
