@@ -53,6 +53,18 @@ def compiled(fn, args):
     return torch.compile(fn, backend="tpu" if args.device == "tpu" else "inductor")
 
 
+def optimizer_step(opt, loss_of):
+    """A step function: zero the grads, loss_of(*batch), backward, opt.step();
+    returns the detached loss (so reading it later does not keep the graph)."""
+    def step(*batch):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_of(*batch)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    return step
+
+
 def sync(device):
     if device.type == "tpu":
         torch.tpu.synchronize()

@@ -178,14 +178,8 @@ def make_optimizer(name, params, lr):
 def train(model, log, args, device, desc):
     opt = make_optimizer(args.optimizer, model.parameters(), args.lr)
 
-    def step_fn(dense, sparse, clicks):
-        opt.zero_grad(set_to_none=True)
-        loss = F.binary_cross_entropy_with_logits(model(dense, sparse), clicks)
-        loss.backward()
-        opt.step()
-        return loss.detach()
-
-    step_fn = harness.compiled(step_fn, args)
+    step_fn = harness.compiled(harness.optimizer_step(
+        opt, lambda dense, sparse, clicks: F.binary_cross_entropy_with_logits(model(dense, sparse), clicks)), args)
     progress = harness.Progress(args.steps, "samples", desc=desc)
     per_epoch = len(log) // args.batch_size
     threads = torch.get_num_threads()
