@@ -279,6 +279,12 @@ OUT_DTYPE_CASES = {
     "pow_bool_true": lambda d, x: torch.pow(torch.tensor([True, False], device=d), True),
     "pow_bool_false": lambda d, x: torch.pow(torch.tensor([True, False], device=d), False),
     "pow_bool_2": lambda d, x: torch.pow(torch.tensor([True, False], device=d), 2),
+    # XLA's integer power reads only the exponent's low 6 bits (x**64 gave 1).
+    "int_pow_64": lambda d, x: torch.pow(torch.tensor([3, -1, 2, 7], device=d), 64),
+    "int_pow_large": lambda d, x: torch.pow(torch.tensor([3, -3, 5], device=d), 2**62 + 3),
+    "int_pow_tensor_exponents": lambda d, x: torch.pow(torch.tensor([3, 2, -2, 5, 2, 1], device=d),
+                                                       torch.tensor([64, 70, 127, 1000, -1, -5], device=d)),
+    "int32_pow_100": lambda d, x: torch.pow(torch.tensor([3, -7], dtype=torch.int32, device=d), 100),
     "where_uint8_condition": lambda d, x: torch.where((x > 0).to(torch.uint8), x, -x),
 }
 

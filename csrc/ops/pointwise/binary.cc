@@ -26,7 +26,33 @@ bool flt(Builder& b, Value x) { return ir::is_float(b.elem(x)); }
 
 // --- lowerings (x = {a, c}, already in the compute type) ----------------------
 
-Value f_pow(Builder& b, const Values& x) { return b.pow(x[0], x[1]); }
+// XLA's integer power reads only the exponent's low 6 bits (x^64 gives 1),
+// so a non-negative integer exponent is taken in 6-bit digits:
+// x^e = prod_k (x^(64^k))^digit_k, each x^(64^k) by six wrapping squarings.
+// Wrapping as ATen's does, exactly, for every int64 exponent.
+Value int_pow(Builder& b, Value x, Value e) {
+  ElemType et = b.elem(e);
+  // The sign bit never counts for e >= 0.
+  int bits = ir::byte_size(et) * 8 - (ir::is_signed_int(et) ? 1 : 0);
+  Value z = zero(b, et, b.dims(e));
+  Value e_pos = b.select(b.compare(e, z, Direction::kLt), z, e);
+  Value mask = b.constant(63, et, b.dims(e));
+  Value result = one(b, b.elem(x), b.dims(x));
+  Value base = x;
+  for (int shift = 0; shift < bits; shift += 6) {
+    Value digit = b.and_(b.shr_logical(e_pos, b.constant(shift, et, b.dims(e))), mask);
+    result = b.mul(result, b.pow(base, b.convert(digit, b.elem(x))));
+    if (shift + 6 < bits)
+      for (int i = 0; i < 6; ++i) base = b.mul(base, base);
+  }
+  // Negative exponents keep XLA's power (0 for |x| > 1, as ATen).
+  return b.select(b.compare(e, z, Direction::kLt), b.pow(x, b.convert(e, b.elem(x))), result);
+}
+Value f_pow(Builder& b, const Values& x) {
+  ElemType t = b.elem(x[0]);
+  if (ir::is_float(t) || ir::is_complex(t) || t == ElemType::kPred) return b.pow(x[0], x[1]);
+  return int_pow(b, x[0], x[1]);
+}
 Value f_atan2(Builder& b, const Values& x) { return b.atan2(x[0], x[1]); }
 
 template <bool kMax>
