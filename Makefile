@@ -3,7 +3,7 @@
 PY := .venv/bin/python
 export PJRT_NPROC ?= 2
 
-.PHONY: setup demo test test-cc test-py test-keys test-modes test-wheel bench bench-train lint format wheel clean
+.PHONY: setup demo test test-cc test-py test-keys test-modes test-wheel bench bench-train lint format wheel docs clean
 
 setup:
 	@scripts/setup.sh
@@ -34,6 +34,11 @@ test-modes:
 # same torch, and runs a smoke test outside the source tree.
 test-wheel: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/test_wheel.py
+
+# The user guide: runs every Marimo notebook (docs/notebooks) and renders it
+# to static HTML in docs/site (view: python -m http.server -d docs/site).
+docs: setup
+	$(PY) -m tools.build_docs --out docs/site
 
 wheel: setup
 	$(PY) -m pip wheel --no-build-isolation --no-deps -w dist .

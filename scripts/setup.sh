@@ -9,13 +9,15 @@ PY=${PYTHON:-python3}
 
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
-# --- system packages (GoogleTest, Ninja, ccache, CMake) -----------------------
+# --- system packages (GoogleTest, Ninja, ccache, CMake; Chromium, which the
+# docs test renders the notebook site in) --------------------------------------
 need=()
 command -v ninja >/dev/null || need+=(ninja-build)
 command -v ccache >/dev/null || need+=(ccache)
 command -v cmake >/dev/null || need+=(cmake)
 command -v g++ >/dev/null || need+=(g++)
 [ -f /usr/include/gtest/gtest.h ] || need+=(libgtest-dev googletest)
+command -v chromium >/dev/null || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   log "installing Debian packages: ${need[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

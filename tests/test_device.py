@@ -335,3 +335,21 @@ def test_xla_options_env():
         assert "Traceback" in bad.stderr  # a Python exception, not an abort
         malformed = run_py(code, TORCH_TPU_XLA_OPTIONS="xla_backend_optimization_level", TORCH_TPU_CACHE_DIR=d)
         assert malformed.returncode != 0 and "expected name=value" in malformed.stderr, malformed.stderr
+
+
+def test_synchronize_waits_for_work_whose_results_were_dropped():
+    # The results of these matmuls are freed at once, while XLA still runs
+    # them; synchronize() (and an Event recorded after them) must still wait,
+    # or "run, synchronize, read the clock" would time nothing.
+    a = torch.randn(1024, 1024, device=TPU)
+    (a @ a).cpu()
+    torch.tpu.synchronize()
+    for _ in range(6):
+        a @ a
+    assert torch_tpu._C._work_in_flight() > 0
+    ev = torch.tpu.Event()
+    ev.record()
+    ev.synchronize()
+    assert ev.query()
+    torch.tpu.synchronize()
+    assert torch_tpu._C._work_in_flight() == 0

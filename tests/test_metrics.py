@@ -126,3 +126,12 @@ def test_compiles_by_op():
     x2 = torch.randn(53, 7).to(TPU)
     (x2 * 3).exp().cpu()  # cache hits: nothing new
     assert m()["compiles_by_op"]["exp"][0] == 1
+
+
+def test_reset_clears_the_compile_graph_counts():
+    f = torch.compile(lambda a: a * 2 + 1, backend="tpu")
+    f(torch.ones(3, device=TPU)).cpu()
+    assert "torch.compile graphs" in torch_tpu.debug.metrics_report()
+    torch_tpu.debug.reset_metrics()
+    assert "torch.compile graphs" not in torch_tpu.debug.metrics_report()
+    assert m()["replays"] == 0

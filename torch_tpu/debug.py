@@ -23,7 +23,12 @@ def metrics() -> dict:
 
 
 def reset_metrics() -> None:
+    """Zeroes every counter metrics() and metrics_report() show, the
+    torch.compile graph counts included (compiled programs stay cached)."""
+    from torch_tpu import _compile
+
     _C._reset_metrics()
+    _compile.stats.update(graphs=0, captured=0, not_captured={})
 
 
 def metrics_report() -> str:

@@ -244,7 +244,35 @@ void DiskTier::write_now(const CacheKey& key, const std::string& name, const std
     return;
   }
   writes++;
-  if (max_bytes_ > 0) prune(max_bytes_);
+  if (max_bytes_ > 0) {
+    int64_t written = static_cast<int64_t>(sizeof h + h.name_len + env_desc_.size() + payload.size());
+    bool over;
+    {
+      std::lock_guard<std::mutex> lock(usage_mu_);
+      if (usage_bytes_ < 0) {
+        usage_bytes_ = 0;
+        for (auto& e : scan()) usage_bytes_ += e.bytes;
+      } else {
+        usage_bytes_ += written;
+      }
+      over = usage_bytes_ > max_bytes_;
+    }
+    if (over) prune(max_bytes_);
+  }
+}
+
+std::vector<DiskTier::Stat> DiskTier::scan() const {
+  std::vector<Stat> out;
+  std::error_code ec;
+  int64_t now = now_s();
+  for (auto& de : fs::directory_iterator(dir_, ec)) {
+    if (de.path().extension() != ".xex") continue;
+    struct stat st{};
+    std::string file = de.path().string();
+    if (::stat(file.c_str(), &st) != 0) continue;
+    out.push_back({std::move(file), static_cast<int64_t>(st.st_size), now - st.st_mtime});
+  }
+  return out;
 }
 
 std::vector<DiskEntryInfo> DiskTier::list() const {
@@ -276,7 +304,7 @@ std::vector<DiskEntryInfo> DiskTier::list() const {
 }
 
 int64_t DiskTier::prune(int64_t max_bytes) {
-  auto entries = list();
+  auto entries = scan();
   int64_t total = 0;
   for (auto& e : entries) total += e.bytes;
   std::sort(entries.begin(), entries.end(), [](auto& a, auto& b) { return a.age_s > b.age_s; });
@@ -289,6 +317,8 @@ int64_t DiskTier::prune(int64_t max_bytes) {
       removed++;
     }
   }
+  std::lock_guard<std::mutex> lock(usage_mu_);
+  usage_bytes_ = total;
   return removed;
 }
 

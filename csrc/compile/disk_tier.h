@@ -66,6 +66,12 @@ class DiskTier {
   void writer_loop();
   void write_now(const CacheKey& key, const std::string& name, const std::string& payload, int64_t compile_ns);
   void disable(const std::string& why);
+  // (file, bytes, seconds since last use) of every entry, from stat() alone.
+  struct Stat {
+    std::string file;
+    int64_t bytes, age_s;
+  };
+  std::vector<Stat> scan() const;
 
   std::string label_, dir_;
   std::string env_hex_, env_desc_;
@@ -83,6 +89,11 @@ class DiskTier {
   std::deque<Job> queue_;
   bool busy_ = false, stop_ = false;
   std::thread writer_;
+  // Bytes in the directory as of the last scan plus what this process wrote
+  // since (-1: not scanned yet). A write prunes only when it crosses
+  // max_bytes_, so writing N entries costs O(N), not a scan per entry.
+  std::mutex usage_mu_;
+  int64_t usage_bytes_ = -1;
 };
 
 // The file format version; bump when the layout or key recipe changes.

@@ -94,6 +94,26 @@ TEST_F(DiskTierTest, PruneRemovesLeastRecentlyUsed) {
   EXPECT_EQ(t->clear(), 2);
 }
 
+TEST_F(DiskTierTest, WritesKeepTheTierUnderItsCap) {
+  int64_t one;
+  {
+    auto probe = make();
+    probe->store(CacheKey{99, 99}, "op", std::string(1000, 'a'), 1);
+    probe->flush();
+    one = probe->list()[0].bytes;
+    probe->clear();
+  }
+  auto t = make("plugin=a\n", 3 * one);
+  for (uint64_t i = 0; i < 10; ++i) {
+    t->store(CacheKey{i, i}, "op", std::string(1000, 'a'), 1);
+    t->flush();
+    int64_t total = 0;
+    for (auto& e : t->list()) total += e.bytes;
+    EXPECT_LE(total, 3 * one) << "after write " << i;
+  }
+  EXPECT_EQ(t->list().size(), 3u);
+}
+
 TEST_F(DiskTierTest, UnusableDirectoryDisablesTier) {
   fs::create_directories(dir_);
   std::ofstream(dir_ / "file") << "x";

@@ -196,11 +196,15 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
     bump(metrics().compile_ns, ns);
     metrics().note_compile(name, ns);
     if (tiers[0] || tiers[1]) {
-      std::string bytes;
-      try {
-        bytes = exe->serialize();
-      } catch (const std::exception&) {
-        bytes.clear();  // some plugins cannot serialise: memory-only then
+      // Some plugins (or programs) cannot be serialised: memory-only then.
+      std::string why;
+      std::string bytes = exe->serialize(&why);
+      if (!why.empty()) {
+        unserializable++;
+        if (!warned_serialize_.exchange(true))
+          log::write(log::Level::kWarning, "the compiled program for '" + name +
+                                               "' cannot be saved to the disk cache (" + why +
+                                               "); it stays in memory. Further such programs are skipped silently.");
       }
       if (!bytes.empty()) {
         if (tiers[0]) tiers[0]->store(pkey, name, bytes, ns);

@@ -57,6 +57,8 @@ class ExecutableCache {
   void clear();
 
   std::atomic<int64_t> mem_requests{0}, mem_hits{0}, mem_misses{0}, load_failures{0};
+  // Compiled programs the plugin could not serialise (kept in memory only).
+  std::atomic<int64_t> unserializable{0};
   // Time spent getting executables from the persistent tiers (read + deserialise).
   std::atomic<int64_t> load_ns{0};
 
@@ -71,7 +73,7 @@ class ExecutableCache {
   std::string env_desc_;
   CacheKey env_key_{};
   bool env_ready_ = false;
-  std::atomic<bool> warned_load_{false};
+  std::atomic<bool> warned_load_{false}, warned_serialize_{false};
 };
 
 }  // namespace torch_tpu

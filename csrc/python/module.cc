@@ -48,6 +48,10 @@ PYBIND11_MODULE(_C, m) {
     py::gil_scoped_release nogil;
     record::synchronize();
   });
+  m.def("_work_in_flight", []() {
+    py::gil_scoped_release nogil;
+    return record::work_in_flight();
+  });
   // Eager modes (torch.tpu.EagerMode): 0 DEFER_NEVER, 1 DEFER_NEVER_AND_LAUNCH_BLOCKING, 2 DEFER_AND_FUSE.
   m.def("_set_eager_mode", [](int mode) {
     TORCH_CHECK(mode >= 0 && mode <= 2, "unknown eager mode ", mode);

@@ -109,11 +109,24 @@ runtime::BufferPtr device_scalar(const ScalarBits& bits, ElemType t, int device)
 // Whether a slot holds a value (run, or pending in a deferred graph).
 bool has_value(const StorageSlot* s) { return s->buffer || s->pending; }
 
-// Buffers produced since the last synchronize(), for torch.tpu.synchronize.
+// Buffers produced since the last synchronize(), for torch.tpu.synchronize,
+// and the ready events of those destroyed before their work ended (so that
+// synchronize waits for work nobody holds a result of). Both leak on purpose:
+// buffers die during static destruction too.
 std::mutex g_pending_mu;
-std::vector<std::weak_ptr<runtime::Buffer>> g_pending;
+std::vector<std::weak_ptr<runtime::Buffer>>& g_pending = *new std::vector<std::weak_ptr<runtime::Buffer>>();
+std::vector<std::shared_ptr<runtime::Event>>& g_orphans = *new std::vector<std::shared_ptr<runtime::Event>>();
+
+void keep_orphan(runtime::Event&& e) {
+  std::lock_guard<std::mutex> lock(g_pending_mu);
+  if (g_orphans.size() >= 1024) std::erase_if(g_orphans, [](const auto& o) { return o->is_ready(); });
+  g_orphans.push_back(std::make_shared<runtime::Event>(std::move(e)));
+}
 
 void track(const runtime::BufferPtr& b) {
+  static bool sink_set = (runtime::Buffer::set_unfinished_sink(&keep_orphan), true);
+  (void)sink_set;
+  b->mark_unfinished();
   std::lock_guard<std::mutex> lock(g_pending_mu);
   if (g_pending.size() > 8192) {
     std::vector<std::weak_ptr<runtime::Buffer>> live;
@@ -145,15 +158,42 @@ std::vector<runtime::BufferPtr> enqueued_work(std::string_view why) {
   return live;
 }
 
+std::vector<std::shared_ptr<runtime::Event>> unfinished_orphans() {
+  std::lock_guard<std::mutex> lock(g_pending_mu);
+  std::erase_if(g_orphans, [](const auto& o) { return o->is_ready(); });
+  return g_orphans;
+}
+
+int64_t work_in_flight() {
+  int64_t n = 0;
+  for (auto& b : enqueued_work("work_in_flight")) {
+    try {
+      n += !b->ready_event().is_ready();
+    } catch (const std::exception&) {  // donated to a later program: counted there
+    }
+  }
+  return n + static_cast<int64_t>(unfinished_orphans().size());
+}
+
 void synchronize() {
   current_driver().sync_point(SyncReason::kSynchronize, "torch.tpu.synchronize");
   std::vector<std::weak_ptr<runtime::Buffer>> pending;
+  std::vector<std::shared_ptr<runtime::Event>> orphans;
   {
     std::lock_guard<std::mutex> lock(g_pending_mu);
     pending.swap(g_pending);
+    orphans.swap(g_orphans);
   }
   for (auto& w : pending)
     if (auto b = w.lock()) b->ready_event().await("torch.tpu.synchronize");
+  // Nobody holds an orphan's result, so its failure (already reported by the
+  // op that made it, or unobservable) is not raised here; only the wait counts.
+  for (auto& e : orphans) {
+    try {
+      e->await("torch.tpu.synchronize");
+    } catch (const runtime::PjrtError&) {
+    }
+  }
 }
 
 ViewMeta view_of(const at::Tensor& t) {

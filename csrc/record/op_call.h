@@ -161,6 +161,11 @@ void synchronize();
 // The buffers of all work enqueued so far and not yet synchronized (a
 // deferred graph is run first, `why` naming the reason).
 std::vector<runtime::BufferPtr> enqueued_work(std::string_view why);
+// Completion events of enqueued work whose results were all destroyed
+// before it finished (not yet synchronized, still running).
+std::vector<std::shared_ptr<runtime::Event>> unfinished_orphans();
+// How many enqueued results are not ready yet, for tests and reports.
+int64_t work_in_flight();
 
 // Runs `exe` on tpu:`device` (see runtime::Executable::execute). A device
 // out of memory raises torch.OutOfMemoryError, as CUDA does; `what` names

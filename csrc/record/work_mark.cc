@@ -33,6 +33,13 @@ void WorkMark::record() {
       if (--clock->left == 0) clock->done_ns = now_ns();
     });
   }
+  orphans_ = unfinished_orphans();
+  for (auto& e : orphans_) {
+    ++clock->left;
+    e->on_ready([clock](const std::string&) {
+      if (--clock->left == 0) clock->done_ns = now_ns();
+    });
+  }
   if (--clock->left == 0) clock->done_ns = now_ns();
   clock_ = std::move(clock);
 }
@@ -46,12 +53,20 @@ bool WorkMark::query() const {
     } catch (const std::exception&) {  // donated since: consumed, so done
     }
   }
-  return work_.empty() || clock_->left.load() == 0;
+  for (auto& e : orphans_)
+    if (!e->is_ready()) return false;
+  return (work_.empty() && orphans_.empty()) || clock_->left.load() == 0;
 }
 
 void WorkMark::synchronize() const {
   for (auto& w : work_)
     if (auto b = w.lock()) b->ready_event().await("Event.synchronize");
+  for (auto& e : orphans_) {
+    try {
+      e->await("Event.synchronize");
+    } catch (const std::exception&) {  // nobody holds its result: only the wait counts
+    }
+  }
   // The last callback may still be on its way: completion is what it stamps.
   for (int i = 0; clock_ && clock_->done_ns.load() < 0 && i < 100000; ++i) std::this_thread::yield();
   if (clock_ && clock_->done_ns.load() < 0) clock_->done_ns = now_ns();

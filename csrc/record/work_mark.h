@@ -30,6 +30,7 @@ class WorkMark {
     std::atomic<int64_t> done_ns{-1};
   };
   std::vector<std::weak_ptr<runtime::Buffer>> work_;
+  std::vector<std::shared_ptr<runtime::Event>> orphans_;  // work whose results were dropped
   std::shared_ptr<Clock> clock_;
 };
 

@@ -1,5 +1,7 @@
 #include "runtime/buffer.h"
 
+#include <atomic>
+
 #include "runtime/error.h"
 
 namespace torch_tpu::runtime {
@@ -12,8 +14,21 @@ ClientCore::~ClientCore() {
   take_error(api, api->PJRT_Client_Destroy(&a));
 }
 
+namespace {
+std::atomic<void (*)(Event&&)> g_unfinished_sink{nullptr};
+}  // namespace
+
+void Buffer::set_unfinished_sink(void (*sink)(Event&&)) { g_unfinished_sink.store(sink); }
+
 Buffer::~Buffer() {
   if (buf_ == nullptr) return;
+  if (auto sink = g_unfinished_sink.load(std::memory_order_relaxed); unfinished_ && sink) {
+    try {
+      Event e = ready_event();
+      if (!e.is_ready()) sink(std::move(e));
+    } catch (...) {  // a destructor must not throw; the value is gone either way
+    }
+  }
   PJRT_Buffer_Destroy_Args a{};
   a.struct_size = PJRT_Buffer_Destroy_Args_STRUCT_SIZE;
   a.buffer = buf_;

@@ -27,9 +27,17 @@ class Buffer {
   // Blocking copy into `dst`.
   void to_host(void* dst, size_t size) const;
 
+  // The value comes from work that may still be running. If the buffer is
+  // destroyed before that work ends, its ready event is handed to the sink
+  // (set once by the layer that tracks work), so a later synchronize() still
+  // waits for work whose results nobody holds any more.
+  void mark_unfinished() { unfinished_ = true; }
+  static void set_unfinished_sink(void (*sink)(Event&&));
+
  private:
   ClientRef client_;
   PJRT_Buffer* buf_;
+  bool unfinished_ = false;
 };
 using BufferPtr = std::shared_ptr<Buffer>;
 

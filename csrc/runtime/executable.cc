@@ -86,12 +86,16 @@ std::vector<std::vector<BufferPtr>> Executable::execute_replicated(
   return result;
 }
 
-std::string Executable::serialize() const {
+std::string Executable::serialize(std::string* why) const {
   const PJRT_Api* api = client_->api;
   PJRT_Executable_Serialize_Args a{};
   a.struct_size = PJRT_Executable_Serialize_Args_STRUCT_SIZE;
   a.executable = desc_;
-  check(api, api->PJRT_Executable_Serialize(&a), "PJRT_Executable_Serialize");
+  std::string err = take_error(api, api->PJRT_Executable_Serialize(&a));
+  if (!err.empty()) {
+    if (why) *why = std::move(err);
+    return {};
+  }
   std::string bytes(a.serialized_bytes, a.serialized_bytes_size);
   if (a.serialized_executable_deleter) a.serialized_executable_deleter(a.serialized_executable);
   return bytes;

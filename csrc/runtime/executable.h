@@ -24,7 +24,11 @@ class Executable {
   // Multi-device (replicated) execution: args[d][i] for device d.
   std::vector<std::vector<BufferPtr>> execute_replicated(const std::vector<std::vector<PJRT_Buffer*>>& args) const;
   // Bytes accepted by Client::deserialize on the same plugin and host.
-  std::string serialize() const;
+  // Returns "" and sets `*why` when the plugin cannot serialise this
+  // executable: a normal outcome (the program stays memory-only), reported
+  // without a C++ exception because a throw this close to XLA's JIT-registered
+  // code has crashed the unwinder (see docs/testing.md).
+  std::string serialize(std::string* why = nullptr) const;
 
  private:
   ClientRef client_;
