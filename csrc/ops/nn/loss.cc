@@ -17,6 +17,7 @@
 #include <torch/library.h>
 
 #include "ops/common.h"
+#include "ops/index/checks.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -53,6 +54,18 @@ void check_nll_common(const at::Tensor& self, const at::Tensor& target, const at
               self.scalar_type(), " but found ", weight.scalar_type());
   TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(self.scalar_type()), "\"nll_loss_out_frame\" not implemented for '",
                               c10::toString(self.scalar_type()), "'");
+}
+
+// The one-hot pick gives 0 for a class index outside [0, C): a wrong loss,
+// silently. TORCH_TPU_DEBUG_CHECKS=1 reads the targets on the host and
+// raises CPU's IndexError instead (a sync, so it is opt-in).
+void check_nll_targets(const at::Tensor& self, const at::Tensor& target, int64_t ignore_index) {
+  if (!debug_checks() || target.numel() == 0) return;
+  int64_t n_classes = self.dim() == 1 ? self.size(0) : self.size(1);
+  at::Tensor h = target.to(c10::kCPU).to(c10::kLong).contiguous();
+  const int64_t* p = h.const_data_ptr<int64_t>();
+  for (int64_t i = 0, n = h.numel(); i < n; ++i)
+    TORCH_CHECK_INDEX(p[i] == ignore_index || (p[i] >= 0 && p[i] < n_classes), "Target ", p[i], " is out of bounds.");
 }
 
 void check_nll(const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight) {
@@ -140,6 +153,7 @@ std::tuple<at::Tensor&, at::Tensor&> nll_forward_out(const at::Tensor& self, con
                                                      int64_t ignore_index, at::Tensor& out, at::Tensor& total_weight) {
   at::Tensor weight = weight_opt.value_or(at::Tensor());
   k2d ? check_nll2d(self, target, weight) : check_nll(self, target, weight);
+  check_nll_targets(self, target, ignore_index);
   prepare_out(out, nll_out_shape(target, reduction), self.scalar_type(), "nll_loss");
   prepare_out(total_weight, {}, self.scalar_type(), "nll_loss");
   nll_forward_into(self, target, weight, reduction, ignore_index, out, total_weight);

@@ -107,10 +107,17 @@ for f, exc, msg in [
     (lambda: x[torch.tensor([-4], device='tpu')], IndexError, 'index -4 is out of bounds'),
     (lambda: x.index_select(0, torch.tensor([3], device='tpu')), IndexError, 'index out of range in self'),
     (lambda: torch.nn.functional.embedding(torch.tensor([7], device='tpu'), torch.randn(3, 2).to("tpu")), IndexError, 'index out of range in self'),
+    (lambda: torch.nn.functional.cross_entropy(torch.ones(2, 3, device='tpu'), torch.tensor([0, 5], device='tpu')), IndexError, 'Target 5 is out of bounds.'),
+    (lambda: torch.nn.functional.nll_loss(torch.ones(2, 3, 4, 4, device='tpu'), torch.full((2, 4, 4), -2, device='tpu')), IndexError, 'Target -2 is out of bounds.'),
 ]:
     with pytest.raises(exc, match=msg):
         f()
 assert x[torch.tensor([-1], device='tpu')].item() == x[-1].item()
+# ignore_index (-100 by default) is not a class: it passes the check, as on CPU
+logits, t = torch.randn(3, 4), torch.tensor([0, -100, 3])
+torch.testing.assert_close(torch.nn.functional.cross_entropy(logits.to('tpu'), t.to('tpu')).cpu(),
+                           torch.nn.functional.cross_entropy(logits, t))
+
 print('OK')
 """
     env = dict(os.environ, TORCH_TPU_DEBUG_CHECKS="1")
