@@ -3,6 +3,7 @@
 raise at the first op producing NaN or Inf, forward or backward."""
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
@@ -55,8 +56,14 @@ def test_detect_nan_raises_at_the_op_forward_and_backward():
             torch.log(torch.tensor([1.0, 0.0], device="tpu"))
         x = torch.tensor([0.0, 4.0], device="tpu", requires_grad=True)
         y = torch.sqrt(x).sum()  # finite forward; d/dx sqrt at 0 is inf
-        with pytest.raises(RuntimeError, match="produced Inf"):
+        with pytest.raises(RuntimeError, match="produced Inf .* at the backward of SqrtBackward0"):
             y.backward()
+        # With anomaly mode on, the forward line that made the node is named.
+        with torch.autograd.set_detect_anomaly(True), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            y = torch.sqrt(x).sum()
+            with pytest.raises(RuntimeError, match=r"SqrtBackward0 \(forward: .*test_debug_tools\.py"):
+                y.backward()
         # A normal step raises nothing.
         m = _mlp(nn.ReLU())
         m(torch.randn(2, 4, device="tpu")).sum().backward()

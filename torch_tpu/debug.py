@@ -208,6 +208,22 @@ def _user_frame():
         f = os.path.abspath(fr.filename)
         if not f.startswith(here) and not f.startswith(torch_dir):
             return f"{fr.filename}:{fr.lineno} ({fr.line})"
+    # Inside backward no user frame is on the stack: name the autograd node,
+    # and the forward line that made it when anomaly mode recorded one.
+    import torch
+
+    node = torch._C._current_autograd_node()
+    if node is not None:
+        where = f"the backward of {node.name()}"
+        tb = node.metadata.get("traceback_") if hasattr(node, "metadata") else None
+        if tb:
+            user = [ln for ln in "".join(tb).splitlines() if ln.strip().startswith("File") and
+                    here not in ln and torch_dir not in ln]
+            if user:
+                where += f" (forward: {user[-1].strip()})"
+        else:
+            where += " (torch.autograd.set_detect_anomaly(True) also names the forward line)"
+        return where
     return "<unknown>"
 
 
