@@ -137,3 +137,34 @@ def test_failed_writes_as_on_a_full_disk_fall_back_to_memory(tmp_path):
     assert res["disk"]["enabled"] is False and res["disk"]["writes"] == 0
     assert "compilation cache is off for this process" in err
     assert not list(tmp_path.iterdir())  # no partial or temporary files left
+
+
+MANY_PROGRAMS = """
+import torch, torch_tpu
+def maps():
+    with open('/proc/self/maps') as f:
+        return sum(1 for _ in f)
+x0 = torch.randn(1, device='tpu') * 2  # warm up the runtime's own mappings
+start = maps()
+for n in range(1, 401):
+    x = torch.arange(float(n)).to('tpu')
+    assert (x * 3 + 1).cpu().equal(torch.arange(float(n)) * 3 + 1)
+st = torch_tpu.cache.stats()
+# An evicted program runs again (from the disk tier, or compiled again).
+assert (torch.arange(2.0).to('tpu') * 3 + 1).cpu().tolist() == [1.0, 4.0]
+print(st['memory']['entries'], st['memory']['evictions'], maps() - start)
+"""
+
+
+def test_memory_tier_is_bounded_so_jit_mappings_do_not_run_out(tmp_path):
+    # Each XLA:CPU program maps a few regions for its JIT code and a process
+    # may hold only vm.max_map_count of them: the whole test suite in one
+    # process once crashed after ~14,000 programs. The memory tier keeps at
+    # most TORCH_TPU_CACHE_MAX_PROGRAMS and drops the least recently used.
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path), TORCH_TPU_CACHE_MAX_PROGRAMS="64")
+    r = subprocess.run([sys.executable, "-c", MANY_PROGRAMS], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    entries, evictions, new_maps = map(int, r.stdout.split())
+    assert entries <= 64 and evictions >= 400 * 2 - 64  # two programs per size (mul, add)
+    # 400 sizes x 3 programs kept would add thousands of mappings.
+    assert new_maps < 64 * 10, new_maps

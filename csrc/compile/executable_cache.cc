@@ -1,5 +1,7 @@
 #include "compile/executable_cache.h"
 
+#include <algorithm>
+
 #include "runtime/log.h"
 
 #include <dlfcn.h>
@@ -70,6 +72,12 @@ TierSettings tier_settings_from_env() {
   return s;
 }
 
+int64_t max_programs_from_env() {
+  const char* v = std::getenv("TORCH_TPU_CACHE_MAX_PROGRAMS");
+  int64_t n = (v && *v) ? std::atoll(v) : 8192;
+  return n > 0 ? n : 8192;
+}
+
 ExecutableCache& ExecutableCache::get() {
   static auto* c = new ExecutableCache();
   return *c;
@@ -85,6 +93,7 @@ ProgramPtr ExecutableCache::lookup(const CacheKey& key) {
   }
   mem_hits.fetch_add(1, std::memory_order_relaxed);
   it->second->hits.fetch_add(1, std::memory_order_relaxed);
+  it->second->last_use = ++use_counter_;
   return it->second;
 }
 
@@ -217,8 +226,26 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
   prog->name = name;
   prog->compile_ns = ns;
   std::lock_guard<std::mutex> lock(mu_);
+  prog->last_use = ++use_counter_;
   auto [it, inserted] = map_.emplace(key, prog);
-  return it->second;
+  ProgramPtr out = it->second;
+  if (static_cast<int64_t>(map_.size()) > max_programs_) evict_locked();
+  return out;
+}
+
+// Drops the least recently used eighth, so the sort is paid once per
+// max/8 inserts. A program still held elsewhere (a running op, a captured
+// graph) stays alive through its own reference.
+void ExecutableCache::evict_locked() {
+  std::vector<std::pair<int64_t, CacheKey>> by_use;
+  by_use.reserve(map_.size());
+  for (auto& [k, p] : map_) by_use.emplace_back(p->last_use, k);
+  size_t target = static_cast<size_t>(max_programs_ - max_programs_ / 8);
+  size_t drop = by_use.size() > target ? by_use.size() - target : 0;
+  std::nth_element(by_use.begin(), by_use.begin() + drop, by_use.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < drop; ++i) map_.erase(by_use[i].second);
+  evictions.fetch_add(static_cast<int64_t>(drop), std::memory_order_relaxed);
 }
 
 size_t ExecutableCache::size() {

@@ -26,6 +26,7 @@ struct CompiledProgram {
   std::string name;  // op or graph name, for reports
   int64_t compile_ns = 0;
   std::atomic<int64_t> hits{0};
+  int64_t last_use = 0;  // the cache's use counter at the last hit (under its lock)
 };
 using ProgramPtr = std::shared_ptr<CompiledProgram>;
 
@@ -35,6 +36,13 @@ struct TierSettings {
   int64_t max_bytes = 0;   // 0 = unlimited
 };
 
+// Programs the memory tier keeps (TORCH_TPU_CACHE_MAX_PROGRAMS, default
+// 8192). Each XLA:CPU program maps about five memory regions for its JIT
+// code, and a process may hold only vm.max_map_count (65,530) of them, so an
+// unbounded tier crashed a process after about 14,000 distinct programs. The
+// least recently used programs are dropped past the cap; the disk tier
+// brings them back without compiling.
+int64_t max_programs_from_env();
 // From TORCH_TPU_CACHE_DIR (default ~/.cache/torch_tpu, "disabled" = off),
 // TORCH_TPU_SHARED_CACHE_DIR and TORCH_TPU_CACHE_MAX_BYTES (default 4 GiB).
 TierSettings tier_settings_from_env();
@@ -59,6 +67,7 @@ class ExecutableCache {
   std::atomic<int64_t> mem_requests{0}, mem_hits{0}, mem_misses{0}, load_failures{0};
   // Compiled programs the plugin could not serialise (kept in memory only).
   std::atomic<int64_t> unserializable{0};
+  std::atomic<int64_t> evictions{0};
   // Time spent getting executables from the persistent tiers (read + deserialise).
   std::atomic<int64_t> load_ns{0};
 
@@ -66,6 +75,9 @@ class ExecutableCache {
   void ensure_environment(const runtime::Client& client);
   std::mutex mu_;
   std::unordered_map<CacheKey, ProgramPtr, CacheKeyHash> map_;
+  int64_t use_counter_ = 0;  // under mu_
+  int64_t max_programs_ = max_programs_from_env();
+  void evict_locked();
   std::mutex tiers_mu_;
   bool tiers_configured_ = false;
   TierSettings settings_;

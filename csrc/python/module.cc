@@ -221,6 +221,7 @@ PYBIND11_MODULE(_C, m) {
     mem["hits"] = c.mem_hits.load();
     mem["misses"] = c.mem_misses.load();
     mem["entries"] = c.size();
+    mem["evictions"] = c.evictions.load();
     d["memory"] = mem;
     int64_t saved = 0;
     for (auto* t : {c.disk(), c.shared()}) {
@@ -248,6 +249,7 @@ PYBIND11_MODULE(_C, m) {
     d["compile_ms_saved"] = saved / 1e6;
     d["load_ms"] = c.load_ns.load() / 1e6;
     d["load_failures"] = c.load_failures.load();
+    d["unserializable"] = c.unserializable.load();
     return d;
   });
   m.def("_cache_list", [](std::string tier) {
