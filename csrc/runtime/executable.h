@@ -25,9 +25,8 @@ class Executable {
   std::vector<std::vector<BufferPtr>> execute_replicated(const std::vector<std::vector<PJRT_Buffer*>>& args) const;
   // Bytes accepted by Client::deserialize on the same plugin and host.
   // Returns "" and sets `*why` when the plugin cannot serialise this
-  // executable: a normal outcome (the program stays memory-only), reported
-  // without a C++ exception because a throw this close to XLA's JIT-registered
-  // code has crashed the unwinder (see docs/testing.md).
+  // executable. That is a normal outcome (the program stays memory-only), so
+  // it is a return value, not an exception (see docs/testing.md).
   std::string serialize(std::string* why = nullptr) const;
 
  private:
