@@ -9,7 +9,7 @@ _register()
 
 import atexit as _atexit  # noqa: E402
 
-from torch_tpu import _compile, _dlpack, _eager, _fastpath, cache, debug, distributed  # noqa: E402
+from torch_tpu import _compile, _dlpack, _eager, _fastpath, cache, debug, distributed, graphs  # noqa: E402
 from torch_tpu._eager import EagerMode, mark_step  # noqa: E402
 from torch_tpu._fallback import cpu_fallback, get_cpu_fallback, set_cpu_fallback  # noqa: E402
 
@@ -24,6 +24,7 @@ _dlpack._install()
 _fastpath._install()
 distributed._install()
 debug._install()
+graphs._install()
 __all__ = [
     "EagerMode", "mark_step", "cache", "debug", "set_cpu_fallback", "get_cpu_fallback", "cpu_fallback", "__version__",
 ]

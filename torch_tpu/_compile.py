@@ -86,6 +86,8 @@ class _GraphRunner:
     def __call__(self, *args):
         import torch
 
+        if _C._graph_capturing():
+            return self.gm(*args)  # the ops go into the tpu graph being captured
         if self.last is not None:
             tensors = [a for a in args if isinstance(a, torch.Tensor)]
             scalars = [a for a in args if not isinstance(a, torch.Tensor)]

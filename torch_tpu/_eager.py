@@ -89,7 +89,9 @@ def _on_tpu(optimizer) -> bool:
 
 
 def _optimizer_step_begin(optimizer, args, kwargs) -> None:
-    if torch.compiler.is_compiling():  # a compiled step is one program already
+    # A compiled step is one program already; a graph capture holds the
+    # whole region in one.
+    if torch.compiler.is_compiling() or _C._graph_capturing():
         return
     if _step_modes:
         # A step raised before its post-hook ran (optimizers do not nest):
@@ -103,7 +105,7 @@ def _optimizer_step_begin(optimizer, args, kwargs) -> None:
 
 
 def _optimizer_step_done(optimizer, args, kwargs) -> None:
-    if torch.compiler.is_compiling():
+    if torch.compiler.is_compiling() or _C._graph_capturing():
         return
     prev = _step_modes.pop() if _step_modes else _C._eager_mode()
     if _C._eager_mode() == EagerMode.DEFER_AND_FUSE:

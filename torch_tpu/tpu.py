@@ -12,6 +12,7 @@ from torch_tpu import (
     amp,  # noqa: F401 (torch.tpu.amp)
 )
 from torch_tpu._eager import EagerMode, get_eager_mode, mark_step, set_eager_mode
+from torch_tpu.graphs import TPUGraph, graph, graph_pool_handle, is_current_stream_capturing
 
 __all__ = [
     "is_available", "device_count", "current_device", "set_device", "device", "synchronize",
@@ -23,6 +24,7 @@ __all__ = [
     "current_stream", "default_stream", "set_stream", "stream", "StreamContext", "get_device_capability", "amp",
     "get_amp_supported_dtype", "is_bf16_supported", "default_generators",  # noqa: F822 (module __getattr__)
     "EagerMode", "eager_mode", "set_eager_mode", "get_eager_mode", "mark_step",  # noqa: F822
+    "TPUGraph", "graph", "graph_pool_handle", "is_current_stream_capturing",
 ]
 
 _current = 0

@@ -1,12 +1,16 @@
 // Device guard and hooks for PrivateUse1 ("tpu"). The autograd engine,
 // torch.accelerator, DDP and FSDP all reach the device through these.
+#include <ATen/core/CachingHostAllocator.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include <cstring>
+
 #include "aten/device.h"
 #include "aten/generator.h"
 #include "aten/storage.h"
+#include "record/capture.h"
 #include "record/op_call.h"
 #include "record/work_mark.h"
 
@@ -93,6 +97,8 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   void synchronizeStream(const c10::Stream&) const override { record::synchronize(); }
   void synchronizeDevice(const c10::DeviceIndex) const override { record::synchronize(); }
   void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
+  // A graph capture records every thread's tpu work, so every stream is capturing.
+  bool isStreamCapturing(const c10::Stream&) const override { return record::graph_capturing(); }
 };
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
@@ -149,6 +155,21 @@ void TpuHooks::resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsiz
   const_cast<c10::Storage&>(storage).set_data_ptr_noswap(std::move(fresh));
   const_cast<c10::Storage&>(storage).set_nbytes(newsize);
 }
+
+// "Pinned" host memory for tpu is ordinary host memory: PJRT copies from any
+// host buffer. torch.accelerator.empty_host_cache() and host-memory stats
+// reach the device's host allocator, which must exist (a null one crashes).
+struct TpuHostAllocator final : public at::HostAllocator {
+  at::DataPtr allocate(size_t n) override { return c10::GetCPUAllocator()->allocate(n); }
+  void copy_data(void* dst, const void* src, std::size_t n) const override { std::memcpy(dst, src, n); }
+  bool record_event(void*, void*, c10::Stream) override { return true; }
+  void empty_cache() override {}
+  at::HostStats get_stats() override { return {}; }
+  void reset_accumulated_stats() override {}
+  void reset_peak_stats() override {}
+};
+TpuHostAllocator g_host_allocator;
+REGISTER_HOST_ALLOCATOR(at::kPrivateUse1, &g_host_allocator)
 
 // Registered at load time, before any tpu tensor exists.
 const bool g_hooks_registered = [] {

@@ -15,6 +15,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -72,6 +73,28 @@ struct CapturedGraph {
   std::vector<int> donated;          // args whose buffer the program may consume
 };
 
+// A region captured by torch.accelerator.Graph / torch.tpu.graph: one
+// program bound to the storages it touched, as a CUDA graph is bound to
+// addresses. A replay reads those storages' current buffers and writes its
+// results back into them; no op is dispatched.
+struct StaticGraph {
+  using Arg = CapturedGraph::Arg;  // kInput: index into `slots`; never kCpuInput
+  struct Result {
+    int slot;
+    ir::ElemType elem;
+    int64_t numel;
+  };
+  int device = 0;
+  int64_t ops = 0;
+  ProgramPtr prog;  // null: the region left no live result
+  std::vector<Arg> args;
+  std::vector<Result> results;
+  std::vector<int> donated;                           // args whose buffer the program may consume
+  std::vector<StorageSlot*> slots;                    // the storages read or written
+  std::vector<std::shared_ptr<StorageSlot>> adopted;  // slots whose storage was freed: the graph owns them
+  std::string text;                                   // the StableHLO, kept in debug mode
+};
+
 namespace {
 
 int64_t max_ops_from_env() {
@@ -81,11 +104,73 @@ int64_t max_ops_from_env() {
   return n > 0 ? n : 4096;
 }
 
+// Reserves `advance` counters of `gen` for one replayed random op: returns the
+// seed as a device scalar and sets `offset` to the first reserved counter.
+runtime::BufferPtr reserve_rng(const c10::intrusive_ptr<c10::GeneratorImpl>& gen, uint64_t advance, ir::ElemType elem,
+                               int device, uint64_t& offset) {
+  auto* g = static_cast<TpuGeneratorImpl*>(gen.get());
+  uint64_t seed;
+  {
+    std::lock_guard<std::mutex> l(g->mutex_);
+    seed = g->current_seed();
+    offset = g->advance(advance);
+  }
+  return scalar_buffer(c10::Scalar(static_cast<int64_t>(seed)), elem, device);
+}
+
+// Runs a replayed program; `keep` lists the donatable arguments whose buffer
+// another holder still needs (XLA copies those instead of consuming them).
+std::vector<runtime::BufferPtr> execute_replay(const CompiledProgram& prog, const std::vector<PJRT_Buffer*>& argv,
+                                               int device, std::string_view what, size_t donatable,
+                                               const std::vector<int64_t>& keep) {
+  auto results = execute_on(*prog.exe, argv, device, what, keep);
+  bump(metrics().donated, static_cast<int64_t>(donatable - keep.size()));
+  bump(metrics().executions);
+  bump(metrics().replays);
+  return results;
+}
+
+// A replay's arguments in order. `input(arg)` gives a kInput's buffer and
+// `cpu(i)` the value of CPU input i; runtime scalars made here are kept
+// alive in `scalars`. Random ops reserve fresh counters of their generator,
+// as eager does (and as a CUDA graph's philox offsets advance): a replay
+// draws new numbers, reproducibly from the seed.
+template <class InputFn, class CpuFn>
+std::vector<PJRT_Buffer*> replay_args(const std::vector<CapturedGraph::Arg>& args, int device,
+                                      std::vector<runtime::BufferPtr>& scalars, InputFn input, CpuFn cpu) {
+  std::vector<PJRT_Buffer*> argv;
+  argv.reserve(args.size());
+  scalars.reserve(args.size());
+  uint64_t rng_offset = 0;
+  for (const auto& a : args) {
+    switch (a.kind) {
+      case CapturedGraph::Arg::kInput:
+        argv.push_back(input(a));
+        continue;
+      case CapturedGraph::Arg::kConstant:
+        argv.push_back(a.constant->get());
+        continue;
+      case CapturedGraph::Arg::kCpuInput:
+        scalars.push_back(scalar_buffer(cpu(a.input), a.elem, device));
+        break;
+      case CapturedGraph::Arg::kRngSeed:
+        scalars.push_back(reserve_rng(a.gen, a.advance, a.elem, device, rng_offset));
+        break;
+      case CapturedGraph::Arg::kRngOffset:
+        scalars.push_back(scalar_buffer(c10::Scalar(static_cast<int64_t>(rng_offset)), a.elem, device));
+        break;
+    }
+    argv.push_back(scalars.back()->get());
+  }
+  return argv;
+}
+
 class FusedDriver final : public Driver {
  public:
   const char* name() const override { return "fused"; }
 
   void activate() override {
+    active_ = true;
     set_slot_free_hook(&FusedDriver::on_free);
     set_slot_materialize_hook(&FusedDriver::on_materialize);
   }
@@ -103,7 +188,7 @@ class FusedDriver final : public Driver {
     for (size_t i = 0; i < n; ++i) {
       StorageSlot* s = call.slot(i);
       auto [it, fresh] = p.ids.try_emplace(s, static_cast<int>(p.slots.size()));
-      if (fresh) p.slots.push_back(GraphSlot{s});
+      if (fresh) p.slots.push_back(GraphSlot{s, {}, false, s->elem, s->numel});
       ids[i] = it->second;
       p.key.add(static_cast<uint64_t>(ids[i]));
       GraphSlot& gs = p.slots[ids[i]];
@@ -143,7 +228,8 @@ class FusedDriver final : public Driver {
       s->numel = after[i].second;
     }
     ++p.ops;
-    if (p.ops >= max_ops_) flush_locked(SyncReason::kSizeLimit, "size limit");
+    // A graph capture holds the whole region, however long.
+    if (p.ops >= max_ops_ && !graph_capturing_) flush_locked(SyncReason::kSizeLimit, "size limit");
   }
 
   void sync_point(SyncReason why, std::string_view op) override {
@@ -154,8 +240,12 @@ class FusedDriver final : public Driver {
   void deactivate() override {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     flush_locked(SyncReason::kModeChange, "mode change");
-    set_slot_free_hook(nullptr);
-    set_slot_materialize_hook(nullptr);
+    active_ = false;
+    // Captured graphs must still hear of freed slots they name.
+    if (users_.empty()) {
+      set_slot_free_hook(nullptr);
+      set_slot_materialize_hook(nullptr);
+    }
   }
 
   static FusedDriver& get() {
@@ -165,6 +255,7 @@ class FusedDriver final : public Driver {
 
   void begin_capture() {
     std::lock_guard<std::recursive_mutex> lock(mu_);
+    TORCH_CHECK(!graph_capturing_, "a compiled graph cannot be captured inside a tpu graph capture");
     flush_locked(SyncReason::kMarkStep, "before a capture");
     capture_start_ = flush_count_;
   }
@@ -222,46 +313,15 @@ class FusedDriver final : public Driver {
       StorageSlot* s = slots[a.input];
       if (!s->buffer || s->pending || s->elem != a.elem || s->numel != a.numel) return std::nullopt;
     }
-    std::vector<PJRT_Buffer*> argv;
     std::vector<runtime::BufferPtr> scalars;
-    uint64_t rng_offset = 0;
-    for (const auto& a : c.args) {
-      switch (a.kind) {
-        case CapturedGraph::Arg::kInput:
-          argv.push_back(slots[a.input]->buffer->get());
-          continue;
-        case CapturedGraph::Arg::kConstant:
-          argv.push_back(a.constant->get());
-          continue;
-        case CapturedGraph::Arg::kCpuInput:
-          scalars.push_back(scalar_buffer(in[a.input].item(), a.elem, c.device));
-          break;
-        case CapturedGraph::Arg::kRngSeed: {
-          // Reserves the same counters eager would, so seeds reproduce.
-          auto* g = static_cast<TpuGeneratorImpl*>(a.gen.get());
-          uint64_t seed;
-          {
-            std::lock_guard<std::mutex> l(g->mutex_);
-            seed = g->current_seed();
-            rng_offset = g->advance(a.advance);
-          }
-          scalars.push_back(scalar_buffer(c10::Scalar(static_cast<int64_t>(seed)), a.elem, c.device));
-          break;
-        }
-        case CapturedGraph::Arg::kRngOffset:
-          scalars.push_back(scalar_buffer(c10::Scalar(static_cast<int64_t>(rng_offset)), a.elem, c.device));
-          break;
-      }
-      argv.push_back(scalars.back()->get());
-    }
+    std::vector<PJRT_Buffer*> argv = replay_args(
+        c.args, c.device, scalars, [&](const CapturedGraph::Arg& a) { return slots[a.input]->buffer->get(); },
+        [&](int i) { return in[i].item(); });
     // A buffer another storage also holds must survive the call.
     std::vector<int64_t> keep;
     for (int j : c.donated)
       if (slots[c.args[j].input]->buffer.use_count() != 1) keep.push_back(j);
-    auto results = execute_on(*c.prog->exe, argv, c.device, "a compiled graph", keep);
-    bump(metrics().donated, static_cast<int64_t>(c.donated.size() - keep.size()));
-    bump(metrics().executions);
-    bump(metrics().replays);
+    auto results = execute_replay(*c.prog, argv, c.device, "a compiled graph", c.donated.size(), keep);
     std::vector<c10::Storage> fresh;
     fresh.reserve(c.fresh_nbytes.size());
     {
@@ -286,7 +346,179 @@ class FusedDriver final : public Driver {
     return outs;
   }
 
+  // --- graph capture (torch.accelerator.Graph) ---
+  void begin_graph_capture() {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    TORCH_CHECK(!graph_capturing_,
+                "tpu graph capture is already underway; graphs cannot be captured inside each other");
+    flush_locked(SyncReason::kMarkStep, "before a graph capture");
+    graph_capturing_ = true;
+    capture_break_.clear();
+  }
+
+  bool graph_capturing() const { return graph_capturing_; }
+
+  // Builds the captured graph without running it (a CUDA graph's capture
+  // runs nothing either): the storages keep their old values until replay().
+  std::shared_ptr<StaticGraph> end_graph_capture(bool keep_text) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    TORCH_CHECK(graph_capturing_, "tpu graph capture_end() called without capture_begin()");
+    graph_capturing_ = false;
+    if (!capture_break_.empty()) {
+      std::string why = std::move(capture_break_);
+      capture_break_.clear();
+      flush_locked(SyncReason::kMarkStep, "after a failed graph capture");
+      TORCH_CHECK(false, "tpu graph capture failed: a ", why,
+                  " happened while capturing. A captured graph cannot read tpu values on the host, copy "
+                  "between host and device, or wait for the device; do that before capture_begin() or after "
+                  "capture_end(). The work recorded so far was run eagerly.");
+    }
+    auto g = std::shared_ptr<StaticGraph>(new StaticGraph(), [](StaticGraph* sg) {
+      get().release(sg);
+      delete sg;
+    });
+    std::unique_ptr<Pending> p = std::move(p_);
+    if (!p) {
+      TORCH_WARN("tpu graph capture recorded no tpu op; replay() will do nothing");
+      return g;
+    }
+    struct Restore {  // the slots go back to their pre-capture state, whatever happens
+      Pending& p;
+      ~Restore() {
+        for (auto& gs : p.slots) {
+          if (!gs.slot || !gs.slot->pending) continue;
+          gs.slot->pending = false;
+          if (gs.slot->buffer) {
+            gs.slot->elem = gs.elem0;
+            gs.slot->numel = gs.numel0;
+          }
+        }
+      }
+    } restore{*p};
+    ++flush_count_;
+    bump(metrics().fused_ops, p->ops);
+    g->device = p->device;
+    g->ops = p->ops;
+    std::vector<int> outs = live_outputs(*p);
+    if (outs.empty()) {
+      TORCH_WARN("tpu graph capture: no result of the captured work is still alive; replay() will do nothing");
+      return g;
+    }
+    std::vector<std::pair<int, int>> aliases = donations(*p, outs);
+    std::unordered_map<StorageSlot*, int> index;
+    auto slot_index = [&](StorageSlot* s) {
+      auto [it, fresh] = index.try_emplace(s, static_cast<int>(g->slots.size()));
+      if (fresh) g->slots.push_back(s);
+      return it->second;
+    };
+    for (const Param& pr : p->params) {
+      StaticGraph::Arg a;
+      a.elem = pr.elem;
+      a.numel = pr.numel;
+      StorageSlot* live = pr.gslot >= 0 ? p->slots[pr.gslot].slot : nullptr;
+      if (live) {
+        a.kind = StaticGraph::Arg::kInput;
+        a.input = slot_index(live);
+      } else if (pr.scalar.kind == OpCall::ScalarSource::kRngSeed ||
+                 pr.scalar.kind == OpCall::ScalarSource::kRngOffset) {
+        a.kind = pr.scalar.kind == OpCall::ScalarSource::kRngSeed ? StaticGraph::Arg::kRngSeed
+                                                                  : StaticGraph::Arg::kRngOffset;
+        a.gen = pr.scalar.gen;
+        a.advance = pr.scalar.advance;
+      } else {
+        // A number, a CPU scalar tensor, or a storage freed during the
+        // capture: its value at capture time is part of the graph, as a
+        // CUDA graph keeps kernel arguments.
+        a.kind = StaticGraph::Arg::kConstant;
+        a.constant = pr.buffer;
+      }
+      g->args.push_back(std::move(a));
+    }
+    for (int k : outs) {
+      StorageSlot* s = p->slots[k].slot;
+      g->results.push_back(StaticGraph::Result{slot_index(s), s->elem, s->numel});
+    }
+    for (auto [j, k] : aliases) g->donated.push_back(j);
+    g->prog = program_for(*p, outs, aliases, keep_text ? &g->text : nullptr);
+    for (StorageSlot* s : g->slots) users_[s].push_back(g.get());
+    set_slot_free_hook(&FusedDriver::on_free);
+    set_slot_materialize_hook(&FusedDriver::on_materialize);
+    return g;
+  }
+
+  // Ends a capture that raised: what was recorded runs eagerly.
+  void abort_graph_capture() {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    if (!graph_capturing_) return;
+    graph_capturing_ = false;
+    capture_break_.clear();
+    flush_locked(SyncReason::kMarkStep, "after a failed graph capture");
+  }
+
+  void replay_graph(StaticGraph& g) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    TORCH_CHECK(!graph_capturing_, "a tpu graph cannot be replayed while another is being captured");
+    flush_locked(SyncReason::kMarkStep, "before a graph replay");
+    if (!g.prog) return;
+    std::vector<runtime::BufferPtr> scalars;
+    auto input = [&](const StaticGraph::Arg& a) {
+      StorageSlot* s = g.slots[a.input];
+      TORCH_CHECK(s->buffer && s->elem == a.elem && s->numel == a.numel,
+                  "tpu graph replay: a storage the graph reads was resized or emptied after capture (it held ", a.numel,
+                  " elements then); capture the graph again");
+      return s->buffer->get();
+    };
+    std::vector<PJRT_Buffer*> argv =
+        replay_args(g.args, g.device, scalars, input, [](int) -> c10::Scalar { TORCH_INTERNAL_ASSERT(false); });
+    std::vector<int64_t> keep;
+    for (int j : g.donated)
+      if (g.slots[g.args[j].input]->buffer.use_count() != 1) keep.push_back(j);
+    auto results = execute_replay(*g.prog, argv, g.device, "a captured tpu graph", g.donated.size(), keep);
+    for (size_t k = 0; k < g.results.size(); ++k) {
+      StorageSlot* s = g.slots[g.results[k].slot];
+      s->buffer = results[k];
+      s->elem = g.results[k].elem;
+      s->numel = g.results[k].numel;
+      OpCall::track_result(s->buffer, "captured graph");
+    }
+  }
+
  private:
+  // A storage a captured graph names is being freed: the graphs keep its
+  // slot (and buffer) as their own, as a CUDA graph's private memory pool
+  // outlives the tensors allocated in it.
+  void adopt(StorageSlot* s) {
+    if (users_.empty()) return;
+    auto it = users_.find(s);
+    if (it == users_.end()) return;
+    auto own = std::make_shared<StorageSlot>();
+    own->nbytes = s->nbytes;
+    own->device = s->device;
+    own->buffer = s->buffer;
+    own->elem = s->elem;
+    own->numel = s->numel;
+    for (StaticGraph* g : it->second) {
+      for (auto& gs : g->slots)
+        if (gs == s) gs = own.get();
+      g->adopted.push_back(own);
+    }
+    users_.erase(it);
+  }
+
+  void release(StaticGraph* g) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    for (StorageSlot* s : g->slots) {
+      auto it = users_.find(s);
+      if (it == users_.end()) continue;  // an adopted slot
+      std::erase(it->second, g);
+      if (it->second.empty()) users_.erase(it);
+    }
+    if (users_.empty() && !active_) {
+      set_slot_free_hook(nullptr);
+      set_slot_materialize_hook(nullptr);
+    }
+  }
+
   struct Param {  // one per graph parameter, in order
     runtime::BufferPtr buffer;
     StorageSlot* slot;  // the storage it was read from, or null for a runtime scalar
@@ -299,6 +531,8 @@ class FusedDriver final : public Driver {
     StorageSlot* slot;  // null once the storage is freed
     ir::Value value;    // its current value in the graph (invalid: not read or written yet)
     bool written = false;
+    ir::ElemType elem0;  // what the slot held before the graph (a capture restores it)
+    int64_t numel0 = 0;
   };
   struct Pending {
     explicit Pending(int dev) : device(dev) {}
@@ -314,6 +548,7 @@ class FusedDriver final : public Driver {
   static void on_free(StorageSlot* s) {
     FusedDriver& d = get();
     std::lock_guard<std::recursive_mutex> lock(d.mu_);
+    d.adopt(s);
     if (!d.p_) return;
     auto it = d.p_->ids.find(s);
     if (it == d.p_->ids.end()) return;
@@ -324,6 +559,8 @@ class FusedDriver final : public Driver {
 
   void flush_locked(SyncReason why, std::string_view op, CapturedGraph* cap = nullptr) {
     if (!p_ || flushing_) return;
+    if (graph_capturing_ && capture_break_.empty())
+      capture_break_ = std::string(to_string(why)) + (op.empty() ? "" : " (" + std::string(op) + ")");
     ++flush_count_;
     flushing_ = true;
     std::unique_ptr<Pending> p = std::move(p_);
@@ -340,50 +577,17 @@ class FusedDriver final : public Driver {
       std::lock_guard<std::mutex> l(mt.mu);
       ++mt.flush_reasons[std::string(to_string(why)) + (op.empty() ? "" : ": ") + std::string(op)];
     }
-    std::vector<int> outs;
-    for (size_t i = 0; i < p->slots.size(); ++i)
-      if (p->slots[i].written && p->slots[i].slot) outs.push_back(static_cast<int>(i));
+    std::vector<int> outs = live_outputs(*p);
     if (outs.empty()) {
       clear_pending(*p);
       return;
     }
-    // A storage the graph reads and then overwrites donates its old buffer
-    // to the new value (same type), so a step updates weights in place.
-    std::vector<std::pair<int, int>> aliases;
-    {
-      std::unordered_map<int, int> param_of;
-      for (size_t j = 0; j < p->params.size(); ++j)
-        if (p->params[j].gslot >= 0) param_of.emplace(p->params[j].gslot, static_cast<int>(j));
-      for (size_t k = 0; k < outs.size(); ++k) {
-        auto it = param_of.find(outs[k]);
-        if (it == param_of.end()) continue;
-        const Param& pr = p->params[it->second];
-        if (p->g.type(p->slots[outs[k]].value) == ir::TensorType{pr.elem, {pr.numel}})
-          aliases.emplace_back(it->second, static_cast<int>(k));
-      }
-    }
+    std::vector<std::pair<int, int>> aliases = donations(*p, outs);
     if (cap && !describe(*p, outs, *cap)) cap = nullptr;
     if (cap)
       for (auto [j, k] : aliases) cap->donated.push_back(j);
-    for (int i : outs) p->key.add(static_cast<uint64_t>(i) | (1ull << 40));
-    p->key.add(0xd0a7ed);  // programs with donation; older cache entries had none
-    CacheKey key = p->key.finish();
     try {
-      auto& cache = ExecutableCache::get();
-      ProgramPtr prog = cache.lookup(key);
-      if (prog) {
-        bump(mt.cache_hits);
-        bump(mt.fused_cache_hits);
-      } else {
-        bump(mt.cache_misses);
-        prog = cache.compile_and_insert(client(), key, "fused[" + std::to_string(p->ops) + " ops]", [&]() {
-          std::vector<ir::Value> vals;
-          for (int i : outs) vals.push_back(p->slots[i].value);
-          p->g.set_outputs(vals);
-          for (auto [j, k] : aliases) p->g.alias(j, k);
-          return p->g.to_mlir();
-        });
-      }
+      ProgramPtr prog = program_for(*p, outs, aliases, nullptr);
       if (cap) cap->prog = prog;
       std::vector<PJRT_Buffer*> argv;
       for (auto& a : p->params) argv.push_back(a.buffer->get());
@@ -416,6 +620,60 @@ class FusedDriver final : public Driver {
       throw;
     }
     clear_pending(*p);
+  }
+
+  // The graph's outputs: the storages it wrote that are still alive.
+  static std::vector<int> live_outputs(const Pending& p) {
+    std::vector<int> outs;
+    for (size_t i = 0; i < p.slots.size(); ++i)
+      if (p.slots[i].written && p.slots[i].slot) outs.push_back(static_cast<int>(i));
+    return outs;
+  }
+
+  // A storage the graph reads and then overwrites donates its old buffer
+  // to the new value (same type), so a step updates weights in place.
+  // Pairs of (parameter, output).
+  static std::vector<std::pair<int, int>> donations(const Pending& p, const std::vector<int>& outs) {
+    std::vector<std::pair<int, int>> aliases;
+    std::unordered_map<int, int> param_of;
+    for (size_t j = 0; j < p.params.size(); ++j)
+      if (p.params[j].gslot >= 0) param_of.emplace(p.params[j].gslot, static_cast<int>(j));
+    for (size_t k = 0; k < outs.size(); ++k) {
+      auto it = param_of.find(outs[k]);
+      if (it == param_of.end()) continue;
+      const Param& pr = p.params[it->second];
+      if (p.g.type(p.slots[outs[k]].value) == ir::TensorType{pr.elem, {pr.numel}})
+        aliases.emplace_back(it->second, static_cast<int>(k));
+    }
+    return aliases;
+  }
+
+  // The pending graph's program: memory cache, persistent tiers, or a
+  // compile. `text`, when given, receives the StableHLO (emitted even on a hit).
+  ProgramPtr program_for(Pending& p, const std::vector<int>& outs, const std::vector<std::pair<int, int>>& aliases,
+                         std::string* text) {
+    auto& mt = metrics();
+    for (int i : outs) p.key.add(static_cast<uint64_t>(i) | (1ull << 40));
+    p.key.add(0xd0a7ed);  // programs with donation; older cache entries had none
+    CacheKey key = p.key.finish();
+    auto emit = [&]() {
+      std::vector<ir::Value> vals;
+      for (int i : outs) vals.push_back(p.slots[i].value);
+      p.g.set_outputs(vals);
+      for (auto [j, k] : aliases) p.g.alias(j, k);
+      return p.g.to_mlir();
+    };
+    if (text) *text = emit();
+    auto& cache = ExecutableCache::get();
+    ProgramPtr prog = cache.lookup(key);
+    if (prog) {
+      bump(mt.cache_hits);
+      bump(mt.fused_cache_hits);
+      return prog;
+    }
+    bump(mt.cache_misses);
+    return cache.compile_and_insert(client(), key, "fused[" + std::to_string(p.ops) + " ops]",
+                                    [&]() { return text ? *text : emit(); });
   }
 
   // Fills `c` from the graph about to run: the source of every parameter
@@ -533,6 +791,10 @@ class FusedDriver final : public Driver {
 
   std::recursive_mutex mu_;
   std::unique_ptr<Pending> p_;
+  bool active_ = false;
+  std::atomic<bool> graph_capturing_{false};
+  std::string capture_break_;                                          // the first flush during a graph capture
+  std::unordered_map<StorageSlot*, std::vector<StaticGraph*>> users_;  // slots named by captured graphs
   bool flushing_ = false;
   int64_t flush_count_ = 0;
   int64_t capture_start_ = -1;
@@ -557,5 +819,38 @@ std::shared_ptr<CapturedGraph> end_capture(const std::vector<at::Tensor>& inputs
 std::optional<std::vector<at::Tensor>> replay(CapturedGraph& c, const std::vector<at::Tensor>& inputs) {
   return FusedDriver::get().replay(c, inputs);
 }
+
+namespace {
+Driver* g_before_capture = nullptr;  // the driver to restore when a graph capture ends
+}
+
+void begin_graph_capture() {
+  FusedDriver& d = FusedDriver::get();
+  Driver* prev = set_current_driver(&fused_driver());
+  try {
+    d.begin_graph_capture();
+  } catch (...) {
+    set_current_driver(prev);
+    throw;
+  }
+  g_before_capture = prev;
+}
+std::shared_ptr<StaticGraph> end_graph_capture(bool keep_text) {
+  FusedDriver& d = FusedDriver::get();
+  TORCH_CHECK(d.graph_capturing(), "tpu graph capture_end() called without capture_begin()");
+  struct Restore {
+    ~Restore() { set_current_driver(g_before_capture); }
+  } restore;
+  return d.end_graph_capture(keep_text);
+}
+void abort_graph_capture() {
+  if (!FusedDriver::get().graph_capturing()) return;
+  FusedDriver::get().abort_graph_capture();
+  set_current_driver(g_before_capture);
+}
+bool graph_capturing() { return FusedDriver::get().graph_capturing(); }
+void replay_graph(StaticGraph& g) { FusedDriver::get().replay_graph(g); }
+const std::string& graph_text(const StaticGraph& g) { return g.text; }
+int64_t graph_ops(const StaticGraph& g) { return g.ops; }
 
 }  // namespace torch_tpu::record

@@ -15,6 +15,10 @@
 #include "record/driver.h"
 
 namespace py = pybind11;
+
+namespace torch_tpu {
+void register_graph_impl();  // aten/graph.cc
+}
 using namespace torch_tpu;
 
 PYBIND11_MODULE(_C, m) {
@@ -84,6 +88,12 @@ PYBIND11_MODULE(_C, m) {
     }
     if (!g) return py::make_tuple(py::none(), why);
     return py::make_tuple(py::cast(record::CaptureHandle{g}), why);
+  });
+  m.def("_register_graph_impl", &register_graph_impl);
+  m.def("_graph_capturing", &record::graph_capturing);
+  m.def("_abort_graph_capture", []() {
+    py::gil_scoped_release nogil;
+    record::abort_graph_capture();
   });
   m.def("_replay", [](const record::CaptureHandle& h, const std::vector<at::Tensor>& inputs) -> py::object {
     std::optional<std::vector<at::Tensor>> outs;

@@ -37,4 +37,19 @@ std::shared_ptr<CapturedGraph> end_capture(const std::vector<at::Tensor>& inputs
 // the capture's: the caller then runs the graph's ops instead.
 std::optional<std::vector<at::Tensor>> replay(CapturedGraph& c, const std::vector<at::Tensor>& inputs);
 
+// --- Graph capture (torch.accelerator.Graph, torch.tpu.graph) ---
+// Everything recorded between begin and end, on any thread, becomes one
+// program bound to the storages it touched. Capturing runs nothing; each
+// replay runs the program on those storages' current values and writes the
+// results back into them, dispatching no op. A host read or transfer during
+// the capture makes end_graph_capture() raise (the work runs eagerly).
+struct StaticGraph;
+void begin_graph_capture();
+std::shared_ptr<StaticGraph> end_graph_capture(bool keep_text);
+void abort_graph_capture();  // after an exception inside the captured region
+bool graph_capturing();
+void replay_graph(StaticGraph& g);
+const std::string& graph_text(const StaticGraph& g);  // StableHLO, when kept
+int64_t graph_ops(const StaticGraph& g);
+
 }  // namespace torch_tpu::record

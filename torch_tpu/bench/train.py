@@ -7,7 +7,9 @@ For every (model, mode) a fresh process trains with an empty compilation
 cache and reports the first step's time (compiles included) and steps/s
 after warm-up. Modes: PyTorch CPU eager and Inductor (cpu-eager,
 cpu-inductor), tpu strict eager, fused eager and torch.compile (tpu-strict,
-tpu-fused, tpu-compile), and JAX jit of the same model on XLA:CPU (jax-jit;
+tpu-fused, tpu-compile), the whole step captured once with torch.tpu.graph
+and replayed (tpu-graph: one warm-up step in fused eager, then the capture;
+its first-step time is the warm-up step's), and JAX jit of the same model on XLA:CPU (jax-jit;
 on torch_tpu's own XLA:CPU plugin, and jax-jit-bundled on jaxlib's own
 XLA:CPU build; skipped when JAX is not installed: pip install -r
 requirements-bench.txt).
@@ -34,13 +36,14 @@ MODELS = {
     "gpt": "GPT decoder 4 layers, d 256, seq 128, batch 8, AdamW",
     "resnet18": "torchvision ResNet-18, 32x32, batch 16, SGD",
 }
-MODES = ["cpu-eager", "cpu-inductor", "tpu-strict", "tpu-fused", "tpu-compile", "jax-jit", "jax-jit-bundled"]
+MODES = ["cpu-eager", "cpu-inductor", "tpu-strict", "tpu-fused", "tpu-compile", "tpu-graph", "jax-jit",
+         "jax-jit-bundled"]
 GPT = dict(vocab=512, d=256, layers=4, heads=4, seq=128, batch=8)
 
 
 # --- PyTorch models ---------------------------------------------------------
 
-def torch_setup(name: str, device: str):
+def torch_setup(name: str, device: str, capturable: bool = False):
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -99,7 +102,8 @@ def torch_setup(name: str, device: str):
     if name in ("mlp", "resnet18"):
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     else:
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        # capturable: the step counters on the device, as graph capture needs
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, **({"capturable": True} if capturable else {}))
     x, y = x.to(device), y.to(device)
 
     def step():
@@ -118,7 +122,7 @@ def run_torch(name: str, mode: str, steps: int, warmup: int) -> dict:
     import torch_tpu
 
     device = "cpu" if mode.startswith("cpu") else "tpu"
-    step = torch_setup(name, device)
+    step = torch_setup(name, device, capturable=mode == "tpu-graph")
     if mode == "cpu-inductor":
         step = torch.compile(step)
     elif mode == "tpu-compile":
@@ -126,9 +130,24 @@ def run_torch(name: str, mode: str, steps: int, warmup: int) -> dict:
     elif mode == "tpu-fused":
         torch.tpu.eager_mode = torch.tpu.EagerMode.DEFER_AND_FUSE
     sync = (lambda v: v.cpu()) if device == "tpu" else (lambda v: v)
+    if mode == "tpu-graph":
+        torch.tpu.eager_mode = torch.tpu.EagerMode.DEFER_AND_FUSE  # the warm-up step: two programs
     t0 = time.perf_counter()
     sync(step())
     first = time.perf_counter() - t0
+    extra = {}
+    if mode == "tpu-graph":
+        t0 = time.perf_counter()
+        graph = torch.tpu.TPUGraph()
+        with torch.tpu.graph(graph):
+            static_loss = step()
+        graph.replay()
+        sync(static_loss)
+        extra["capture_s"] = time.perf_counter() - t0
+
+        def step():
+            graph.replay()
+            return static_loss
     for _ in range(warmup):
         loss = step()
     sync(loss)
@@ -137,7 +156,7 @@ def run_torch(name: str, mode: str, steps: int, warmup: int) -> dict:
         loss = step()
     final = float(sync(loss))
     dt = time.perf_counter() - t0
-    out = dict(first_step_s=first, steps_per_s=steps / dt, final_loss=final)
+    out = dict(first_step_s=first, steps_per_s=steps / dt, final_loss=final, **extra)
     if device == "tpu":
         m = torch_tpu.debug.metrics()
         out.update(compiles=m["compiles"], compile_ms=m["compile_ms"], flushes=m["flushes"],
@@ -390,7 +409,7 @@ def plot(results, models, modes, path) -> None:
         names = [mode for mode in modes if results[m].get(mode)]
         vals = [results[m][mode]["steps_per_s"] for mode in names]
         palette = {"cpu-eager": "#888", "cpu-inductor": "#aaa", "tpu-strict": "#4a7", "tpu-fused": "#2a5",
-                   "tpu-compile": "#075", "jax-jit": "#c63", "jax-jit-bundled": "#e96"}
+                   "tpu-compile": "#075", "tpu-graph": "#053", "jax-jit": "#c63", "jax-jit-bundled": "#e96"}
         ax.bar(range(len(names)), vals, color=[palette.get(n, "#555") for n in names])
         ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=8)
         ax.set_title(m, fontsize=10)

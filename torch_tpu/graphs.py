@@ -1,0 +1,128 @@
+"""Graph capture and replay on tpu, mirroring ``torch.cuda.graphs``.
+
+``torch.tpu.graph(g)`` (or ``torch.accelerator.Graph``) records everything
+run on tpu inside the block, forward, backward on the autograd thread and the
+optimizer step alike, as one XLA program bound to the tensors it touched.
+``g.replay()`` then runs that program on those tensors' current values and
+writes its results back into them without dispatching a single op: a whole
+training step becomes one execute call. As with CUDA graphs:
+
+- capturing runs nothing: the tensors keep their old values until a replay;
+- new inputs go into the captured input tensors (``static_x.copy_(batch)``)
+  before ``replay()``, and results are read from the tensors the capture made;
+- warm up a few steps before capturing, so optimizer state exists and is
+  not created (zeroed) inside the graph;
+- Adam/AdamW need ``capturable=True`` (their step counters on the device);
+- reading a value on the host inside the block (``.item()``, ``print``,
+  ``.cpu()``) makes the capture fail, and the recorded work runs eagerly.
+
+Random ops draw new numbers on every replay, reproducibly from the seed.
+See docs/execution_modes.md.
+"""
+from __future__ import annotations
+
+import gc
+import itertools
+from typing import Any
+
+import torch
+
+from torch_tpu import _C
+
+__all__ = ["TPUGraph", "graph", "graph_pool_handle", "is_current_stream_capturing"]
+
+_pools = itertools.count(1 << 32)
+
+
+def is_current_stream_capturing() -> bool:
+    """Whether a tpu graph capture is underway (it covers every thread)."""
+    return _C._graph_capturing()
+
+
+def graph_pool_handle() -> tuple[int, int]:
+    """An opaque token to pass as ``pool=`` (accepted for compatibility:
+    captured graphs keep the storages they name, they own no memory pool)."""
+    return (next(_pools), 0)
+
+
+class TPUGraph(torch.accelerator.Graph):
+    """A captured tpu graph (``torch.cuda.CUDAGraph``'s counterpart).
+
+    ``capture_begin()``/``capture_end()`` bracket the work; ``replay()`` runs
+    it; ``reset()`` drops it; ``enable_debug_mode()`` before capturing lets
+    ``debug_dump(path)`` write the program's StableHLO.
+    """
+
+    def __new__(cls, keep_graph: bool = False, **kwargs):
+        return super().__new__(cls, keep_graph)
+
+    def __init__(self, keep_graph: bool = False, **kwargs):
+        super().__init__(keep_graph, **kwargs)
+
+    def capture_begin(self, pool: tuple[int, int] | None = None, capture_error_mode: str = "global") -> None:
+        if torch.accelerator.current_accelerator().type != "tpu":
+            raise RuntimeError("TPUGraph needs tpu to be the current accelerator")
+        self.graph_pool = pool if pool is not None else self.graph_pool
+        self.capture_error_mode = capture_error_mode
+        super().capture_begin()
+
+    def __enter__(self) -> None:
+        graph._prepare()
+        self.capture_begin()
+
+    def __exit__(self, exc_type, *rest) -> None:
+        if exc_type is not None:
+            _C._abort_graph_capture()
+            self.reset()
+            return
+        self.capture_end()
+
+
+class graph:
+    """Context manager that captures the tpu work in its block into
+    ``tpu_graph`` (``torch.cuda.graph``'s counterpart). ``stream`` is accepted
+    for compatibility: a capture records every stream and thread."""
+
+    def __init__(self, tpu_graph: TPUGraph, pool: tuple[int, int] | None = None, stream: Any = None,
+                 capture_error_mode: str = "global"):
+        if not isinstance(tpu_graph, torch.accelerator.Graph):
+            raise TypeError(f"torch.tpu.graph expects a torch.tpu.TPUGraph, got {type(tpu_graph).__name__}")
+        self.tpu_graph = tpu_graph
+        self.pool = pool
+        self.capture_error_mode = capture_error_mode
+
+    @staticmethod
+    def _prepare() -> None:
+        # Work enqueued before the block is not part of the graph.
+        torch.tpu.synchronize()
+        gc.collect()
+
+    def __enter__(self) -> None:
+        self._prepare()
+        if isinstance(self.tpu_graph, TPUGraph):
+            self.tpu_graph.capture_begin(pool=self.pool, capture_error_mode=self.capture_error_mode)
+        else:
+            self.tpu_graph.capture_begin()
+
+    def __exit__(self, exc_type, *rest) -> None:
+        if exc_type is not None:
+            _C._abort_graph_capture()
+            self.tpu_graph.reset()
+            return
+        self.tpu_graph.capture_end()
+
+
+def _capturable_check(optimizer, args, kwargs) -> None:
+    """A global optimizer pre-step hook: PyTorch's own check only covers CUDA
+    and XPU. A non-capturable Adam keeps its step counters on the host, so a
+    captured step would repeat the first step's bias correction forever."""
+    if _C._graph_capturing() and not all(g.get("capturable", True) for g in optimizer.param_groups):
+        raise RuntimeError(f"Attempting TPU graph capture of step() for an instance of {type(optimizer).__name__} "
+                           "but param_groups' capturable is False.")
+
+
+def _install() -> None:
+    _C._register_graph_impl()
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    register_optimizer_step_pre_hook(_capturable_check)
