@@ -185,9 +185,13 @@ def test_invalid_device_ordinal():
 
 
 def test_out_of_memory_raises_torch_out_of_memory_error():
+    small = torch.ones(2**27, device=TPU)  # 0.5 GiB held elsewhere
     t = torch.empty(10**12, device=TPU)  # 4 TB: storage is lazy, the first write allocates
-    with pytest.raises(torch.OutOfMemoryError, match="tpu out of memory on tpu:0 while running fill_"):
+    with pytest.raises(torch.OutOfMemoryError, match="tpu out of memory on tpu:0 while running fill_") as e:
         t.fill_(1)
+    # The message tells the op's request apart from what other tensors hold.
+    assert "Tried to allocate 3725.29 GiB for its results; other tpu tensors hold 0.50 GiB" in str(e.value)
+    del small
     assert issubclass(torch.OutOfMemoryError, RuntimeError)
     del t
     torch.testing.assert_close((torch.ones(4, device=TPU) * 2).cpu(), torch.full((4,), 2.0))  # still usable

@@ -449,6 +449,18 @@ ProgramPtr OpCall::lookup_or_compile(const Lowering& lower) const {
   });
 }
 
+namespace {
+// Bytes of the storages the op being executed on this thread writes (-1: not
+// an op call), so an out-of-memory message can say what the op asked for.
+thread_local int64_t t_output_bytes = -1;
+
+std::string gib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
+  return buf;
+}
+}  // namespace
+
 std::vector<runtime::BufferPtr> execute_on(const runtime::Executable& exe, const std::vector<PJRT_Buffer*>& args,
                                            int device, std::string_view what, const std::vector<int64_t>& keep) {
   try {
@@ -457,12 +469,17 @@ std::vector<runtime::BufferPtr> execute_on(const runtime::Executable& exe, const
     if (!e.out_of_memory()) throw;
     std::string msg = e.what();
     while (!msg.empty() && (msg.back() == '.' || msg.back() == ' ')) msg.pop_back();
-    char held[32];
     ++memory_stats(device).num_ooms;
-    std::snprintf(held, sizeof held, "%.2f GiB",
-                  static_cast<double>(memory_stats(device).allocated.load()) / (1 << 30));
+    const int64_t held = memory_stats(device).allocated.load();
+    // Like CUDA's "Tried to allocate": the op's own results apart from what
+    // other tensors hold (torch counts the result storages as allocated
+    // before the device has made them).
+    std::string sizes = t_output_bytes >= 0
+                            ? "Tried to allocate " + gib(t_output_bytes) + " for its results; other tpu tensors hold " +
+                                  gib(std::max<int64_t>(held - t_output_bytes, 0))
+                            : "tpu tensors allocated: " + gib(held);
     TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu out of memory on tpu:", device, " while running ", what, " (", msg,
-                     "). tpu tensors allocated, including this op's outputs: ", held,
+                     "). ", sizes,
                      ". Free tensors you no longer need (del, or zero_grad(set_to_none=True)) or use a smaller batch.");
   }
 }
@@ -474,6 +491,13 @@ void OpCall::execute_and_swap(const CompiledProgram& prog) const {
     if (needs_param(u)) argv.push_back(u.slot->buffer->get());
   std::vector<runtime::BufferPtr> keep = scalar_buffers();
   for (auto& b : keep) argv.push_back(b->get());
+  int64_t out_bytes = 0;
+  for (const SlotUse& u : slots_)
+    if (u.written) out_bytes += static_cast<int64_t>(u.slot->nbytes);
+  struct Bytes {
+    explicit Bytes(int64_t n) { t_output_bytes = n; }
+    ~Bytes() { t_output_bytes = -1; }
+  } bytes(out_bytes);
   auto outs = execute_on(*prog.exe, argv, device_, name_);
   bump(metrics().executions);
   size_t oi = 0;
