@@ -15,8 +15,10 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -103,6 +105,42 @@ int64_t max_ops_from_env() {
   int64_t n = std::atoll(v);
   return n > 0 ? n : 4096;
 }
+
+// Destroying a PJRT buffer that a program is consuming (donated) blocks until
+// that program has run: XLA:CPU waits for the donation to be confirmed. Freed
+// at once, every donating execute would be synchronous and Python could not
+// record the next step while the device runs this one. The donated buffers'
+// handles are kept until the program's results are ready (their memory
+// already belongs to the results).
+class DonatedHandles {
+ public:
+  static DonatedHandles& get() {
+    static auto* d = new DonatedHandles();  // never destroyed: no PJRT call after the client is gone
+    return *d;
+  }
+  void add(std::vector<runtime::BufferPtr> old, const std::vector<runtime::BufferPtr>& results) {
+    std::lock_guard<std::mutex> l(mu_);
+    while (!q_.empty() && q_.front().ready.is_ready()) q_.pop_front();
+    if (old.empty() || results.empty()) return;
+    q_.push_back(Entry{results.front()->ready_event(), std::move(old)});
+    if (q_.size() > kMaxPending) {  // far ahead of the device: wait for the oldest
+      try {
+        q_.front().ready.await("waiting for a donating program");
+      } catch (...) {  // NOLINT(bugprone-empty-catch): its error surfaces through its results
+      }
+      q_.pop_front();
+    }
+  }
+
+ private:
+  struct Entry {
+    runtime::Event ready;
+    std::vector<runtime::BufferPtr> handles;
+  };
+  static constexpr size_t kMaxPending = 64;
+  std::mutex mu_;
+  std::deque<Entry> q_;
+};
 
 // Reserves `advance` counters of `gen` for one replayed random op: returns the
 // seed as a device scalar and sets `offset` to the first reserved counter.
@@ -321,7 +359,11 @@ class FusedDriver final : public Driver {
     std::vector<int64_t> keep;
     for (int j : c.donated)
       if (slots[c.args[j].input]->buffer.use_count() != 1) keep.push_back(j);
+    std::vector<runtime::BufferPtr> donated;
+    for (int j : c.donated)
+      if (std::find(keep.begin(), keep.end(), j) == keep.end()) donated.push_back(slots[c.args[j].input]->buffer);
     auto results = execute_replay(*c.prog, argv, c.device, "a compiled graph", c.donated.size(), keep);
+    DonatedHandles::get().add(std::move(donated), results);
     std::vector<c10::Storage> fresh;
     fresh.reserve(c.fresh_nbytes.size());
     {
@@ -473,7 +515,11 @@ class FusedDriver final : public Driver {
     std::vector<int64_t> keep;
     for (int j : g.donated)
       if (g.slots[g.args[j].input]->buffer.use_count() != 1) keep.push_back(j);
+    std::vector<runtime::BufferPtr> donated;
+    for (int j : g.donated)
+      if (std::find(keep.begin(), keep.end(), j) == keep.end()) donated.push_back(g.slots[g.args[j].input]->buffer);
     auto results = execute_replay(*g.prog, argv, g.device, "a captured tpu graph", g.donated.size(), keep);
+    DonatedHandles::get().add(std::move(donated), results);
     for (size_t k = 0; k < g.results.size(); ++k) {
       StorageSlot* s = g.slots[g.results[k].slot];
       s->buffer = results[k];
@@ -596,7 +642,11 @@ class FusedDriver final : public Driver {
       std::vector<int64_t> keep;
       for (auto [j, k] : aliases)
         if (p->params[j].buffer.use_count() != 2) keep.push_back(j);
+      std::vector<runtime::BufferPtr> donated;
+      for (auto [j, k] : aliases)
+        if (std::find(keep.begin(), keep.end(), j) == keep.end()) donated.push_back(p->params[j].buffer);
       auto results = execute_on(*prog->exe, argv, p->device, "a fused graph", keep);
+      DonatedHandles::get().add(std::move(donated), results);
       bump(mt.donated, static_cast<int64_t>(aliases.size() - keep.size()));
       bump(mt.executions);
       for (size_t k = 0; k < outs.size(); ++k) {

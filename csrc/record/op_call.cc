@@ -117,6 +117,14 @@ std::mutex g_pending_mu;
 std::vector<std::weak_ptr<runtime::Buffer>>& g_pending = *new std::vector<std::weak_ptr<runtime::Buffer>>();
 std::vector<std::shared_ptr<runtime::Event>>& g_orphans = *new std::vector<std::shared_ptr<runtime::Event>>();
 
+bool donated(const runtime::Buffer& b) {
+  const PJRT_Api* api = client().api();
+  PJRT_Buffer_IsDeleted_Args a{};
+  a.struct_size = PJRT_Buffer_IsDeleted_Args_STRUCT_SIZE;
+  a.buffer = b.get();
+  return api->PJRT_Buffer_IsDeleted(&a) == nullptr && a.is_deleted;
+}
+
 void keep_orphan(runtime::Event&& e) {
   std::lock_guard<std::mutex> lock(g_pending_mu);
   if (g_orphans.size() >= 1024) std::erase_if(g_orphans, [](const auto& o) { return o->is_ready(); });
@@ -184,8 +192,12 @@ void synchronize() {
     pending.swap(g_pending);
     orphans.swap(g_orphans);
   }
-  for (auto& w : pending)
-    if (auto b = w.lock()) b->ready_event().await("torch.tpu.synchronize");
+  for (auto& w : pending) {
+    auto b = w.lock();
+    // A buffer donated to a later program has no event of its own; that
+    // program's results are tracked and waited for instead.
+    if (b && !donated(*b)) b->ready_event().await("torch.tpu.synchronize");
+  }
   // Nobody holds an orphan's result, so its failure (already reported by the
   // op that made it, or unobservable) is not raised here; only the wait counts.
   for (auto& e : orphans) {
