@@ -77,3 +77,50 @@ def test_detect_nan_environment_variable():
                        env={**__import__("os").environ, "TORCH_TPU_DETECT_NAN": "1"})
     assert p.returncode != 0 and "aten.sqrt.default produced NaN" in p.stderr, p.stderr[-2000:]
     assert torch_tpu.debug._global_nan_mode is None  # not on in this process
+
+
+def test_dump_dir_writes_every_program_with_its_ops_lines_key_and_compile_time(tmp_path):
+    from test_device import run_py
+
+    dump, cache = tmp_path / "dump", tmp_path / "cache"
+    code = """
+import torch, torch_tpu
+x = torch.arange(12.0).reshape(3, 4).to("tpu")
+y = (x * 3).sum(0)  # LINE_STRICT
+with torch.tpu.set_eager_mode("DEFER_AND_FUSE"):
+    w = torch.relu(x - 1) * 2  # LINE_FUSED
+print(w.cpu().sum().item(), y.cpu().sum().item())
+"""
+    script = tmp_path / "script.py"  # a file, so the dumps can quote its lines
+    script.write_text(code)
+    run_file = f"exec(compile(open({str(script)!r}).read(), {str(script)!r}, 'exec'))"
+    for run in range(2):  # the second run loads every program from the disk cache, and dumps it too
+        d = dump / str(run)
+        p = run_py(run_file, TORCH_TPU_DUMP_DIR=str(d), TORCH_TPU_CACHE_DIR=str(cache))
+        assert p.returncode == 0, p.stderr[-2000:]
+        assert p.stdout.split() == ["110.0", "198.0"]  # relu(x - 1) * 2 and 3 * x, summed
+        files = {f.name: f.read_text() for f in d.iterdir()}
+        mul = next(t for n, t in files.items() if n.endswith("-mul.mlir"))
+        assert "// cache key: " in mul and "stablehlo.multiply" in mul and "func.func public @main" in mul
+        assert "mul  at " in mul and "# LINE_STRICT" in mul
+        assert ("compiled in " in mul) if run == 0 else ("disk tier" in mul)
+        fused = next(t for n, t in files.items() if "fused" in n)
+        ops = [ln.split()[1] for ln in fused.splitlines() if ln.startswith("//   ")]
+        assert ops == ["sub", "relu", "mul"], fused[:600]
+        assert fused.count("# LINE_FUSED") == 3
+
+
+def test_compile_report_explains_each_recompile():
+    debug.reset_metrics()
+    for n in (5, 6):  # a new shape
+        (torch.ones(n, 3, device="tpu") * 2.5).cpu()
+    (torch.ones(5, 3, device="tpu", dtype=torch.float64) * 2.5).cpu()  # a new dtype
+    for dim in (0, 1):  # the same types, a different compile-time attribute
+        torch.ones(4, 4, device="tpu").cumsum(dim).cpu()
+    report = debug.compile_report()
+    assert "mul: 3 programs" in report, report
+    assert "a new shape: tensor<15xf32> became tensor<18xf32>" in report, report
+    assert "a new dtype: tensor<15xf32> became tensor<15xf64>" in report, report
+    assert "cumsum: 2 programs" in report and "a compile-time value differs" in report, report
+    debug.reset_metrics()
+    assert "0 programs compiled" in debug.compile_report()

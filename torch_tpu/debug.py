@@ -28,6 +28,7 @@ def reset_metrics() -> None:
     from torch_tpu import _compile
 
     _C._reset_metrics()
+    _C._clear_compile_records()
     _compile.stats.update(graphs=0, captured=0, not_captured={})
 
 
@@ -196,6 +197,61 @@ def compare_with_cpu(model, *inputs, backward=True, atol=1e-4, rtol=1e-4):
     return CompareReport(outputs, grads, atol, rtol)
 
 
+# --- recompilation explainer ---------------------------------------------------------
+
+
+def _split_types(sig: str) -> list[str]:
+    import re
+
+    return re.findall(r"tensor<[^>]*>", sig)
+
+
+def _explain(first: str, other: str) -> str:
+    a, b = _split_types(first), _split_types(other)
+    if a == b:
+        return ("same argument and result types: a compile-time value differs (a dim, a constant, an "
+                "attribute of the op). Values that change every call compile every call; pass them as tensors")
+    shapes = [x.split("x")[:-1] for x in a], [x.split("x")[:-1] for x in b]
+    dtypes = [x.rsplit("x", 1)[-1] for x in a], [x.rsplit("x", 1)[-1] for x in b]
+    if len(a) == len(b) and dtypes[0] == dtypes[1] and shapes[0] != shapes[1]:
+        diff = next(i for i in range(len(a)) if a[i] != b[i])
+        return (f"a new shape: {a[diff]} became {b[diff]}. Keep shapes fixed (drop_last=True on DataLoaders, "
+                "pad sequences to a few lengths)")
+    if len(a) == len(b) and dtypes[0] != dtypes[1]:
+        diff = next(i for i in range(len(a)) if dtypes[0][i] != dtypes[1][i])
+        return f"a new dtype: {a[diff]} became {b[diff]}. Cast to one dtype before the op"
+    return f"a new signature: ({', '.join(a)}) became ({', '.join(b)})"
+
+
+def compile_report(top: int = 20) -> str:
+    """The ops (or fused graphs) compiled into more than one program since
+    start or the last reset_metrics(), most programs first, each with what
+    changed between its first program and each later one (a new shape, a new
+    dtype, or a compile-time value) and how to avoid it. Programs loaded from
+    the disk cache are not compiles and do not appear."""
+    groups: dict[str, list] = {}
+    for name, sig, digest, ms, key in _C._compile_records():
+        groups.setdefault(name, []).append((sig, digest, ms, key))
+    multi = sorted(((n, r) for n, r in groups.items() if len(r) > 1), key=lambda kv: -len(kv[1]))
+    total = sum(len(r) for r in groups.values())
+    lines = [f"torch_tpu compile report: {total} programs compiled, {len(groups)} distinct ops or graphs; "
+             f"{len(multi)} compiled more than once"]
+    for name, recs in multi[:top]:
+        ms = sum(r[2] for r in recs)
+        lines.append(f"  {name}: {len(recs)} programs, {ms:.1f} ms")
+        seen = set()
+        for sig, _digest, _ms, _key in recs[1:]:
+            why = _explain(recs[0][0], sig)
+            if why not in seen:
+                seen.add(why)
+                lines.append(f"    - {why}")
+            if len(seen) >= 3:
+                break
+    if len(multi) > top:
+        lines.append(f"  ... and {len(multi) - top} more")
+    return "\n".join(lines)
+
+
 # --- NaN/Inf detection ---------------------------------------------------------------
 
 
@@ -204,7 +260,7 @@ def _user_frame():
     import traceback
     here = os.path.dirname(os.path.abspath(__file__))
     torch_dir = os.path.dirname(os.path.abspath(__import__("torch").__file__))
-    for fr in reversed(traceback.extract_stack()[:-2]):
+    for fr in reversed(traceback.extract_stack()[:-1]):  # frames in torch and torch_tpu are skipped below
         f = os.path.abspath(fr.filename)
         if not f.startswith(here) and not f.startswith(torch_dir):
             return f"{fr.filename}:{fr.lineno} ({fr.line})"

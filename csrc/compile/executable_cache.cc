@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "compile/dump.h"
 #include "compile/metrics.h"
 
 namespace torch_tpu {
@@ -185,6 +186,7 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
     try {
       exe = client.deserialize(entry->payload);
       ns = entry->compile_ns;
+      if (dumping()) note_program(name, key, emit(), ns, t == 0 ? "disk" : "shared");
       // A shared-tier hit fills the local disk tier.
       if (t == 1 && tiers[0]) tiers[0]->store(pkey, name, std::move(entry->payload), ns);
     } catch (const std::exception& e) {
@@ -204,6 +206,7 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
     bump(metrics().compiles);
     bump(metrics().compile_ns, ns);
     metrics().note_compile(name, ns);
+    note_program(name, key, text, ns, "compiled");
     if (tiers[0] || tiers[1]) {
       // Some plugins (or programs) cannot be serialised: memory-only then.
       std::string why;

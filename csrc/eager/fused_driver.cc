@@ -28,6 +28,7 @@
 #include "aten/device.h"
 #include "aten/generator.h"
 #include "aten/storage.h"
+#include "compile/dump.h"
 #include "compile/executable_cache.h"
 #include "compile/metrics.h"
 #include "record/capture.h"
@@ -266,6 +267,7 @@ class FusedDriver final : public Driver {
       s->numel = after[i].second;
     }
     ++p.ops;
+    if (dumping()) p.origin += take_program_origin() + "\n";
     // A graph capture holds the whole region, however long.
     if (p.ops >= max_ops_ && !graph_capturing_) flush_locked(SyncReason::kSizeLimit, "size limit");
   }
@@ -589,6 +591,7 @@ class FusedDriver final : public Driver {
     std::vector<GraphSlot> slots;
     KeyBuilder key;
     int64_t ops = 0;
+    std::string origin;  // the recorded ops and their Python lines, while dumping
   };
 
   static void on_free(StorageSlot* s) {
@@ -714,6 +717,7 @@ class FusedDriver final : public Driver {
       return p.g.to_mlir();
     };
     if (text) *text = emit();
+    if (dumping()) set_program_origin(p.origin);
     auto& cache = ExecutableCache::get();
     ProgramPtr prog = cache.lookup(key);
     if (prog) {

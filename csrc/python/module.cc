@@ -10,6 +10,7 @@
 #include "aten/generator.h"
 #include "aten/storage.h"
 #include "compile/executable_cache.h"
+#include "compile/dump.h"
 #include "compile/metrics.h"
 #include "record/capture.h"
 #include "record/driver.h"
@@ -90,6 +91,23 @@ PYBIND11_MODULE(_C, m) {
     return py::make_tuple(py::cast(record::CaptureHandle{g}), why);
   });
   m.def("_register_graph_impl", &register_graph_impl);
+  // TORCH_TPU_DUMP_DIR names each op's Python line: torch_tpu.debug._user_frame().
+  set_location_hook([]() -> std::string {
+    if (!Py_IsInitialized() || _Py_IsFinalizing()) return {};  // taking the GIL now would abort
+    py::gil_scoped_acquire gil;
+    try {
+      return py::module_::import("torch_tpu.debug").attr("_user_frame")().cast<std::string>();
+    } catch (const std::exception&) {
+      return {};
+    }
+  });
+  m.def("_compile_records", []() {
+    py::list out;
+    for (const auto& r : compile_records())
+      out.append(py::make_tuple(r.name, r.signature, r.body_digest, r.compile_ns / 1e6, r.key));
+    return out;
+  });
+  m.def("_clear_compile_records", &clear_compile_records);
   m.def("_graph_capturing", &record::graph_capturing);
   m.def("_abort_graph_capture", []() {
     py::gil_scoped_release nogil;

@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "aten/device.h"
+#include "compile/dump.h"
 #include "aten/storage.h"
 #include "compile/executable_cache.h"
 #include "compile/metrics.h"
@@ -347,6 +348,8 @@ void OpCall::run(const Lowering& lower) {
   }
   if (!any_write) return;  // every output is empty
   key_done_ = key_.finish();
+  // Asked before any driver lock is held: it runs Python.
+  if (dumping()) set_program_origin(std::string(name_) + "  at " + user_location());
   current_driver().dispatch(*this, lower);
 }
 

@@ -1,0 +1,49 @@
+// Program dumps (TORCH_TPU_DUMP_DIR) and the record of compiles behind
+// torch_tpu.debug.compile_report(). When the variable names a directory,
+// every program this process compiles or loads from a persistent tier is
+// written there: its StableHLO, the ATen ops it came from with the user's
+// Python line for each, its cache key and its compile time.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compile/cache_key.h"
+
+namespace torch_tpu {
+
+// The dump directory; empty when dumping is off (read once).
+const std::string& dump_dir();
+inline bool dumping() { return !dump_dir().empty(); }
+
+// Where the user's code is ("file:line in fn"), from a hook the Python layer
+// installs; empty without one. Called only while dumping.
+using LocationHook = std::string (*)();
+void set_location_hook(LocationHook h);
+std::string user_location();
+
+// What the next program built on this thread came from: one line per ATen
+// op ("aten_op  at file:line"). Drivers set it before a cache lookup.
+void set_program_origin(std::string origin);
+std::string take_program_origin();
+
+// Called by the executable cache for every program it compiles (tier
+// "compiled") or loads ("disk", "shared").
+void note_program(std::string_view name, const CacheKey& key, const std::string& text, int64_t compile_ns,
+                  std::string_view tier);
+
+// One compiled program, for compile_report(): its op (or graph) name, the
+// argument and result types of its entry function, a digest of its body and
+// the compile time. The newest 4096 are kept.
+struct CompileRecord {
+  std::string name;
+  std::string signature;
+  uint64_t body_digest = 0;
+  int64_t compile_ns = 0;
+  std::string key;
+};
+std::vector<CompileRecord> compile_records();
+void clear_compile_records();
+
+}  // namespace torch_tpu
