@@ -124,3 +124,23 @@ def test_compile_report_explains_each_recompile():
     assert "cumsum: 2 programs" in report and "a compile-time value differs" in report, report
     debug.reset_metrics()
     assert "0 programs compiled" in debug.compile_report()
+
+
+def test_profiler_shows_torch_tpu_work(tmp_path, monkeypatch):
+    from torch.profiler import ProfilerActivity, profile
+
+    x = torch.randn(16, 16)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        t = x.to("tpu")  # host to device
+        y = (t @ t.T * 1.25).relu()  # a new program: compile, then launch
+        with torch.tpu.set_eager_mode("DEFER_AND_FUSE"):
+            z = (y * 2 + 1).sum()
+        got = z.cpu()  # fused flush, then device to host
+    torch.testing.assert_close(got, ((x @ x.T * 1.25).relu() * 2 + 1).sum())
+    names = {e.name for e in prof.events()}
+    for span in ("tpu::host_to_device", "tpu::launch", "tpu::fused_flush", "tpu::device_to_host"):
+        assert span in names, sorted(n for n in names if n.startswith("tpu::"))
+    assert names & {"tpu::compile", "tpu::cache_load (disk tier)"}, sorted(names)
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    assert "tpu::launch" in path.read_text()

@@ -17,6 +17,7 @@ namespace torch_tpu {
 namespace {
 
 std::atomic<LocationHook> g_hook{nullptr};
+SpanHooks g_spans;
 thread_local std::string t_origin;
 
 std::mutex g_mu;
@@ -61,6 +62,14 @@ const std::string& dump_dir() {
 }
 
 void set_location_hook(LocationHook h) { g_hook.store(h); }
+
+void set_span_hooks(SpanHooks h) { g_spans = h; }  // once, at module load
+Span::Span(const char* name) {
+  if (g_spans.begin) span_ = g_spans.begin(name);
+}
+Span::~Span() {
+  if (span_) g_spans.end(span_);
+}
 std::string user_location() {
   LocationHook h = g_hook.load();
   return h ? h() : std::string();

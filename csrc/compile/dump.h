@@ -33,6 +33,25 @@ std::string take_program_origin();
 void note_program(std::string_view name, const CacheKey& key, const std::string& text, int64_t compile_ns,
                   std::string_view tier);
 
+// Profiler spans for work in this layer (which has no torch): the record
+// layer installs hooks that open and close torch.profiler ranges. A span
+// object is whatever `begin` returns; null when no profiler is recording.
+struct SpanHooks {
+  void* (*begin)(const char* name) = nullptr;
+  void (*end)(void* span) = nullptr;
+};
+void set_span_hooks(SpanHooks h);
+class Span {
+ public:
+  explicit Span(const char* name);
+  ~Span();
+  Span(const Span&) = delete;
+  Span& operator=(const Span&) = delete;
+
+ private:
+  void* span_ = nullptr;
+};
+
 // One compiled program, for compile_report(): its op (or graph) name, the
 // argument and result types of its entry function, a digest of its body and
 // the compile time. The newest 4096 are kept.

@@ -184,6 +184,7 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
     auto entry = tiers[t]->lookup(pkey, name);
     if (!entry) continue;
     try {
+      Span span(t == 0 ? "tpu::cache_load (disk tier)" : "tpu::cache_load (shared tier)");
       exe = client.deserialize(entry->payload);
       ns = entry->compile_ns;
       if (dumping()) note_program(name, key, emit(), ns, t == 0 ? "disk" : "shared");
@@ -201,7 +202,10 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
   if (!exe) {
     std::string text = emit();
     auto t0 = std::chrono::steady_clock::now();
-    exe = client.compile(text, options);
+    {
+      Span span("tpu::compile");
+      exe = client.compile(text, options);
+    }
     ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
     bump(metrics().compiles);
     bump(metrics().compile_ns, ns);

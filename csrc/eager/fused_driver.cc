@@ -12,6 +12,7 @@
 // reference; it is emitted as text only on a cache miss.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
+#include <ATen/record_function.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 
@@ -326,6 +327,7 @@ class FusedDriver final : public Driver {
   std::optional<std::vector<at::Tensor>> replay(CapturedGraph& c, const std::vector<at::Tensor>& in) {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     flush_locked(SyncReason::kMarkStep, "before a replay");
+    RECORD_FUNCTION("tpu::compiled_graph_replay", std::vector<c10::IValue>());
     // Guards first: nothing (not even the generator) changes unless all pass.
     if (in.size() != c.inputs.size()) return std::nullopt;
     std::vector<StorageSlot*> slots(in.size(), nullptr);
@@ -504,6 +506,7 @@ class FusedDriver final : public Driver {
     TORCH_CHECK(!graph_capturing_, "a tpu graph cannot be replayed while another is being captured");
     flush_locked(SyncReason::kMarkStep, "before a graph replay");
     if (!g.prog) return;
+    RECORD_FUNCTION("tpu::graph_replay", std::vector<c10::IValue>());
     std::vector<runtime::BufferPtr> scalars;
     auto input = [&](const StaticGraph::Arg& a) {
       StorageSlot* s = g.slots[a.input];
@@ -608,6 +611,7 @@ class FusedDriver final : public Driver {
 
   void flush_locked(SyncReason why, std::string_view op, CapturedGraph* cap = nullptr) {
     if (!p_ || flushing_) return;
+    RECORD_FUNCTION("tpu::fused_flush", std::vector<c10::IValue>());
     if (graph_capturing_ && capture_break_.empty())
       capture_break_ = std::string(to_string(why)) + (op.empty() ? "" : " (" + std::string(op) + ")");
     ++flush_count_;

@@ -2,6 +2,7 @@
 
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
+#include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 
 #include <array>
@@ -117,6 +118,16 @@ bool has_value(const StorageSlot* s) { return s->buffer || s->pending; }
 std::mutex g_pending_mu;
 std::vector<std::weak_ptr<runtime::Buffer>>& g_pending = *new std::vector<std::weak_ptr<runtime::Buffer>>();
 std::vector<std::shared_ptr<runtime::Event>>& g_orphans = *new std::vector<std::shared_ptr<runtime::Event>>();
+
+// torch.profiler ranges for the compile layer's work (compiles, cache loads).
+void* span_begin(const char* name) {
+  auto rf = std::make_unique<at::RecordFunction>(at::RecordScope::USER_SCOPE);
+  if (!rf->isActive()) return nullptr;
+  rf->before(name);
+  return rf.release();
+}
+void span_end(void* rf) { delete static_cast<at::RecordFunction*>(rf); }
+const bool g_spans_installed = (set_span_hooks(SpanHooks{&span_begin, &span_end}), true);
 
 bool donated(const runtime::Buffer& b) {
   const PJRT_Api* api = client().api();
@@ -478,6 +489,8 @@ std::string gib(int64_t bytes) {
 
 std::vector<runtime::BufferPtr> execute_on(const runtime::Executable& exe, const std::vector<PJRT_Buffer*>& args,
                                            int device, std::string_view what, const std::vector<int64_t>& keep) {
+  // The launch on the host; the device runs it asynchronously afterwards.
+  RECORD_FUNCTION("tpu::launch", std::vector<c10::IValue>());
   try {
     return exe.execute(args, pjrt_device(device), keep);
   } catch (const runtime::PjrtError& e) {
@@ -575,6 +588,7 @@ void OpCall::track_result(const runtime::BufferPtr& b, std::string_view what) {
 
 void copy_to_host(const at::Tensor& src, void* dst, size_t nbytes) {
   if (nbytes == 0) return;
+  RECORD_FUNCTION("tpu::device_to_host", std::vector<c10::IValue>());
   // Every host read passes here: a deferred driver materialises first.
   current_driver().sync_point(SyncReason::kHostRead, "copy_to_host");
   StorageSlot* s = slot_of(src.storage());
@@ -598,6 +612,7 @@ void copy_to_host(const at::Tensor& src, void* dst, size_t nbytes) {
 
 void copy_from_host(const at::Tensor& dst, const void* src, size_t nbytes) {
   if (nbytes == 0) return;
+  RECORD_FUNCTION("tpu::host_to_device", std::vector<c10::IValue>());
   StorageSlot* s = slot_of(dst.storage());
   ViewMeta v = view_of(dst);
   ElemType e = v.elem;
