@@ -123,7 +123,7 @@ def test_compile_report_explains_each_recompile():
     assert "a new dtype: tensor<15xf32> became tensor<15xf64>" in report, report
     assert "cumsum: 2 programs" in report and "a compile-time value differs" in report, report
     debug.reset_metrics()
-    assert "0 programs compiled" in debug.compile_report()
+    assert "report: 0 programs" in debug.compile_report()
 
 
 def test_profiler_shows_torch_tpu_work(tmp_path, monkeypatch):

@@ -224,23 +224,25 @@ def _explain(first: str, other: str) -> str:
 
 
 def compile_report(top: int = 20) -> str:
-    """The ops (or fused graphs) compiled into more than one program since
+    """The ops (or fused graphs) that needed more than one program since
     start or the last reset_metrics(), most programs first, each with what
     changed between its first program and each later one (a new shape, a new
     dtype, or a compile-time value) and how to avoid it. Programs loaded from
-    the disk cache are not compiles and do not appear."""
+    the disk cache count (each was a compile once, and is one again on a cold
+    cache); the report says how many were compiled in this process."""
     groups: dict[str, list] = {}
-    for name, sig, digest, ms, key in _C._compile_records():
-        groups.setdefault(name, []).append((sig, digest, ms, key))
+    for name, sig, _digest, ms, _key, tier in _C._compile_records():
+        groups.setdefault(name, []).append((sig, ms, tier))
     multi = sorted(((n, r) for n, r in groups.items() if len(r) > 1), key=lambda kv: -len(kv[1]))
     total = sum(len(r) for r in groups.values())
-    lines = [f"torch_tpu compile report: {total} programs compiled, {len(groups)} distinct ops or graphs; "
-             f"{len(multi)} compiled more than once"]
+    compiled = sum(1 for r in groups.values() for x in r if x[2] == "compiled")
+    lines = [f"torch_tpu compile report: {total} programs ({compiled} compiled here, {total - compiled} loaded from "
+             f"the cache), {len(groups)} distinct ops or graphs; {len(multi)} needed more than one"]
     for name, recs in multi[:top]:
-        ms = sum(r[2] for r in recs)
-        lines.append(f"  {name}: {len(recs)} programs, {ms:.1f} ms")
+        ms = sum(r[1] for r in recs)
+        lines.append(f"  {name}: {len(recs)} programs, {ms:.1f} ms of compiling")
         seen = set()
-        for sig, _digest, _ms, _key in recs[1:]:
+        for sig, _ms, _tier in recs[1:]:
             why = _explain(recs[0][0], sig)
             if why not in seen:
                 seen.add(why)

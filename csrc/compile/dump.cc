@@ -81,9 +81,9 @@ std::string take_program_origin() { return std::exchange(t_origin, std::string()
 void note_program(std::string_view name, const CacheKey& key, const std::string& text, int64_t compile_ns,
                   std::string_view tier) {
   std::string origin = take_program_origin();
-  if (tier == "compiled") {
+  {
     CompileRecord r{std::string(name), signature_of(text), std::hash<std::string>()(text.substr(text.find('{') + 1)),
-                    compile_ns, hex(key)};
+                    compile_ns,        hex(key),           std::string(tier)};
     std::lock_guard<std::mutex> l(g_mu);
     records().push_back(std::move(r));
     if (records().size() > 4096) records().pop_front();

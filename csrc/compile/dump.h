@@ -29,7 +29,8 @@ void set_program_origin(std::string origin);
 std::string take_program_origin();
 
 // Called by the executable cache for every program it compiles (tier
-// "compiled") or loads ("disk", "shared").
+// "compiled") or loads ("disk", "shared"): records it, and dumps it while
+// dumping.
 void note_program(std::string_view name, const CacheKey& key, const std::string& text, int64_t compile_ns,
                   std::string_view tier);
 
@@ -52,15 +53,18 @@ class Span {
   void* span_ = nullptr;
 };
 
-// One compiled program, for compile_report(): its op (or graph) name, the
-// argument and result types of its entry function, a digest of its body and
-// the compile time. The newest 4096 are kept.
+// One program compiled or loaded from a persistent tier, for
+// compile_report(): its op (or graph) name, the argument and result types of
+// its entry function, a digest of its body, the compile time (when it was
+// first compiled, for a loaded one) and where it came from. The newest 4096
+// are kept.
 struct CompileRecord {
   std::string name;
   std::string signature;
   uint64_t body_digest = 0;
   int64_t compile_ns = 0;
   std::string key;
+  std::string tier;  // "compiled", "disk" or "shared"
 };
 std::vector<CompileRecord> compile_records();
 void clear_compile_records();

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 
 #include "compile/dump.h"
 #include "compile/metrics.h"
@@ -178,6 +179,13 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
   }
   std::shared_ptr<runtime::Executable> exe;
   int64_t ns = 0;
+  // Emitted at most once (a loaded program is dumped and recorded too, and
+  // a failed load falls through to compiling the same text).
+  std::optional<std::string> text_once;
+  auto program_text = [&]() -> const std::string& {
+    if (!text_once) text_once = emit();
+    return *text_once;
+  };
   auto load_start = std::chrono::steady_clock::now();
   for (int t = 0; t < 2 && !exe; ++t) {
     if (!tiers[t]) continue;
@@ -187,7 +195,7 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
       Span span(t == 0 ? "tpu::cache_load (disk tier)" : "tpu::cache_load (shared tier)");
       exe = client.deserialize(entry->payload);
       ns = entry->compile_ns;
-      if (dumping()) note_program(name, key, emit(), ns, t == 0 ? "disk" : "shared");
+      note_program(name, key, program_text(), ns, t == 0 ? "disk" : "shared");
       // A shared-tier hit fills the local disk tier.
       if (t == 1 && tiers[0]) tiers[0]->store(pkey, name, std::move(entry->payload), ns);
     } catch (const std::exception& e) {
@@ -200,7 +208,7 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
   load_ns +=
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - load_start).count();
   if (!exe) {
-    std::string text = emit();
+    const std::string& text = program_text();
     auto t0 = std::chrono::steady_clock::now();
     {
       Span span("tpu::compile");

@@ -104,7 +104,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_compile_records", []() {
     py::list out;
     for (const auto& r : compile_records())
-      out.append(py::make_tuple(r.name, r.signature, r.body_digest, r.compile_ns / 1e6, r.key));
+      out.append(py::make_tuple(r.name, r.signature, r.body_digest, r.compile_ns / 1e6, r.key, r.tier));
     return out;
   });
   m.def("_clear_compile_records", &clear_compile_records);

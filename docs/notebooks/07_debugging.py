@@ -289,6 +289,59 @@ surface on the line that caused them. Five 1024 x 1024 matmuls, timed just now:
 
 
 @app.cell
+def _(code, mo, os, subprocess, sys):
+    import tempfile
+
+    _dir = tempfile.mkdtemp(prefix="tt_dump_")
+    _script = os.path.join(_dir, "step.py")
+    with open(_script, "w") as _f:
+        _f.write(
+            "import torch, torch_tpu\n"
+            "x = torch.randn(8, 16, device='tpu')\n"
+            "w = torch.randn(16, 4, device='tpu')\n"
+            "with torch.tpu.set_eager_mode('DEFER_AND_FUSE'):\n"
+            "    y = torch.relu(x @ w) * 2\n"
+            "print(y.sum().item())\n"
+        )
+    _env = dict(os.environ, TORCH_TPU_DUMP_DIR=os.path.join(_dir, "dump"),
+                TORCH_TPU_CACHE_DIR=os.path.join(_dir, "cache"))
+    subprocess.run([sys.executable, _script], env=_env, check=True, capture_output=True, text=True)
+    _files = sorted(os.listdir(os.path.join(_dir, "dump")))
+    _fused = next(f for f in _files if "fused" in f)
+    with open(os.path.join(_dir, "dump", _fused)) as _f:
+        _head = "\n".join(_f.read().splitlines()[:10])
+    mo.md(f"""
+## Program dumps: `TORCH_TPU_DUMP_DIR`
+
+With `TORCH_TPU_DUMP_DIR=dir`, every program the process compiles (or loads from the disk
+cache) is written to `dir` with its StableHLO, cache key, compile time, and the ATen ops it
+came from with the Python line of each. A small script run just now in a fresh process wrote
+{len(_files)} files: {", ".join(f"`{f}`" for f in _files)}. The start of the fused one:
+
+{code(_head)}
+""")
+    return
+
+
+@app.cell
+def _(code, debug, mo, torch):
+    debug.reset_metrics()
+    for _n in (5, 6):  # two batch sizes: a new shape
+        (torch.ones(_n, 3, device="tpu") * 2.5).cpu()
+    (torch.ones(5, 3, device="tpu", dtype=torch.float64) * 2.5).cpu()  # a new dtype
+    _report = debug.compile_report()
+    mo.md(f"""
+## Why did it compile again? `compile_report()`
+
+`torch_tpu.debug.compile_report()` lists the ops compiled into more than one program, with
+what changed each time and how to avoid it. Two batch sizes and a float64 input, just now:
+
+{code(_report)}
+""")
+    return
+
+
+@app.cell
 def _(code, mo, os, torch):
     from torch.profiler import ProfilerActivity, profile, record_function
 
@@ -309,9 +362,11 @@ def _(code, mo, os, torch):
 ## `torch.profiler`
 
 With `ProfilerActivity.CPU` the PyTorch profiler records every ATen op called on tpu tensors,
-with call counts, input shapes and the host time spent issuing it. Device time is not recorded
-per op (there is no tpu activity yet): since ops run asynchronously, it shows up where Python
-waits, here the `record_function` around `torch.tpu.synchronize()`:
+with call counts, input shapes and the host time spent issuing it, and torch_tpu's own ranges:
+`tpu::launch` (handing a program to the device), `tpu::compile`, `tpu::fused_flush`, the
+transfers. Device time is not recorded per op (there is no tpu activity yet): since ops run
+asynchronously, it shows up where Python waits, here the `record_function` around
+`torch.tpu.synchronize()`:
 
 {code(_table)}
 """)
@@ -326,7 +381,8 @@ def _(mo):
     | question | tool |
     |---|---|
     | what ran, what compiled, what was copied | `debug.metrics_report()`, `debug.metrics()` |
-    | why does it compile again | `metrics()["compiles_by_op"]`; `TORCH_TPU_LOG_LEVEL=DEBUG` says why the cache missed |
+    | why does it compile again | `debug.compile_report()`; `TORCH_TPU_LOG_LEVEL=DEBUG` says why the cache missed |
+    | what exactly was compiled | `TORCH_TPU_DUMP_DIR=dir` |
     | does tpu compute what CPU computes | `debug.compare_with_cpu(model, *inputs)` |
     | where does a NaN or Inf appear | `with debug.detect_nan():`, `TORCH_TPU_DETECT_NAN=1` |
     | which line failed | `EagerMode.DEFER_NEVER_AND_LAUNCH_BLOCKING`, `TORCH_TPU_LAUNCH_BLOCKING=1` |
