@@ -238,6 +238,11 @@ at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool k
                      std::optional<c10::ScalarType> dtype, at::Tensor& out) {
   auto dt = mean_dtype(self, dtype);
   if (dtype) check_structured_out(out, *dtype);
+  // Without dtype=, CPU sums into out's dtype and then divides in place: an
+  // integral out gets true division's error.
+  if (!dtype && !c10::isFloatingType(out.scalar_type()) && !c10::isComplexType(out.scalar_type()))
+    TORCH_CHECK(false, "result type ", default_float(), " can't be cast to the desired output type ",
+                out.scalar_type());
   Plan p = plan(self, dim, keepdim);
   prepare_out(out, p.out_shape, dt, "mean");
   mean_into(self, p, out.scalar_type(), out);

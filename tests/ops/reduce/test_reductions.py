@@ -86,6 +86,17 @@ def test_mean(dtype):
     check(lambda t, o: torch.mean(t, 0, out=o), x, torch.empty(0, dtype=torch.float64))
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
+def test_mean_out_integral(dtype):
+    # CPU's mean.out without dtype= sums into out and divides in place: an
+    # integral out gets true division's "result type Float" error
+    for out_dtype in (torch.int64, torch.bool):
+        with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type"):
+            torch.mean(torch.ones(3, dtype=dtype), 0, out=torch.empty(0, dtype=out_dtype))
+        with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type"):
+            torch.mean(torch.ones(3, dtype=dtype, device=TPU), 0, out=torch.empty(0, dtype=out_dtype, device=TPU))
+
+
 def test_mean_errors():
     for bad in [lambda: torch.ones(3, dtype=torch.long, device=TPU).mean(),
                 lambda: torch.ones(3, device=TPU).mean(dtype=torch.long)]:
