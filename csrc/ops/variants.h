@@ -6,6 +6,11 @@
 //     needs, so nothing is computed twice)
 //   static void impl(const at::Tensor& out, const M& m, const at::Tensor& self, Args... args);
 //                                                    // writes the result; `m` is what meta returned
+// and optionally
+//   static std::optional<c10::ScalarType> same_dtype_out(const at::Tensor& self, Args... args);
+//                                                    // the dtype out= must have, checked before meta
+//     (TensorIterator ops with all operands one dtype check it before their
+//     dtype dispatch: abs(bool, out=int) gets "Found dtype", not "not implemented")
 // and register_variants<Op>(m, "neg") registers neg, neg_ and neg.out from
 // it. PyTorch's rules live here once: out= checks the dtype cast and resizes
 // (warning when a non-empty out changes shape), in-place requires the result
@@ -13,6 +18,7 @@
 #pragma once
 #include <torch/library.h>
 
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -48,6 +54,9 @@ struct Variants {
     return self;
   }
   static at::Tensor& out(const at::Tensor& self, Args... args, at::Tensor& out) {
+    if constexpr (requires { Op::same_dtype_out(self, args...); }) {
+      if (auto dt = Op::same_dtype_out(self, args...)) check_same_dtype_out(out, *dt);
+    }
     auto m = Op::meta(self, args...);
     if (m.out_dtype == OutDtype::kSame) check_same_dtype_out(out, m.dtype);
     if (m.out_dtype == OutDtype::kExact) check_structured_out(out, m.dtype);

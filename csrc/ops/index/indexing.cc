@@ -20,7 +20,9 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
+#include <utility>
 
 #include "ops/common.h"
 #include "record/driver.h"
@@ -397,9 +399,52 @@ at::Tensor& masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const Ope
 at::Tensor& masked_fill_scalar(at::Tensor& self, const at::Tensor& mask, const c10::Scalar& v) {
   return masked_fill_impl(self, mask, v);
 }
+// Whether every value of dtype `from` (inf and nan included) converts to `to`
+// without overflow in c10's checked_convert sense.
+bool always_fits(c10::ScalarType from, c10::ScalarType to) {
+  if (from == to || from == c10::kBool) return true;
+  auto range = [](c10::ScalarType t) -> std::optional<std::pair<double, double>> {
+    switch (t) {
+      case c10::kBool:
+        return std::pair{0.0, 1.0};
+      case c10::kByte:
+        return std::pair{0.0, 255.0};
+      case c10::kChar:
+        return std::pair{-128.0, 127.0};
+      case c10::kShort:
+        return std::pair{-32768.0, 32767.0};
+      case c10::kInt:
+        return std::pair{-2147483648.0, 2147483647.0};
+      case c10::kLong:
+        return std::pair{-9223372036854775808.0, 9223372036854775807.0};
+      case c10::kHalf:
+        return std::pair{-65504.0, 65504.0};
+      case c10::kBFloat16:
+        return std::pair{-3.3895313892515355e38, 3.3895313892515355e38};
+      case c10::kFloat:
+        return std::pair{-3.4028234663852886e38, 3.4028234663852886e38};
+      case c10::kDouble:
+        return std::pair{-1.7976931348623157e308, 1.7976931348623157e308};
+      default:
+        return std::nullopt;
+    }
+  };
+  auto f = range(from), t = range(to);
+  if (!f || !t) return false;
+  if (c10::isFloatingType(from) && !c10::isFloatingType(to)) return false;  // inf, nan
+  return t->first <= f->first && f->second <= t->second;
+}
+
 at::Tensor& masked_fill_tensor(at::Tensor& self, const at::Tensor& mask, const at::Tensor& v) {
   TORCH_CHECK(v.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ", v.dim(),
               " dimension(s).");
+  // CPU fills with value.item() converted to self's dtype, which raises
+  // "value cannot be converted to type ... without overflow". Read the value
+  // (a host sync) only when its dtype may hold such a value.
+  if (!always_fits(v.scalar_type(), self.scalar_type())) {
+    check_bool_mask(mask, "masked_fill_");
+    return masked_fill_impl(self, mask, v.item());
+  }
   return masked_fill_impl(self, mask, v);
 }
 

@@ -124,6 +124,16 @@ struct Pointwise {
       m.out_dtype = OutDtype::kSame;
     return m;
   }
+  // Unary ops whose out= must have self's dtype check that before their
+  // dtype dispatch, as CPU's TensorIterator does (after the op's own checks).
+  static std::optional<c10::ScalarType> same_dtype_out(const at::Tensor& self, const Other&...) {
+    c10::ScalarType t = self.scalar_type();
+    if constexpr (sizeof...(Other) == 0) {
+      if (D.check) D.check(t);
+      if (D.result == Result::kSame || (D.result == Result::kReal && !c10::isComplexType(t))) return t;
+    }
+    return std::nullopt;
+  }
   static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, const Other&... o) {
     run_pointwise(D, {self, o...}, promoted(self, o...), out);
   }

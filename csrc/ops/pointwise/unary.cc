@@ -138,11 +138,12 @@ constexpr PointwiseDef d_bitwise_not{"bitwise_not", Result::kSame, Accepts::kInt
 // round(decimals): float types only.
 struct RoundDecimals {
   static constexpr const char* kName = "round";
+  // A unary TensorIterator op: out= in self's dtype, checked first.
+  static std::optional<ScalarType> same_dtype_out(const at::Tensor& self, int64_t) { return self.scalar_type(); }
   static OutMeta meta(const at::Tensor& self, int64_t) {
     ScalarType t = self.scalar_type();
-    TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t), "\"round_vml_cpu\" not implemented for '", c10::toString(t),
-                                "'");
-    return {self.sizes().vec(), t, self.device()};
+    TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(t), "\"round_cpu\" not implemented for '", c10::toString(t), "'");
+    return {self.sizes().vec(), t, self.device(), OutDtype::kSame};
   }
   static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, int64_t decimals) {
     ScalarType t = m.dtype;

@@ -16,6 +16,8 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -236,6 +238,11 @@ at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool k
                      std::optional<c10::ScalarType> dtype, at::Tensor& out) {
   auto dt = mean_dtype(self, dtype);
   if (dtype) check_structured_out(out, *dtype);
+  // Without dtype=, CPU sums into out's dtype and then divides in place: an
+  // integral out gets true division's error.
+  if (!dtype && !c10::isFloatingType(out.scalar_type()) && !c10::isComplexType(out.scalar_type()))
+    TORCH_CHECK(false, "result type ", default_float(), " can't be cast to the desired output type ",
+                out.scalar_type());
   Plan p = plan(self, dim, keepdim);
   prepare_out(out, p.out_shape, dt, "mean");
   mean_into(self, p, out.scalar_type(), out);
@@ -415,6 +422,29 @@ at::Tensor& argmax_out(const at::Tensor& self, std::optional<int64_t> dim, bool 
 
 // --- var / std ---------------------------------------------------------------
 
+// {up, down} over `dims` of float x (f32 or f64): up is a power of two near
+// max|x| and down is 1/up, both exact (normal numbers); 1 where max|x| is 0,
+// subnormal, inf or nan.
+std::pair<Value, Value> pow2_scale(Builder& b, Value x, const Dims& dims) {
+  ElemType e = b.elem(x);
+  bool f64 = e == ElemType::kF64;
+  ElemType ie = f64 ? ElemType::kS64 : ElemType::kS32;
+  int64_t mant = f64 ? 52 : 23;
+  int64_t max_biased = f64 ? 2046 : 254;  // largest biased exponent of a finite number
+  Value m = fold(b, b.abs(x), dims, BinaryOp::kMax, zero(b, e));
+  const Dims& d = b.dims(m);
+  Value biased = b.shr_logical(b.bitcast_convert(m, ie), b.constant(mant, ie, d));
+  Value ok = b.and_(b.compare(biased, b.constant(1, ie, d), Direction::kGe),
+                    b.compare(biased, b.constant(max_biased, ie, d), Direction::kLe));
+  // up = 2^(biased - bias), down = 2^(bias - biased): both stay normal.
+  biased = b.clamp(b.constant(1, ie, d), biased, b.constant(max_biased - 1, ie, d));
+  Value shift = b.constant(mant, ie, d);
+  Value up = b.bitcast_convert(b.shl(biased, shift), e);
+  Value down = b.bitcast_convert(b.shl(b.sub(b.constant(max_biased, ie, d), biased), shift), e);
+  Value one = b.constant(1.0, e, d);
+  return {b.select(ok, up, one), b.select(ok, down, one)};
+}
+
 // Writes var (or std) and, when `mean_out` is defined, the mean.
 void var_into(const char* name, const at::Tensor& self, const Plan& p, const std::optional<c10::Scalar>& correction,
               bool take_sqrt, const at::Tensor& out, const at::Tensor& mean_out) {
@@ -442,13 +472,27 @@ void var_into(const char* name, const at::Tensor& self, const Plan& p, const std
   int64_t n = p.count;
   call.run([&](Builder& b, const Values& in) {
     Value x = b.convert(in[0], acc);
+    // CPU accumulates in double, so float32 inputs whose squares (or sum)
+    // overflow float32 still get a finite std. Work on x scaled by a power
+    // of two near max|x| (exact), and scale the results back. (float64
+    // overflows where CPU's double Welford sums overflow too.)
+    Value up, down;
+    if (acc == ElemType::kF32) {
+      std::tie(up, down) = pow2_scale(b, x, dims);
+      x = b.mul(x, expand_back(b, down, b.dims(x), dims));
+    }
     Value mean = sum_of(b, x, dims);
     mean = b.div(mean, scalar_like(b, static_cast<double>(n), mean));
     Value centred = b.sub(x, expand_back(b, mean, b.dims(x), dims));
     Value ss = sum_of(b, b.mul(centred, centred), dims);
     Value div = b.broadcast_to(in[1], b.dims(ss));
     Value v = b.div(ss, div);
+    // var = v * up^2, multiplied in two steps: up^2 alone may overflow.
     if (take_sqrt) v = b.sqrt(v);
+    if (acc == ElemType::kF32) {
+      v = take_sqrt ? b.mul(v, up) : b.mul(b.mul(v, up), up);
+      mean = b.mul(mean, up);
+    }
     Values r{v};
     if (with_mean) r.push_back(mean);
     return r;

@@ -158,6 +158,28 @@ def test_masked_fill(dtype):
     check(lambda a, m: a.masked_fill(m, torch.tensor(v)), x, m)
 
 
+@pytest.mark.parametrize("self_dtype,value", [
+    (torch.int8, torch.tensor(300)), (torch.int8, torch.tensor(300.5)), (torch.uint8, torch.tensor(256)),
+    (torch.int32, torch.tensor(float("nan"))), (torch.float16, torch.tensor(1e10)),
+    (torch.bfloat16, torch.tensor(3.4e38)), (torch.int64, torch.tensor(float("inf"), dtype=torch.float64))])
+def test_masked_fill_tensor_value_overflow(self_dtype, value):
+    # CPU fills with value.item() converted to self's dtype, which checks overflow.
+    m = torch.tensor([True, False, True])
+    for f in (lambda a, m, v: a.masked_fill(m, v), lambda a, m, v: a.masked_fill_(m, v)):
+        both_raise(RuntimeError, f, torch.zeros(3, dtype=self_dtype), m, value)
+        with pytest.raises(RuntimeError, match="value cannot be converted to type .* without overflow"):
+            f(torch.zeros(3, dtype=self_dtype, device=TPU), m.to(TPU), value.to(TPU))
+
+
+def test_masked_fill_tensor_value_in_range():
+    # values that fit (including uint8's wrap of negative integers) fill as on CPU
+    m = torch.tensor([True, False, True])
+    for dt, v in [(torch.int8, torch.tensor(-128)), (torch.uint8, torch.tensor(-1)), (torch.bool, torch.tensor(5)),
+                  (torch.float16, torch.tensor(float("inf"))), (torch.int16, torch.tensor(2.9)),
+                  (torch.float32, torch.tensor(2, dtype=torch.int8))]:
+        check(lambda a, m, v: a.masked_fill(m, v), torch.zeros(3, dtype=dt), m, v)
+
+
 def test_masked_fill_grad_views_errors():
     m = torch.rand(4, 3) > 0.5
     check(lambda a, m: a.t().masked_fill(m, -1.0), torch.randn(3, 4), m, grad=True)

@@ -95,6 +95,34 @@ def test_special_values():
     same_as_cpu(lambda a: torch.round(a, decimals=0), torch.arange(5))  # CPU: not implemented
 
 
+def _cpu_and_tpu_error(fn, x, out_dtype):
+    errs = []
+    for dev in ("cpu", TPU):
+        with pytest.raises(RuntimeError) as e:
+            fn(x.to(dev), out=torch.empty(3, dtype=out_dtype, device=dev))
+        errs.append(e)
+    return errs
+
+
+@pytest.mark.parametrize("fn,dtype,out_dtype", [
+    # out= of another dtype: CPU's TensorIterator "Found dtype" comes before the
+    # dtype dispatch's NotImplementedError
+    (torch.abs, torch.bool, torch.int64), (torch.floor, torch.bool, torch.float32),
+    (torch.round, torch.bool, torch.int32), (torch.trunc, torch.bool, torch.uint8),
+    (torch.bitwise_not, torch.float32, torch.int64), (torch.bitwise_not, torch.float32, torch.float32),
+    (torch.neg, torch.float32, torch.int64), (torch.sgn, torch.int32, torch.int64),
+    (lambda a, out: torch.round(a, decimals=1, out=out), torch.float32, torch.float64),
+    (lambda a, out: torch.round(a, decimals=2, out=out), torch.float32, torch.int64),
+    (lambda a, out: torch.round(a, decimals=-1, out=out), torch.float16, torch.float32),
+    (lambda a, out: torch.round(a, decimals=1, out=out), torch.int64, torch.float32),
+])
+def test_unary_out_dtype_errors(fn, dtype, out_dtype):
+    x = torch.tensor([1.5, -2.0, 0.0]).to(dtype)
+    cpu, tpu = _cpu_and_tpu_error(fn, x, out_dtype)
+    assert tpu.type is cpu.type
+    assert str(tpu.value).splitlines()[0] == str(cpu.value).splitlines()[0]
+
+
 def test_logical_not_out_dtype():
     x = torch.tensor([0.0, 1.0, -2.0])
     check(lambda a: torch.logical_not(a, out=torch.empty(3, dtype=torch.int32, device=a.device)), x)

@@ -86,6 +86,17 @@ def test_mean(dtype):
     check(lambda t, o: torch.mean(t, 0, out=o), x, torch.empty(0, dtype=torch.float64))
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
+def test_mean_out_integral(dtype):
+    # CPU's mean.out without dtype= sums into out and divides in place: an
+    # integral out gets true division's "result type Float" error
+    for out_dtype in (torch.int64, torch.bool):
+        with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type"):
+            torch.mean(torch.ones(3, dtype=dtype), 0, out=torch.empty(0, dtype=out_dtype))
+        with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type"):
+            torch.mean(torch.ones(3, dtype=dtype, device=TPU), 0, out=torch.empty(0, dtype=out_dtype, device=TPU))
+
+
 def test_mean_errors():
     for bad in [lambda: torch.ones(3, dtype=torch.long, device=TPU).mean(),
                 lambda: torch.ones(3, device=TPU).mean(dtype=torch.long)]:
@@ -294,6 +305,21 @@ def test_var_edge_cases():
         torch.ones(3, dtype=torch.long, device=TPU).var()
     with pytest.raises(RuntimeError):
         torch.std(torch.ones(3, device=TPU), 0, out=torch.empty(0, dtype=torch.long, device=TPU))
+
+
+def test_var_std_large_float32():
+    # CPU accumulates float32 var/std in double: squares past the float32 maximum
+    # still give a finite std (and var where it fits), as must every form.
+    x = torch.tensor([[1e20, 3e20, -2e25, 5e30], [3e38, -3e38, 1e38, 0.0]])
+    check(lambda t: t.std(1), x)
+    check(lambda t: t.std(), x)
+    check(lambda t: t.var(1, correction=0), x)  # inf where CPU's is inf
+    check(lambda t: torch.std_mean(t, 1, keepdim=True), x)
+    check(lambda t: torch.var_mean(t, 1, unbiased=False), x * 1e-10)
+    check(lambda t, o: torch.std(t, 1, correction=2, out=o), x, torch.empty(0))
+    # tiny values: squares below the float32 minimum
+    check(lambda t: t.std(0), torch.tensor([[1e-30], [2e-30], [4e-30]]))
+    check(lambda t: t.std(), torch.zeros(3))
 
 
 def test_var_std_grad():
