@@ -1,5 +1,5 @@
 // The tpu random generator: a (seed, offset) counter pair. Each random op
-// consumes a fresh offset and derives its THREE_FRY key from both, so
+// consumes a fresh offset: the seed is its PHILOX key, the offset its counter, so
 // results are reproducible under torch.manual_seed and independent across
 // calls. The state never leaves the host, so no sync is needed to advance.
 #pragma once

@@ -465,7 +465,7 @@ std::vector<Value> Builder::sort(const std::vector<Value>& xs, int64_t dim, bool
 
 std::vector<Value> Builder::rng_bit_generator(Value state, const Dims& d, ElemType bits_type) {
   return g_.add_multi("stablehlo.rng_bit_generator", {state}, {type(state), TensorType{bits_type, d}},
-                      {{"rng_algorithm", "#stablehlo<rng_algorithm THREE_FRY>"}});
+                      {{"rng_algorithm", "#stablehlo<rng_algorithm PHILOX>"}});
 }
 
 Value Builder::convolution(Value lhs, Value rhs, const std::string& ll, const std::string& rl, const std::string& ol,

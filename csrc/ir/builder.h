@@ -82,7 +82,8 @@ class Builder {
   // Stable sort of `xs` along `dim`, ordered by xs[0] (then xs[1]...).
   std::vector<Value> sort(const std::vector<Value>& xs, int64_t dim, bool descending);
 
-  // Random bits from a u64[2] state (THREE_FRY): returns {new_state, bits}.
+  // Random bits from a u64[2] state [key, counter] (PHILOX: XLA:CPU compiles it in
+  // about half the time of THREE_FRY): returns {new_state, bits}.
   std::vector<Value> rng_bit_generator(Value state, const Dims& dims, ElemType bits_type);
 
   // Region helper: a scalar binary combiner graph for reduce/scatter.

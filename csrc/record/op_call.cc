@@ -298,6 +298,9 @@ void OpCall::rng_state(c10::GeneratorImpl* gen, uint64_t seed, uint64_t offset, 
     a.gen = g;
     a.rng_advance = advance;
   }
+  // The generator algorithm is in every random program's key: persistent
+  // cache entries from before the switch to PHILOX are not reused.
+  key_.add(std::string_view("rng:philox"));
 }
 
 OpCall& OpCall::attr(int64_t v) {

@@ -1,5 +1,5 @@
 // native_dropout (+ backward). The mask is drawn from the tpu generator
-// (THREE_FRY keyed by seed, counter = reserved offset), so results are
+// (PHILOX keyed by seed, counter = reserved offset), so results are
 // reproducible under torch.manual_seed.
 #include <torch/library.h>
 

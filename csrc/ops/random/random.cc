@@ -1,7 +1,7 @@
 // Random ops driven by the tpu generator (aten/generator.h), multinomial
 // included. Each call reserves a counter range from the generator on the
 // host and passes (seed, offset) as runtime scalars: the program builds the
-// THREE_FRY state [seed, offset] itself, so one executable serves every
+// PHILOX state [seed, offset] itself, so one executable serves every
 // call and seed. Results are reproducible under torch.manual_seed but are
 // not CPU's stream.
 //
@@ -28,9 +28,9 @@ using ir::Dims;
 constexpr double kPi = 3.14159265358979323846;
 
 // Reserves counters for `words` 32-bit random words and adds (seed, offset)
-// as the call's first two runtime scalars. XLA's THREE_FRY uses state[1]
-// as the starting counter and consumes at most one counter per output
-// element, so advancing by the element count keeps calls disjoint.
+// as the call's first two runtime scalars. XLA's PHILOX uses state[1] as
+// the starting counter and draws 128 bits per counter, so advancing by the
+// element count keeps calls disjoint.
 void add_rng_state(record::OpCall& call, const std::optional<at::Generator>& gen, const at::Tensor& self,
                    uint64_t words) {
   TpuGeneratorImpl* g = get_generator(gen, self.device().index());
