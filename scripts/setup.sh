@@ -34,7 +34,7 @@ VPY=$ROOT/.venv/bin/python
 # Reinstall only when requirements.txt changed since the last install.
 REQ_SUM=$(sha256sum requirements.txt | cut -d' ' -f1)
 if [ "$(cat .venv/.requirements.sha256 2>/dev/null)" != "$REQ_SUM" ] || \
-   ! $VPY -c "import torch, xla_plugins.xla_cpu_pjrt; assert torch.__version__.startswith('2.14.1')" 2>/dev/null; then
+   ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 $VPY -c "import torch, xla_plugins.xla_cpu_pjrt; assert torch.__version__.startswith('2.14.1')" 2>/dev/null; then
   log "installing Python packages (torch 2.14.1, torchvision 0.29.1, xla-cpu-pjrt 0.0.1, transformers, ...)"
   # Pinned torch: any other pin would pull a multi-GB CUDA build.
   $VPY -m pip install -q --disable-pip-version-check -r requirements.txt

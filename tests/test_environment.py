@@ -31,3 +31,29 @@ def test_transformers_model_classes_import_and_build():
     model = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64))
     out = model(torch.tensor([[1, 2, 3]]))
     assert out.logits.shape == (1, 3, 64)
+
+
+def test_a_failing_autoload_warns_instead_of_breaking_import_torch():
+    from test_device import run_py
+
+    # PyTorch's PrivateUse1 slot already taken by another backend: torch_tpu
+    # cannot register. Through autoload (simulated: PyTorch's own loader
+    # function) it must only warn; a direct import raises.
+    code = """
+import warnings, torch
+torch.utils.rename_privateuse1_backend("otherdev")
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    torch._import_device_backends()
+print("AUTOLOAD OK", any("tpu' device is unavailable" in str(x.message) and "otherdev" in str(x.message) for x in w))
+import sys
+for m in [m for m in sys.modules if m.startswith("torch_tpu")]:
+    del sys.modules[m]
+try:
+    import torch_tpu
+except RuntimeError as e:
+    print("DIRECT RAISES", "otherdev" in str(e))
+"""
+    p = run_py(code, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "AUTOLOAD OK True" in p.stdout and "DIRECT RAISES True" in p.stdout, p.stdout + p.stderr[-1500:]

@@ -3,28 +3,57 @@
 Importing this package (or just ``import torch``, through the autoload entry
 point) registers the ``tpu`` device. See README.md and docs/.
 """
-from torch_tpu._loader import _register as _register
-
-_register()
-
-import atexit as _atexit  # noqa: E402
-
-from torch_tpu import _compile, _dlpack, _eager, _fastpath, cache, debug, distributed, graphs  # noqa: E402
-from torch_tpu._eager import EagerMode, mark_step  # noqa: E402
-from torch_tpu._fallback import cpu_fallback, get_cpu_fallback, set_cpu_fallback  # noqa: E402
+import sys as _sys
+import warnings as _warnings
 
 __version__ = "0.1.0"
-
-# Background cache writes finish before the process exits.
-_atexit.register(cache.flush)
-_atexit.register(_eager._drain_autograd_device_threads)  # runs first (LIFO)
-_eager._install()
-_compile._install()
-_dlpack._install()
-_fastpath._install()
-distributed._install()
-debug._install()
-graphs._install()
 __all__ = [
     "EagerMode", "mark_step", "cache", "debug", "set_cpu_fallback", "get_cpu_fallback", "cpu_fallback", "__version__",
 ]
+
+
+def _autoloading() -> bool:
+    """Whether PyTorch's backend autoload (inside ``import torch``) is importing us."""
+    f = _sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_name == "_import_device_backends":
+            return True
+        f = f.f_back
+    return False
+
+
+def _init() -> None:
+    import atexit
+
+    from torch_tpu._loader import _register
+
+    _register()
+    from torch_tpu import _compile, _dlpack, _eager, _fastpath, cache, debug, distributed, graphs
+    # Background cache writes finish before the process exits.
+    atexit.register(cache.flush)
+    atexit.register(_eager._drain_autograd_device_threads)  # runs first (LIFO)
+    _eager._install()
+    _compile._install()
+    _dlpack._install()
+    _fastpath._install()
+    distributed._install()
+    debug._install()
+    graphs._install()
+
+
+try:
+    _init()
+except Exception as _e:
+    # A failure here must not break `import torch` (autoload imports this
+    # package): warn and leave the device unregistered. A direct
+    # `import torch_tpu` raises as usual.
+    if not _autoloading():
+        raise
+    _hint = (" The C++ extension looks older than the Python code: rebuild it (make, or ninja -C build)."
+             if isinstance(_e, AttributeError) and "torch_tpu._C" in str(_e) else "")
+    _warnings.warn(f"torch_tpu failed to load and the 'tpu' device is unavailable: {_e}.{_hint} "
+                   "TORCH_DEVICE_BACKEND_AUTOLOAD=0 skips loading it.", stacklevel=2)
+else:
+    from torch_tpu import cache, debug  # noqa: E402,F401
+    from torch_tpu._eager import EagerMode, mark_step  # noqa: E402,F401
+    from torch_tpu._fallback import cpu_fallback, get_cpu_fallback, set_cpu_fallback  # noqa: E402,F401
