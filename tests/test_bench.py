@@ -30,3 +30,18 @@ def test_bench_ops_prints_its_table():
                        cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "matmul 64x64" in p.stdout and "tpu/cpu" in p.stdout, p.stdout
+
+
+def test_bench_runs_the_examples_models(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "torch_tpu.bench", "--models", "ex-mingpt,ex-dlrm", "--modes",
+                        "cpu-eager,tpu-strict", "--steps", "2", "--warmup", "1", "--out", str(tmp_path)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "sequences/s" in p.stdout and "samples/s" in p.stdout, p.stdout
+    rows = list(csv.DictReader(open(tmp_path / "train_step.csv")))
+    assert [(r["model"], r["mode"]) for r in rows] == [("ex-mingpt", "cpu-eager"), ("ex-mingpt", "tpu-strict"),
+                                                       ("ex-dlrm", "cpu-eager"), ("ex-dlrm", "tpu-strict")], rows
+    for r in rows:
+        assert float(r["steps_per_s"]) > 0 and float(r["items_per_s"]) > 0, r
+        if r["mode"] == "tpu-strict":
+            assert int(r["compiles"]) > 0, r

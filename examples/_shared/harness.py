@@ -16,8 +16,9 @@ import torch
 MODES = ("eager", "fused", "compile")
 
 
-def parse_args(description, *, steps, batch_size, extra=None):
-    """The common flags; `extra(ap)` adds an example's own."""
+def parse_args(description, *, steps, batch_size, extra=None, argv=None):
+    """The common flags; `extra(ap)` adds an example's own. `argv` (default:
+    the command line) lets bench_setup() take the defaults."""
     ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="tpu", choices=["tpu", "cpu"])
     ap.add_argument("--mode", default="eager", choices=MODES,
@@ -29,7 +30,7 @@ def parse_args(description, *, steps, batch_size, extra=None):
     ap.add_argument("--smoke", action="store_true", help="a few steps at the given sizes, no quality check (CI)")
     if extra:
         extra(ap)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.smoke:
         args.steps = min(args.steps, 3)
     return args
@@ -63,6 +64,21 @@ def optimizer_step(opt, loss_of):
         opt.step()
         return loss.detach()
     return step
+
+
+def fixed_batch_step(opt, loss_of, *batch):
+    """A training step without arguments on one fixed batch, for the examples'
+    bench_setup() (python -m torch_tpu.bench --models examples)."""
+    step = optimizer_step(opt, loss_of)
+
+    def run():
+        return step(*batch)
+    return run
+
+
+def bench_argv(device, batch_size):
+    """The command line of a bench_setup(): the defaults, on `device`."""
+    return ["--device", torch.device(device).type, "--batch-size", str(batch_size)]
 
 
 def sync(device):

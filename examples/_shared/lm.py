@@ -117,11 +117,40 @@ def count_params(model):
 
 # --- training ---------------------------------------------------------------
 
+def make_optimizer(model, args, capturable=False):
+    """AdamW at the peak learning rate (capturable: step counters on the
+    device, as torch.tpu.graph capture needs)."""
+    lr = args.lr or (2e-5 if args.model_path else 2e-3)
+    return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01, capturable=capturable)
+
+
+def sft_loss(model):
+    # No attention mask: the padding comes after the answer, so causal
+    # attention alone keeps it out of every position that has a label.
+    def loss_of(x, y):
+        return model(input_ids=x, labels=y).loss
+    return loss_of
+
+
+def bench_setup(args, device, make_config, model_class, capturable=False):
+    """(step, tokens per step, "tokens") for python -m torch_tpu.bench: step()
+    is one AdamW step of the script's model on a fixed batch of the training
+    sums (without the learning-rate schedule and gradient clipping of train())."""
+    torch.manual_seed(args.seed)
+    device = torch.device(device)
+    train_pairs, _ = sums(args.digits, args.eval_size, args.seed)
+    model, tokenizer = model_and_tokenizer(args, device, make_config, model_class, train_pairs)
+    model.train()
+    ids, labels, real = encode_sft(tokenizer, train_pairs[:args.batch_size])
+    step = harness.fixed_batch_step(make_optimizer(model, args, capturable), sft_loss(model), ids.to(device),
+                                    labels.to(device))
+    return step, int(real.sum()), "tokens"
+
+
 def train(model, tokenizer, train_pairs, args, device, warmup=30):
     """AdamW with linear warm-up and cosine decay; returns the Progress."""
     ids, labels, real = encode_sft(tokenizer, train_pairs)
-    lr = args.lr or (2e-5 if args.model_path else 2e-3)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
+    opt = make_optimizer(model, args)
     warmup = min(warmup, max(args.steps // 5, 1))
 
     def factor(step):
@@ -131,12 +160,7 @@ def train(model, tokenizer, train_pairs, args, device, warmup=30):
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
 
-    # No attention mask: the padding comes after the answer, so causal
-    # attention alone keeps it out of every position that has a label.
-    def loss_of(x, y):
-        return model(input_ids=x, labels=y).loss
-
-    loss_of = harness.compiled(loss_of, args)
+    loss_of = harness.compiled(sft_loss(model), args)
     gen = torch.Generator().manual_seed(args.seed)
     model.train()
     progress = harness.Progress(args.steps, "tokens")

@@ -169,17 +169,21 @@ class DLRM(nn.Module):
 
 # ------------------------------------------------------------- train, score
 
-def make_optimizer(name, params, lr):
+def make_optimizer(name, params, lr, capturable=False):
     if name == "adagrad":
         return torch.optim.Adagrad(params, lr=lr)
-    return torch.optim.Adam(params, lr=lr)
+    return torch.optim.Adam(params, lr=lr, capturable=capturable)
+
+
+def click_loss(model):
+    """loss_of(dense, sparse, clicks): BCE-with-logits of the click logit."""
+    return lambda dense, sparse, clicks: F.binary_cross_entropy_with_logits(model(dense, sparse), clicks)
 
 
 def train(model, log, args, device, desc):
     opt = make_optimizer(args.optimizer, model.parameters(), args.lr)
 
-    step_fn = harness.compiled(harness.optimizer_step(
-        opt, lambda dense, sparse, clicks: F.binary_cross_entropy_with_logits(model(dense, sparse), clicks)), args)
+    step_fn = harness.compiled(harness.optimizer_step(opt, click_loss(model)), args)
     progress = harness.Progress(args.steps, "samples", desc=desc)
     per_epoch = len(log) // args.batch_size
     threads = torch.get_num_threads()
@@ -210,16 +214,32 @@ def scores(model, log, device, chunk=2048):
     return torch.cat(out)
 
 
-def main():
+def parse(argv=None):
     def extra(ap):
         ap.add_argument("--optimizer", default="adagrad", choices=["adagrad", "adam"])
         ap.add_argument("--lr", type=float, default=None, help="default: 0.05 for adagrad, 3e-3 for adam")
         ap.add_argument("--train-samples", type=int, default=65536)
         ap.add_argument("--test-samples", type=int, default=16384)
 
-    args = harness.parse_args(__doc__, steps=300, batch_size=256, extra=extra)
+    args = harness.parse_args(__doc__, steps=300, batch_size=256, extra=extra, argv=argv)
     if args.lr is None:
         args.lr = 0.05 if args.optimizer == "adagrad" else 3e-3
+    return args
+
+
+def bench_setup(device, batch_size, capturable=False):
+    """(step, samples per step, "samples") for python -m torch_tpu.bench:
+    step() trains this example's model on one fixed batch of its click log
+    (capturable: Adam's step counters on the device; Adagrad has no such flag)."""
+    args = parse(harness.bench_argv(device, batch_size))
+    log = make_click_log(batch_size, seed=1234)
+    model = DLRM().to(device)
+    opt = make_optimizer(args.optimizer, model.parameters(), args.lr, capturable)
+    return harness.fixed_batch_step(opt, click_loss(model), *batch(log, 0, batch_size, device)), batch_size, "samples"
+
+
+def main():
+    args = parse()
     device = harness.setup(args)
 
     log = make_click_log(args.train_samples + args.test_samples, seed=1234)

@@ -26,8 +26,21 @@ def make_config(tokenizer):
         eos_token_id=tokenizer.eos_token_id, attn_implementation="sdpa")
 
 
+def parse(argv=None):
+    return harness.parse_args(__doc__, steps=500, batch_size=128, extra=lm.add_args, argv=argv)
+
+
+def bench_setup(device, batch_size, capturable=False):
+    """(step, tokens per step, "tokens") for python -m torch_tpu.bench: step()
+    trains this example's model on one fixed batch of its sums."""
+    from transformers import LlamaForCausalLM
+
+    args = parse(harness.bench_argv(device, batch_size))
+    return lm.bench_setup(args, device, make_config, LlamaForCausalLM, capturable)
+
+
 def main():
-    args = harness.parse_args(__doc__, steps=500, batch_size=128, extra=lm.add_args)
+    args = parse()
     device = harness.setup(args)
     from transformers import LlamaForCausalLM
 

@@ -146,10 +146,13 @@ def extra_flags(ap):
     ap.add_argument("--held-out", type=int, default=500, help="test sequences, never trained on")
 
 
-def main():
-    args = harness.parse_args(__doc__, steps=500, batch_size=64, extra=extra_flags)
-    device = harness.setup(args)
-    task = SortTask(args.digits, args.length, args.held_out, seed=args.seed)
+def parse(argv=None):
+    return harness.parse_args(__doc__, steps=500, batch_size=64, extra=extra_flags, argv=argv)
+
+
+def build(args, device, capturable=False):
+    """The GPT on `device` and its AdamW (capturable: step counters on the
+    device, as torch.tpu.graph capture needs)."""
     model = GPT(args.digits, 2 * args.length - 1, args.dim, args.heads, args.layers).to(device)
     # Weight decay on the matrices only, as in GPT-2: not on biases, LayerNorm or embeddings.
     def decays(name, p):
@@ -158,16 +161,38 @@ def main():
     decay = [p for n, p in model.named_parameters() if decays(n, p)]
     no_decay = [p for n, p in model.named_parameters() if not decays(n, p)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=args.lr, betas=(0.9, 0.95))
+                            lr=args.lr, betas=(0.9, 0.95), capturable=capturable)
+    return model, opt
+
+
+def sort_loss(model):
+    """loss_of(x, y): cross-entropy on the positions that predict the sorted half."""
+    def loss_of(x, y):
+        logits = model(x)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-100)
+    return loss_of
+
+
+def bench_setup(device, batch_size, capturable=False):
+    """(step, sequences per step, "sequences") for python -m torch_tpu.bench:
+    step() trains this example's model on one fixed batch of its data."""
+    args = parse(harness.bench_argv(device, batch_size))
+    task = SortTask(args.digits, args.length, args.held_out, seed=args.seed)
+    model, opt = build(args, device, capturable)
+    x, y = (v.to(device) for v in task.train_batch(batch_size))
+    return harness.fixed_batch_step(opt, sort_loss(model), x, y), batch_size, "sequences"
+
+
+def main():
+    args = parse()
+    device = harness.setup(args)
+    task = SortTask(args.digits, args.length, args.held_out, seed=args.seed)
+    model, opt = build(args, device)
     # Cosine decay to 10% of --lr: the late small steps settle the last mistakes.
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: 0.1 + 0.45 * (1 + math.cos(math.pi * min(s / max(args.steps, 1), 1.0))))
 
-    def loss_of(x, y):
-        logits = model(x)
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-100)
-
-    loss_of = harness.compiled(loss_of, args)
+    loss_of = harness.compiled(sort_loss(model), args)
 
     n_params = sum(p.numel() for p in model.parameters())
     print(f"GPT: {args.layers} layers, {args.heads} heads, dim {args.dim}, {n_params / 1e3:.0f}k parameters; "

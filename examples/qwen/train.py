@@ -36,8 +36,21 @@ def extra(ap):
                     help="KV cache for the decode-speed measurement")
 
 
+def parse(argv=None):
+    return harness.parse_args(__doc__, steps=500, batch_size=128, extra=extra, argv=argv)
+
+
+def bench_setup(device, batch_size, capturable=False):
+    """(step, tokens per step, "tokens") for python -m torch_tpu.bench: step()
+    trains this example's model on one fixed batch of its sums."""
+    from transformers import Qwen3ForCausalLM
+
+    args = parse(harness.bench_argv(device, batch_size))
+    return lm.bench_setup(args, device, make_config, Qwen3ForCausalLM, capturable)
+
+
 def main():
-    args = harness.parse_args(__doc__, steps=500, batch_size=128, extra=extra)
+    args = parse()
     device = harness.setup(args)
     from transformers import Qwen3ForCausalLM
 

@@ -85,19 +85,49 @@ def accuracy(forward, x, y, device, args, chunk=256):
     return correct.item() / len(y)
 
 
-def main():
-    args = harness.parse_args(__doc__, steps=60, batch_size=32, extra=extra_flags)
-    device = harness.setup(args)
-
-    (x_train, y_train), (x_val, y_val) = load_digits(args.size, args.val_fraction, args.seed)
-    model = torchvision.models.resnet18(num_classes=10).to(device)
-    forward = harness.compiled(model, args)
+def parse(argv=None):
+    args = harness.parse_args(__doc__, steps=60, batch_size=32, extra=extra_flags, argv=argv)
     if args.lr is None:
         args.lr = 2e-3 if args.optimizer == "adamw" else 0.05
+    return args
+
+
+def build(args, device, capturable=False):
+    """ResNet-18 on `device` and its optimizer (capturable: AdamW's step
+    counters on the device, as torch.tpu.graph capture needs)."""
+    model = torchvision.models.resnet18(num_classes=10).to(device)
     if args.optimizer == "sgd":
         opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4, nesterov=True)
     else:
-        opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.05)
+        opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.05, capturable=capturable)
+    return model, opt
+
+
+def amp_loss(forward, xb, yb, args):
+    """The forward and the cross-entropy, under autocast unless --no-amp."""
+    with autocast(args):
+        return F.cross_entropy(forward(xb), yb)
+
+
+def bench_setup(device, batch_size, capturable=False):
+    """(step, images per step, "images") for python -m torch_tpu.bench:
+    step() trains this example's model on one fixed batch of its data."""
+    args = parse(harness.bench_argv(device, batch_size))
+    (x_train, y_train), _ = load_digits(args.size, args.val_fraction, args.seed)
+    model, opt = build(args, device, capturable)
+    model.train()
+    xb, yb = x_train[:batch_size].to(device), y_train[:batch_size].to(device)
+    step = harness.fixed_batch_step(opt, lambda x, y: amp_loss(model, x, y, args), xb, yb)
+    return step, batch_size, "images"
+
+
+def main():
+    args = parse()
+    device = harness.setup(args)
+
+    (x_train, y_train), (x_val, y_val) = load_digits(args.size, args.val_fraction, args.seed)
+    model, opt = build(args, device)
+    forward = harness.compiled(model, args)
     # One cycle: warm up from lr/25, then anneal to ~0. A run this short
     # from scratch needs both: the warm-up while BatchNorm's statistics are
     # still moving, the decay to settle within a few dozen steps.
@@ -113,8 +143,7 @@ def main():
     for step in progress:
         idx = next(sampler)
         xb, yb = x_train[idx].to(device), y_train[idx].to(device)
-        with autocast(args):
-            loss = F.cross_entropy(forward(xb), yb)
+        loss = amp_loss(forward, xb, yb, args)
         opt.zero_grad(set_to_none=True)
         loss.backward()  # outside autocast, as PyTorch recommends; grads come back float32
         opt.step()

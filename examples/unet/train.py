@@ -201,7 +201,7 @@ def save_grid(images, path):
     plt.close(fig)
 
 
-def main():
+def parse(argv=None):
     def extra(ap):
         ap.add_argument("--size", type=int, default=16, choices=[16, 32], help="image side in pixels")
         ap.add_argument("--channels", type=int, default=16, help="UNet width at full resolution")
@@ -212,18 +212,39 @@ def main():
         ap.add_argument("--samples", type=int, default=None, help="images to sample (default 16; --smoke: 4)")
         ap.add_argument("--lr", type=float, default=2e-3)
 
-    args = harness.parse_args(__doc__, steps=300, batch_size=32, extra=extra)
+    return harness.parse_args(__doc__, steps=300, batch_size=32, extra=extra, argv=argv)
+
+
+def build(args, device, capturable=False):
+    """The UNet on `device`, its AdamW (capturable: step counters on the
+    device, as torch.tpu.graph capture needs) and its loss_of(t, xt, noise):
+    the noise-prediction MSE."""
+    model = UNet(args.channels).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0, capturable=capturable)
+    return model, opt, lambda t, xt, noise: F.mse_loss(model(xt, t), noise)
+
+
+def bench_setup(device, batch_size, capturable=False):
+    """(step, images per step, "images") for python -m torch_tpu.bench:
+    step() trains this example's model on one fixed batch of noised shapes."""
+    args = parse(harness.bench_argv(device, batch_size))
+    alpha_bar = make_schedule(args.schedule, args.timesteps)
+    _, opt, loss_of = build(args, device, capturable)
+    data = noised_batch(batch_size, args.size, alpha_bar, torch.Generator().manual_seed(args.seed))
+    return harness.fixed_batch_step(opt, loss_of, *(v.to(device) for v in data)), batch_size, "images"
+
+
+def main():
+    args = parse()
     device = harness.setup(args)
     n_samples = args.samples or (4 if args.smoke else 16)
     sample_steps = args.sample_steps or (5 if args.smoke else args.timesteps)
 
     alpha_bar = make_schedule(args.schedule, args.timesteps)
-    model = UNet(args.channels).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
+    model, opt, loss_of = build(args, device)
     g = torch.Generator().manual_seed(args.seed)
 
-    step_fn = harness.compiled(harness.optimizer_step(opt, lambda t, xt, noise: F.mse_loss(model(xt, t), noise)),
-                               args)
+    step_fn = harness.compiled(harness.optimizer_step(opt, loss_of), args)
     params = sum(p.numel() for p in model.parameters())
     print(f"UNet with {params / 1e6:.2f}M parameters on {args.size}x{args.size} shapes, "
           f"T={args.timesteps} ({args.schedule} schedule), {args.device} / {args.mode}")

@@ -1,6 +1,7 @@
 """Training-step throughput, side by side, in one run.
 
     python -m torch_tpu.bench [train] [--models mlp-demo,mlp,gpt,resnet18] [--modes ...] [--steps N]
+    python -m torch_tpu.bench --models examples   # the models of examples/ (ex-mingpt, ..., ex-unet)
     (also: python bench/train_step.py ...)
 
 For every (model, mode) a fresh process trains with an empty compilation
@@ -14,7 +15,10 @@ on torch_tpu's own XLA:CPU plugin, and jax-jit-bundled on jaxlib's own
 XLA:CPU build; skipped when JAX is not installed: pip install -r
 requirements-bench.txt).
 Per (model, mode): steps/s, items/s (samples, tokens or images), the first
-step's time, programs compiled and peak tpu memory. Prints a table with
+step's time, programs compiled and peak tpu memory.
+The ex-* models (from a source checkout only) are the examples' own models,
+losses, optimizers and generated data, through each example's bench_setup()
+in examples/<name>/train.py; one fixed batch, no learning-rate schedule. Prints a table with
 ratios and writes train_step.{json,csv,png} to --out (bench/results in a
 source checkout, else ./bench_results).
 """
@@ -36,12 +40,42 @@ MODELS = {
     "gpt": "GPT decoder 4 layers, d 256, seq 128, batch 8, AdamW",
     "resnet18": "torchvision ResNet-18, 32x32, batch 16, SGD",
 }
+# The examples' models: name -> (examples/<dir>, batch size, default timed steps, description).
+EXAMPLES = {
+    "ex-mingpt": ("mingpt", 64, 10, "examples/mingpt: GPT 2 layers, dim 64, sorting 6 digits, AdamW"),
+    "ex-resnet": ("resnet", 16, 5, "examples/resnet: ResNet-18 on 16x16 digits, bf16 autocast, AdamW"),
+    "ex-dlrm": ("dlrm", 256, 10, "examples/dlrm: DLRM, 6 EmbeddingBags (2 multi-hot), dim 16, Adagrad"),
+    "ex-llama": ("llama", 32, 5, "examples/llama: HF LlamaForCausalLM 2 layers, hidden 192, AdamW"),
+    "ex-qwen": ("qwen", 32, 5, "examples/qwen: HF Qwen3ForCausalLM 2 layers, hidden 192, AdamW"),
+    "ex-unet": ("unet", 16, 5, "examples/unet: DDPM UNet, 16 channels, 16x16 shapes, AdamW"),
+}
+MODELS.update({name: f"{e[3]}, batch {e[1]}" for name, e in EXAMPLES.items()})
 MODES = ["cpu-eager", "cpu-inductor", "tpu-strict", "tpu-fused", "tpu-compile", "tpu-graph", "jax-jit",
          "jax-jit-bundled"]
 GPT = dict(vocab=512, d=256, layers=4, heads=4, seq=128, batch=8)
 
 
 # --- PyTorch models ---------------------------------------------------------
+
+def examples_dir() -> str | None:
+    """examples/ of the source checkout this package runs from, or None."""
+    path = os.path.join(repo_root(), "examples")
+    return path if os.path.isdir(path) else None
+
+
+def example_setup(name: str, device: str, capturable: bool = False):
+    """(step, items per step, unit) from examples/<dir>/train.py's bench_setup()."""
+    import importlib.util
+
+    import torch
+
+    torch.manual_seed(0)
+    path = os.path.join(examples_dir(), EXAMPLES[name][0], "train.py")
+    spec = importlib.util.spec_from_file_location(f"_bench_example_{EXAMPLES[name][0]}", path)
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # dataclasses look it up
+    spec.loader.exec_module(module)
+    return module.bench_setup(device, EXAMPLES[name][1], capturable=capturable)
+
 
 def torch_setup(name: str, device: str, capturable: bool = False):
     import torch
@@ -122,7 +156,12 @@ def run_torch(name: str, mode: str, steps: int, warmup: int) -> dict:
     import torch_tpu
 
     device = "cpu" if mode.startswith("cpu") else "tpu"
-    step = torch_setup(name, device, capturable=mode == "tpu-graph")
+    extra = {}
+    if name in EXAMPLES:
+        step, items, unit = example_setup(name, device, capturable=mode == "tpu-graph")
+        extra.update(items_per_step=items, unit=unit)
+    else:
+        step = torch_setup(name, device, capturable=mode == "tpu-graph")
     if mode == "cpu-inductor":
         step = torch.compile(step)
     elif mode == "tpu-compile":
@@ -135,7 +174,6 @@ def run_torch(name: str, mode: str, steps: int, warmup: int) -> dict:
     t0 = time.perf_counter()
     sync(step())
     first = time.perf_counter() - t0
-    extra = {}
     if mode == "tpu-graph":
         t0 = time.perf_counter()
         graph = torch.tpu.TPUGraph()
@@ -305,9 +343,14 @@ def measure(name: str, mode: str, steps: int, warmup: int) -> dict | None:
     return None
 
 
+def repo_root() -> str:
+    """The source checkout's root, when the package runs from one."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def default_out() -> str:
     # bench/results in a source checkout (where the docs link the charts).
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    repo = repo_root()
     if os.path.isdir(os.path.join(repo, "bench")):
         return os.path.join(repo, "bench", "results")
     return os.path.abspath("bench_results")
@@ -318,9 +361,18 @@ ITEMS = {"mlp-demo": (64, "samples"), "mlp": (128, "samples"), "gpt": (GPT["batc
          "resnet18": (16, "images")}
 
 
+def items_of(results: dict, m: str) -> tuple:
+    """(items per step, unit) of model m: ITEMS, or what the example reported."""
+    if m in ITEMS:
+        return ITEMS[m]
+    r = next((r for r in (results.get(m) or {}).values() if r and "items_per_step" in r), None)
+    return (r["items_per_step"], r["unit"]) if r else (1, "items")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", default="mlp-demo,mlp,gpt,resnet18")
+    ap.add_argument("--models", default="mlp-demo,mlp,gpt,resnet18",
+                    help="comma-separated; 'examples' stands for " + ",".join(EXAMPLES))
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--steps", type=int, default=0, help="timed steps (default: per model)")
     ap.add_argument("--warmup", type=int, default=3)
@@ -332,16 +384,23 @@ def main(argv=None) -> None:
         return
     from tqdm import tqdm
 
-    models, modes = a.models.split(","), a.modes.split(",")
+    models = [n for m in a.models.split(",") for n in (list(EXAMPLES) if m == "examples" else [m])]
+    modes = a.modes.split(",")
+    if any(m in EXAMPLES for m in models) and examples_dir() is None:
+        print("examples/ not found (not a source checkout): skipping the ex-* models")
+        models = [m for m in models if m not in EXAMPLES]
     try:
         import jax  # noqa: F401
     except ImportError:
         if any(m.startswith("jax") for m in modes):
             print("JAX is not installed: skipping the jax columns (pip install -r requirements-bench.txt)")
             modes = [m for m in modes if not m.startswith("jax")]
-    default_steps = {"mlp-demo": 200, "mlp": 50, "gpt": 10, "resnet18": 10}
+    default_steps = {"mlp-demo": 200, "mlp": 50, "gpt": 10, "resnet18": 10,
+                     **{name: e[2] for name, e in EXAMPLES.items()}}
     results: dict = {}
-    jobs = [(m, mode) for m in models for mode in modes if not (mode.startswith("jax") and m == "resnet18")]
+    # No JAX version of ResNet-18 or of the examples' models.
+    jobs = [(m, mode) for m in models for mode in modes
+            if not (mode.startswith("jax") and (m == "resnet18" or m in EXAMPLES))]
     for m, mode in tqdm(jobs, desc="train-step bench", unit="run"):
         results.setdefault(m, {})[mode] = measure(m, mode, a.steps or default_steps.get(m, 10), a.warmup)
 
@@ -349,14 +408,17 @@ def main(argv=None) -> None:
     lines = []
     for m in models:
         lines.append(f"\n{m}: {MODELS.get(m, m)}")
-        n_items, unit = ITEMS.get(m, (1, "items"))
+        n_items, unit = items_of(results, m)
         lines.append(f"{'mode':<16}{'steps/s':>10}{unit + '/s':>12}{'first step s':>14}{'vs strict':>11}"
                      f"{'vs JAX':>9}{'compiles':>10}{'peak MiB':>10}")
         base = (results[m].get("tpu-strict") or {}).get("steps_per_s")
         jax_sps = (results[m].get("jax-jit") or {}).get("steps_per_s")
         for mode in modes:
-            r = results[m].get(mode)
+            if mode not in results[m]:
+                continue
+            r = results[m][mode]
             if r is None:
+                lines.append(f"{mode:<16}{'failed (the error is above)':>40}")
                 continue
             sps = r["steps_per_s"]
             vs = f"{sps / base:.2f}x" if base else "-"
@@ -380,7 +442,7 @@ def write_csv(results, models, modes, path) -> None:
         w = csv.writer(f)
         w.writerow(["model", "mode", "steps_per_s", "items_per_s", "unit", "first_step_s", "compiles", "peak_bytes"])
         for m in models:
-            n_items, unit = ITEMS.get(m, (1, "items"))
+            n_items, unit = items_of(results, m)
             for mode in modes:
                 r = (results.get(m) or {}).get(mode)
                 if r:
