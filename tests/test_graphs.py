@@ -153,11 +153,12 @@ def test_host_read_inside_capture_raises_and_the_work_runs_eagerly():
     torch.testing.assert_close(x.cpu(), torch.full((3,), 7.0))
 
 
-def test_exception_inside_the_block_aborts_the_capture():
+@pytest.mark.parametrize("block", ["torch.tpu.graph", "TPUGraph"])
+def test_exception_inside_the_block_aborts_the_capture(block):
     x = torch.ones(2, device=TPU)
     g = torch.tpu.TPUGraph()
     with pytest.raises(ValueError, match="boom"):
-        with torch.tpu.graph(g):
+        with torch.tpu.graph(g) if block == "torch.tpu.graph" else g:  # TPUGraph is a context manager too
             x.add_(1)
             raise ValueError("boom")
     assert not torch.tpu.is_current_stream_capturing()

@@ -67,15 +67,11 @@ class TPUGraph(torch.accelerator.Graph):
         super().capture_begin()
 
     def __enter__(self) -> None:
-        graph._prepare()
-        self.capture_begin()
+        self._block = graph(self, pool=self.graph_pool, capture_error_mode=self.capture_error_mode)
+        self._block.__enter__()
 
-    def __exit__(self, exc_type, *rest) -> None:
-        if exc_type is not None:
-            _C._abort_graph_capture()
-            self.reset()
-            return
-        self.capture_end()
+    def __exit__(self, *exc) -> None:
+        self._block.__exit__(*exc)
 
 
 class graph:
