@@ -10,12 +10,18 @@ import sys
 from test_device import ROOT
 
 
-def test_bench_train_writes_its_outputs(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "torch_tpu.bench", "--models", "mlp-demo", "--modes",
-                        "cpu-eager,tpu-strict", "--steps", "3", "--warmup", "1", "--out", str(tmp_path)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+def bench(*args):
+    """python -m torch_tpu.bench with `args`; its stdout (it must succeed)."""
+    p = subprocess.run([sys.executable, "-m", "torch_tpu.bench", *args], cwd=ROOT, capture_output=True, text=True,
+                       timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert "samples/s" in p.stdout and "peak MiB" in p.stdout, p.stdout
+    return p.stdout
+
+
+def test_bench_train_writes_its_outputs(tmp_path):
+    out = bench("--models", "mlp-demo", "--modes", "cpu-eager,tpu-strict", "--steps", "3", "--warmup", "1",
+                "--out", str(tmp_path))
+    assert "samples/s" in out and "peak MiB" in out, out
     rows = list(csv.DictReader(open(tmp_path / "train_step.csv")))
     assert [r["mode"] for r in rows] == ["cpu-eager", "tpu-strict"], rows
     tpu = rows[1]
@@ -26,18 +32,14 @@ def test_bench_train_writes_its_outputs(tmp_path):
 
 
 def test_bench_ops_prints_its_table():
-    p = subprocess.run([sys.executable, "-m", "torch_tpu.bench", "ops", "--iters", "5", "--repeats", "1"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "matmul 64x64" in p.stdout and "tpu/cpu" in p.stdout, p.stdout
+    out = bench("ops", "--iters", "5", "--repeats", "1")
+    assert "matmul 64x64" in out and "tpu/cpu" in out, out
 
 
 def test_bench_runs_the_examples_models(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "torch_tpu.bench", "--models", "ex-mingpt,ex-dlrm", "--modes",
-                        "cpu-eager,tpu-strict", "--steps", "2", "--warmup", "1", "--out", str(tmp_path)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "sequences/s" in p.stdout and "samples/s" in p.stdout, p.stdout
+    out = bench("--models", "ex-mingpt,ex-dlrm", "--modes", "cpu-eager,tpu-strict", "--steps", "2", "--warmup", "1",
+                "--out", str(tmp_path))
+    assert "sequences/s" in out and "samples/s" in out, out
     rows = list(csv.DictReader(open(tmp_path / "train_step.csv")))
     assert [(r["model"], r["mode"]) for r in rows] == [("ex-mingpt", "cpu-eager"), ("ex-mingpt", "tpu-strict"),
                                                        ("ex-dlrm", "cpu-eager"), ("ex-dlrm", "tpu-strict")], rows

@@ -465,18 +465,11 @@ class FusedDriver final : public Driver {
       if (live) {
         a.kind = StaticGraph::Arg::kInput;
         a.input = slot_index(live);
-      } else if (pr.scalar.kind == OpCall::ScalarSource::kRngSeed ||
-                 pr.scalar.kind == OpCall::ScalarSource::kRngOffset) {
-        a.kind = pr.scalar.kind == OpCall::ScalarSource::kRngSeed ? StaticGraph::Arg::kRngSeed
-                                                                  : StaticGraph::Arg::kRngOffset;
-        a.gen = pr.scalar.gen;
-        a.advance = pr.scalar.advance;
       } else {
         // A number, a CPU scalar tensor, or a storage freed during the
         // capture: its value at capture time is part of the graph, as a
-        // CUDA graph keeps kernel arguments.
-        a.kind = StaticGraph::Arg::kConstant;
-        a.constant = pr.buffer;
+        // CUDA graph keeps kernel arguments. Random ops draw anew.
+        fixed_or_rng(pr, a);
       }
       g->args.push_back(std::move(a));
     }
@@ -734,6 +727,21 @@ class FusedDriver final : public Driver {
                                     [&]() { return text ? *text : emit(); });
   }
 
+  // A non-storage parameter of a capture: the generator's counters for a
+  // random op (reserved again on every replay), else the value it had when
+  // recorded.
+  static void fixed_or_rng(const Param& pr, CapturedGraph::Arg& a) {
+    const auto k = pr.scalar.kind;
+    if (k == OpCall::ScalarSource::kRngSeed || k == OpCall::ScalarSource::kRngOffset) {
+      a.kind = k == OpCall::ScalarSource::kRngSeed ? CapturedGraph::Arg::kRngSeed : CapturedGraph::Arg::kRngOffset;
+      a.gen = pr.scalar.gen;
+      a.advance = pr.scalar.advance;
+    } else {
+      a.kind = CapturedGraph::Arg::kConstant;
+      a.constant = pr.buffer;
+    }
+  }
+
   // Fills `c` from the graph about to run: the source of every parameter
   // and the destination of every result, in terms of the capture's inputs
   // and outputs. False (with the reason) when one is neither.
@@ -777,31 +785,15 @@ class FusedDriver final : public Driver {
         a.kind = CapturedGraph::Arg::kInput;
         a.input = it->second;
       } else {
-        switch (pr.scalar.kind) {
-          case OpCall::ScalarSource::kConstant:
-            a.kind = CapturedGraph::Arg::kConstant;
-            a.constant = pr.buffer;
-            break;
-          case OpCall::ScalarSource::kCpuTensor: {
-            auto it = in_cpu.find(pr.scalar.cpu);
-            if (it != in_cpu.end()) {
-              a.kind = CapturedGraph::Arg::kCpuInput;
-              a.input = it->second;
-            } else {
-              // Made inside the graph from a constant (a wrapped number);
-              // the caller guarantees that no other CPU value reaches it.
-              a.kind = CapturedGraph::Arg::kConstant;
-              a.constant = pr.buffer;
-            }
-            break;
-          }
-          case OpCall::ScalarSource::kRngSeed:
-          case OpCall::ScalarSource::kRngOffset:
-            a.kind = pr.scalar.kind == OpCall::ScalarSource::kRngSeed ? CapturedGraph::Arg::kRngSeed
-                                                                      : CapturedGraph::Arg::kRngOffset;
-            a.gen = pr.scalar.gen;
-            a.advance = pr.scalar.advance;
-            break;
+        // A CPU scalar that is not an input was made inside the graph from
+        // a constant (a wrapped number); the caller guarantees that no other
+        // CPU value reaches it.
+        auto it = pr.scalar.kind == OpCall::ScalarSource::kCpuTensor ? in_cpu.find(pr.scalar.cpu) : in_cpu.end();
+        if (it != in_cpu.end()) {
+          a.kind = CapturedGraph::Arg::kCpuInput;
+          a.input = it->second;
+        } else {
+          fixed_or_rng(pr, a);
         }
       }
       c.args.push_back(std::move(a));
