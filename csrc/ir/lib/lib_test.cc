@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "ir/lib/constants.h"
+#include "ir/lib/conv.h"
 #include "ir/lib/indexing.h"
 #include "ir/lib/math.h"
 #include "runtime/client.h"
@@ -111,6 +112,40 @@ TEST(IrLib, InclusiveScan) {
                  inclusive_scan(b, x, 0, lowest(b, ElemType::kF32), BinaryOp::kMax)});
   EXPECT_EQ(run<float>(g, 0, 6), (std::vector<float>{1, 4, 6, 4, 3, 8}));
   EXPECT_EQ(run<float>(g, 1, 6), (std::vector<float>{1, 3, 2, 4, 3, 5}));
+}
+
+TEST(IrLib, ConvPrefersDotOnlyWhenTheKernelIsWiderThanTheInput) {
+  EXPECT_TRUE(conv_prefers_dot({2, 2}, {3, 3}, 1, 1));
+  EXPECT_TRUE(conv_prefers_dot({1}, {3}, 1, 1));
+  EXPECT_FALSE(conv_prefers_dot({8, 8}, {3, 3}, 1, 1));
+  EXPECT_FALSE(conv_prefers_dot({3, 3}, {3, 3}, 1, 1));
+  EXPECT_FALSE(conv_prefers_dot({2, 2}, {3, 3}, 2, 1));  // grouped: XLA keeps those canonical
+  EXPECT_FALSE(conv_prefers_dot({2, 2}, {3, 3}, 1, 2));
+  EXPECT_FALSE(conv_prefers_dot({0, 2}, {3, 3}, 1, 1));
+}
+
+TEST(IrLib, ConvGeneralSmallInputMatchesHandComputed) {
+  // x = [[1, 2], [3, 4]], k = [[1, 2, 3], [4, 5, 6], [7, 8, 9]], padding 1:
+  // out[i][j] = sum over the 3x3 window of the zero-padded x at (i, j).
+  Graph g;
+  Builder b(g);
+  Value x = b.reshape(f32(b, {1, 2, 3, 4}), {1, 1, 2, 2});
+  Value k = b.reshape(f32(b, {1, 2, 3, 4, 5, 6, 7, 8, 9}), {1, 1, 3, 3});
+  Value one = b.reshape(f32(b, {2}), {1, 1, 1, 1});
+  const ConvPadding pad{{1, 1}, {1, 1}};
+  g.set_outputs({conv_general(b, x, k, "bf01", "oi01", "bf01", {1, 1}, pad, {1, 1}, {1, 1}, 1, 1, ElemType::kF32),
+                 conv_general(b, x, k, "bf01", "oi01", "bf01", {2, 2}, pad, {1, 1}, {1, 1}, 1, 1, ElemType::kF32),
+                 // 1x1 input: only the centre tap reads it.
+                 conv_general(b, one, k, "bf01", "oi01", "bf01", {1, 1}, pad, {1, 1}, {1, 1}, 1, 1, ElemType::kF32),
+                 // Same as the first, with the operands given as [spatial..., f, b] and [i, o, spatial...].
+                 conv_general(b, b.transpose(x, {2, 3, 1, 0}), b.transpose(k, {1, 0, 2, 3}), "01fb", "io01", "fb01",
+                              {1, 1}, pad, {1, 1}, {1, 1}, 1, 1, ElemType::kF32)});
+  EXPECT_EQ(run<float>(g, 0, 4), (std::vector<float>{77, 67, 47, 37}));
+  EXPECT_EQ(run<float>(g, 1, 1), (std::vector<float>{77}));
+  EXPECT_EQ(run<float>(g, 2, 1), (std::vector<float>{10}));
+  EXPECT_EQ(run<float>(g, 3, 4), (std::vector<float>{77, 67, 47, 37}));
+  // The dot form leaves no convolution in the program.
+  EXPECT_EQ(g.to_mlir().find("stablehlo.convolution"), std::string::npos);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <ATen/Context.h>
 #include <torch/library.h>
 
+#include "ir/lib/conv.h"
 #include "ops/common.h"
 
 namespace torch_tpu::ops {
@@ -61,8 +62,8 @@ Value conv_fwd(Builder& b, Value x, Value w, const Params& p, ElemType acc) {
   int64_t ns = b.type(x).rank() - 2;
   Pads pads;
   for (int64_t i = 0; i < ns; ++i) pads.push_back({p.padding[i], p.padding[i]});
-  return b.convolution(x, w, layout("bf", ns), layout("oi", ns), layout("bf", ns), p.stride, pads, Dims(ns, 1),
-                       p.dilation, p.groups, 1, acc, p.prec);
+  return ir::conv_general(b, x, w, layout("bf", ns), layout("oi", ns), layout("bf", ns), p.stride, pads, Dims(ns, 1),
+                          p.dilation, p.groups, 1, acc, p.prec);
 }
 
 // Transposed convolution: x [N, C, ...], w [C, O/g, ...] -> [N, O, ...]
@@ -99,8 +100,8 @@ Value conv_transpose(Builder& b, Value x, Value w, const Params& p, const Dims& 
     crop_lo.push_back(lo < 0 ? -lo : 0);
     pads.push_back({std::max<int64_t>(lo, 0), std::max<int64_t>(hi, 0)});
   }
-  Value y = b.convolution(x, k, layout("bf", ns), layout("oi", ns), layout("bf", ns), Dims(ns, 1), pads, p.stride,
-                          p.dilation, g, 1, acc, p.prec);
+  Value y = ir::conv_general(b, x, k, layout("bf", ns), layout("oi", ns), layout("bf", ns), Dims(ns, 1), pads, p.stride,
+                             p.dilation, g, 1, acc, p.prec);
   return crop_spatial(b, y, crop_lo, out_sizes);
 }
 
@@ -111,8 +112,8 @@ Value conv_wgrad(Builder& b, Value x, Value gy, const Params& p, const Dims& ksi
   Pads pads;
   for (int64_t i = 0; i < ns; ++i) pads.push_back({p.padding[i], p.padding[i]});
   // Batch N is the contracted feature; C (split into g groups) the batch.
-  Value gw = b.convolution(x, gy, layout("fb", ns), layout("io", ns), layout("fb", ns), p.dilation, pads, Dims(ns, 1),
-                           p.stride, 1, p.groups, acc, p.prec);
+  Value gw = ir::conv_general(b, x, gy, layout("fb", ns), layout("io", ns), layout("fb", ns), p.dilation, pads,
+                              Dims(ns, 1), p.stride, 1, p.groups, acc, p.prec);
   return crop_spatial(b, gw, Dims(ns, 0), ksize);
 }
 
