@@ -100,7 +100,15 @@ def _optimizer_step_begin(optimizer, args, kwargs) -> None:
         _step_modes.clear()
     mode = _C._eager_mode()
     _step_modes.append(mode)
-    if mode == EagerMode.DEFER_NEVER and _fuse_optimizer and _on_tpu(optimizer):
+    if mode == EagerMode.DEFER_AND_FUSE:
+        # The forward and backward run as one program, the step as another.
+        # In one program XLA:CPU fuses the layout change of each weight
+        # gradient (a convolution's [I, kh, kw, O] result transposed to
+        # [O, I, kh, kw]) into every optimizer update that reads it: strided
+        # reads, once per consumer. ResNet-18's fused step ran 2.5x faster
+        # split here, the MLP's 1.2x; the GPT step was unchanged.
+        _C._mark_step("before optimizer step")
+    elif mode == EagerMode.DEFER_NEVER and _fuse_optimizer and _on_tpu(optimizer):
         _C._set_eager_mode(int(EagerMode.DEFER_AND_FUSE))
 
 
