@@ -1,5 +1,6 @@
 """Graph capture and replay (torch.tpu.graph, torch.tpu.TPUGraph,
-torch.accelerator.Graph): a captured region is one program replayed on the
+torch.accelerator.Graph): a captured region is one program (two when it
+holds an optimizer step: the region is cut before the step) replayed on the
 tensors it touched. Every result is compared with PyTorch on CPU running the
 same steps eagerly."""
 from __future__ import annotations
@@ -38,7 +39,7 @@ def _mlp_step(device, opt_cls=torch.optim.AdamW, **opt_kw):
 
 @pytest.mark.parametrize("opt_cls,kw", [(torch.optim.AdamW, {}), (torch.optim.SGD, {"momentum": 0.9}),
                                         (torch.optim.Adam, {"foreach": False})])
-def test_whole_training_step_replays_as_one_program_and_matches_cpu(opt_cls, kw):
+def test_whole_training_step_replays_as_two_programs_and_matches_cpu(opt_cls, kw):
     cpu_model, _, _, _, cpu_step = _mlp_step("cpu", opt_cls, **kw)
     cap = {"capturable": True} if opt_cls is not torch.optim.SGD else {}
     model, _, _, _, step = _mlp_step(TPU, opt_cls, **kw, **cap)
@@ -55,9 +56,10 @@ def test_whole_training_step_replays_as_one_program_and_matches_cpu(opt_cls, kw)
     torch.testing.assert_close(torch.tensor(got), torch.tensor(expected), rtol=1e-4, atol=1e-5)
     for p_cpu, p_tpu in zip(cpu_model.parameters(), model.parameters()):
         torch.testing.assert_close(p_tpu.cpu(), p_cpu, rtol=1e-4, atol=1e-5)
-    # Forward, backward on the autograd thread and the optimizer: one program per step.
-    assert after["executions"] - before["executions"] == 5
-    assert after["replays"] - before["replays"] == 5
+    # Forward and backward (on the autograd thread) as one program, the
+    # optimizer step as another: two executions per replay.
+    assert after["executions"] - before["executions"] == 10
+    assert after["replays"] - before["replays"] == 10  # counts captured programs run
     assert after["compiles"] == before["compiles"]
 
 
@@ -300,3 +302,64 @@ def test_module_names_mirror_torch_cuda():
         assert hasattr(torch.tpu, name)
         assert name in torch_tpu.graphs.__all__
     assert isinstance(torch.tpu.graph_pool_handle(), tuple)
+
+
+def _cut_region():
+    """A region with an optimizer step in the middle, so it is captured as
+    two programs: `p` is updated by the step, `x` and `out` are plain
+    tensors."""
+    p = torch.zeros(3, device=TPU, requires_grad=True)
+    p.grad = torch.ones(3, device=TPU)
+    opt = torch.optim.SGD([p], lr=1.0)
+    x = torch.arange(3.0, device=TPU)
+    out = torch.zeros(3, device=TPU)
+    return p, opt, x, out
+
+
+def test_values_cross_the_cut_even_when_freed_inside_the_region():
+    p, opt, x, out = _cut_region()
+    g = torch.tpu.TPUGraph()
+    with torch.tpu.graph(g):
+        x.add_(1)
+        tmp = x * 2  # written by the first program
+        opt.step()  # the cut: p -= grad
+        out.copy_(tmp + p)  # the second program reads tmp
+        del tmp  # freed before the capture ends: the graph keeps it
+    torch.testing.assert_close(out.cpu(), torch.zeros(3))  # capturing ran nothing
+    for k in range(1, 4):
+        g.replay()
+        xk = torch.arange(3.0) + k
+        torch.testing.assert_close(x.cpu(), xk)
+        torch.testing.assert_close(p.detach().cpu(), torch.full((3,), -float(k)))
+        torch.testing.assert_close(out.cpu(), xk * 2 - k)
+
+
+def test_host_read_after_the_cut_runs_both_parts_eagerly():
+    p, opt, x, out = _cut_region()
+    g = torch.tpu.TPUGraph()
+    with pytest.raises(RuntimeError, match="tpu graph capture failed: a host read"):
+        with torch.tpu.graph(g):
+            tmp = x + 10
+            opt.step()
+            seen = tmp.sum().item()  # a value of the first part, read on the host
+            out.copy_(tmp + p)
+    assert seen == 33.0
+    torch.testing.assert_close(p.detach().cpu(), torch.full((3,), -1.0))
+    torch.testing.assert_close(out.cpu(), torch.arange(3.0) + 9)
+    assert not torch.tpu.is_current_stream_capturing()
+
+
+def test_exception_after_the_cut_runs_both_parts_eagerly():
+    p, opt, x, out = _cut_region()
+    g = torch.tpu.TPUGraph()
+    with pytest.raises(ValueError, match="boom"):
+        with torch.tpu.graph(g):
+            x.mul_(2)
+            opt.step()
+            out.copy_(x + p)
+            raise ValueError("boom")
+    torch.testing.assert_close(x.cpu(), torch.arange(3.0) * 2)
+    torch.testing.assert_close(p.detach().cpu(), torch.full((3,), -1.0))
+    torch.testing.assert_close(out.cpu(), torch.arange(3.0) * 2 - 1)
+    x.add_(1)  # the storages are usable again
+    torch.testing.assert_close(x.cpu(), torch.arange(3.0) * 2 + 1)

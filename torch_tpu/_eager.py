@@ -89,9 +89,13 @@ def _on_tpu(optimizer) -> bool:
 
 
 def _optimizer_step_begin(optimizer, args, kwargs) -> None:
-    # A compiled step is one program already; a graph capture holds the
-    # whole region in one.
-    if torch.compiler.is_compiling() or _C._graph_capturing():
+    # A compiled step is one program already. A graph capture ends one
+    # program of the region here and starts the next, for the reason below.
+    if torch.compiler.is_compiling():
+        return
+    if _C._graph_capturing():
+        if _on_tpu(optimizer):
+            _C._cut_graph_capture()
         return
     if _step_modes:
         # A step raised before its post-hook ran (optimizers do not nest):

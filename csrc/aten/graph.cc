@@ -22,7 +22,7 @@ class TpuGraphImpl final : public at::GraphImplInterface {
   void capture_begin(at::MempoolId_t pool, at::GraphCaptureMode) override {
     TORCH_CHECK(!graph_ && !capturing_, "this tpu graph was already captured; call reset() before capturing again");
     pool_ = (pool.first || pool.second) ? pool : at::MempoolId_t{g_next_pool++, 0};
-    record::begin_graph_capture();
+    record::begin_graph_capture(debug_);
     capturing_ = true;
   }
   void capture_end() override {

@@ -97,6 +97,9 @@ struct StaticGraph {
   std::vector<StorageSlot*> slots;                    // the storages read or written
   std::vector<std::shared_ptr<StorageSlot>> adopted;  // slots whose storage was freed: the graph owns them
   std::string text;                                   // the StableHLO, kept in debug mode
+  // Parts of the region cut off before this one (at optimizer.step()), run
+  // first on each replay: the region is several programs in order.
+  std::vector<std::shared_ptr<StaticGraph>> before;
 };
 
 namespace {
@@ -235,8 +238,10 @@ class FusedDriver final : public Driver {
       if (gs.value.valid()) {
         storage[i] = gs.value;
       } else if (call.needs_value(i)) {
-        // First use of a storage that holds a run buffer: a parameter.
-        TORCH_INTERNAL_ASSERT(s->buffer && !s->pending, "fused eager: storage state out of sync");
+        // First use of a storage that holds a run buffer (or, in a graph
+        // capture, one an earlier part of the region wrote): a parameter.
+        TORCH_INTERNAL_ASSERT((s->buffer && !s->pending) || seg_written_.count(s),
+                              "fused eager: storage state out of sync");
         gs.value = p.g.param(ir::TensorType{s->elem, {s->numel}});
         p.params.push_back(Param{s->buffer, s, s->elem, s->numel, {}, ids[i]});
         storage[i] = gs.value;
@@ -393,13 +398,27 @@ class FusedDriver final : public Driver {
   }
 
   // --- graph capture (torch.accelerator.Graph) ---
-  void begin_graph_capture() {
+  void begin_graph_capture(bool keep_text) {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     TORCH_CHECK(!graph_capturing_,
                 "tpu graph capture is already underway; graphs cannot be captured inside each other");
     flush_locked(SyncReason::kMarkStep, "before a graph capture");
     graph_capturing_ = true;
     capture_break_.clear();
+    keep_text_ = keep_text;
+  }
+
+  // Ends the current part of the region being captured and starts the next
+  // (the optimizer hook calls this before optimizer.step(): one program for
+  // forward+backward and one for the step run faster on XLA:CPU than one
+  // for both; see _eager._optimizer_step_begin). The part's results stay
+  // pending until the capture ends, so a host read of one still breaks the
+  // capture, and later parts read them as parameters.
+  void cut_graph_capture() {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    if (!graph_capturing_ || !capture_break_.empty() || !p_) return;
+    auto seg = close_segment(std::move(p_));
+    if (seg->prog) segments_.push_back(std::move(seg));
   }
 
   bool graph_capturing() const { return graph_capturing_; }
@@ -409,79 +428,34 @@ class FusedDriver final : public Driver {
   std::shared_ptr<StaticGraph> end_graph_capture(bool keep_text) {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     TORCH_CHECK(graph_capturing_, "tpu graph capture_end() called without capture_begin()");
-    graph_capturing_ = false;
+    keep_text_ = keep_text_ || keep_text;
+    struct Done {  // whatever happens, the slots go back to their pre-capture state
+      FusedDriver& d;
+      ~Done() {
+        d.graph_capturing_ = false;
+        d.restore_captured_slots();
+      }
+    } done{*this};
     if (!capture_break_.empty()) {
       std::string why = std::move(capture_break_);
       capture_break_.clear();
+      graph_capturing_ = false;
       flush_locked(SyncReason::kMarkStep, "after a failed graph capture");
       TORCH_CHECK(false, "tpu graph capture failed: a ", why,
                   " happened while capturing. A captured graph cannot read tpu values on the host, copy "
                   "between host and device, or wait for the device; do that before capture_begin() or after "
                   "capture_end(). The work recorded so far was run eagerly.");
     }
-    auto g = std::shared_ptr<StaticGraph>(new StaticGraph(), [](StaticGraph* sg) {
-      get().release(sg);
-      delete sg;
-    });
-    std::unique_ptr<Pending> p = std::move(p_);
-    if (!p) {
+    std::vector<std::shared_ptr<StaticGraph>> before = std::move(segments_);
+    segments_.clear();
+    if (!p_ && before.empty()) {
       TORCH_WARN("tpu graph capture recorded no tpu op; replay() will do nothing");
-      return g;
+      return std::make_shared<StaticGraph>();
     }
-    struct Restore {  // the slots go back to their pre-capture state, whatever happens
-      Pending& p;
-      ~Restore() {
-        for (auto& gs : p.slots) {
-          if (!gs.slot || !gs.slot->pending) continue;
-          gs.slot->pending = false;
-          if (gs.slot->buffer) {
-            gs.slot->elem = gs.elem0;
-            gs.slot->numel = gs.numel0;
-          }
-        }
-      }
-    } restore{*p};
-    ++flush_count_;
-    bump(metrics().fused_ops, p->ops);
-    g->device = p->device;
-    g->ops = p->ops;
-    std::vector<int> outs = live_outputs(*p);
-    if (outs.empty()) {
+    std::shared_ptr<StaticGraph> g = p_ ? close_segment(std::move(p_)) : std::make_shared<StaticGraph>();
+    if (!g->prog && before.empty())
       TORCH_WARN("tpu graph capture: no result of the captured work is still alive; replay() will do nothing");
-      return g;
-    }
-    std::vector<std::pair<int, int>> aliases = donations(*p, outs);
-    std::unordered_map<StorageSlot*, int> index;
-    auto slot_index = [&](StorageSlot* s) {
-      auto [it, fresh] = index.try_emplace(s, static_cast<int>(g->slots.size()));
-      if (fresh) g->slots.push_back(s);
-      return it->second;
-    };
-    for (const Param& pr : p->params) {
-      StaticGraph::Arg a;
-      a.elem = pr.elem;
-      a.numel = pr.numel;
-      StorageSlot* live = pr.gslot >= 0 ? p->slots[pr.gslot].slot : nullptr;
-      if (live) {
-        a.kind = StaticGraph::Arg::kInput;
-        a.input = slot_index(live);
-      } else {
-        // A number, a CPU scalar tensor, or a storage freed during the
-        // capture: its value at capture time is part of the graph, as a
-        // CUDA graph keeps kernel arguments. Random ops draw anew.
-        fixed_or_rng(pr, a);
-      }
-      g->args.push_back(std::move(a));
-    }
-    for (int k : outs) {
-      StorageSlot* s = p->slots[k].slot;
-      g->results.push_back(StaticGraph::Result{slot_index(s), s->elem, s->numel});
-    }
-    for (auto [j, k] : aliases) g->donated.push_back(j);
-    g->prog = program_for(*p, outs, aliases, keep_text ? &g->text : nullptr);
-    for (StorageSlot* s : g->slots) users_[s].push_back(g.get());
-    set_slot_free_hook(&FusedDriver::on_free);
-    set_slot_materialize_hook(&FusedDriver::on_materialize);
+    g->before = std::move(before);
     return g;
   }
 
@@ -491,6 +465,8 @@ class FusedDriver final : public Driver {
     if (!graph_capturing_) return;
     graph_capturing_ = false;
     capture_break_.clear();
+    settle_segments();
+    restore_captured_slots();
     flush_locked(SyncReason::kMarkStep, "after a failed graph capture");
   }
 
@@ -498,8 +474,14 @@ class FusedDriver final : public Driver {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     TORCH_CHECK(!graph_capturing_, "a tpu graph cannot be replayed while another is being captured");
     flush_locked(SyncReason::kMarkStep, "before a graph replay");
-    if (!g.prog) return;
     RECORD_FUNCTION("tpu::graph_replay", std::vector<c10::IValue>());
+    for (auto& seg : g.before) replay_one(*seg);
+    replay_one(g);
+  }
+
+ private:
+  void replay_one(StaticGraph& g) {
+    if (!g.prog) return;
     std::vector<runtime::BufferPtr> scalars;
     auto input = [&](const StaticGraph::Arg& a) {
       StorageSlot* s = g.slots[a.input];
@@ -527,14 +509,13 @@ class FusedDriver final : public Driver {
     }
   }
 
- private:
   // A storage a captured graph names is being freed: the graphs keep its
   // slot (and buffer) as their own, as a CUDA graph's private memory pool
   // outlives the tensors allocated in it.
-  void adopt(StorageSlot* s) {
-    if (users_.empty()) return;
+  StorageSlot* adopt(StorageSlot* s) {
+    if (users_.empty()) return nullptr;
     auto it = users_.find(s);
-    if (it == users_.end()) return;
+    if (it == users_.end()) return nullptr;
     auto own = std::make_shared<StorageSlot>();
     own->nbytes = s->nbytes;
     own->device = s->device;
@@ -547,6 +528,7 @@ class FusedDriver final : public Driver {
       g->adopted.push_back(own);
     }
     users_.erase(it);
+    return own.get();
   }
 
   void release(StaticGraph* g) {
@@ -590,10 +572,96 @@ class FusedDriver final : public Driver {
     std::string origin;  // the recorded ops and their Python lines, while dumping
   };
 
+  // One part of a graph capture as a StaticGraph bound to the storages it
+  // touched; compiles (or finds) its program and runs nothing. The slots it
+  // wrote stay pending (in seg_written_) until the capture ends.
+  std::shared_ptr<StaticGraph> close_segment(std::unique_ptr<Pending> p) {
+    auto g = std::shared_ptr<StaticGraph>(new StaticGraph(), [](StaticGraph* sg) {
+      get().release(sg);
+      delete sg;
+    });
+    for (auto& gs : p->slots)
+      if (gs.written && gs.slot) seg_written_.try_emplace(gs.slot, std::make_pair(gs.elem0, gs.numel0));
+    ++flush_count_;
+    bump(metrics().fused_ops, p->ops);
+    g->device = p->device;
+    g->ops = p->ops;
+    std::vector<int> outs = live_outputs(*p);
+    if (outs.empty()) return g;
+    std::vector<std::pair<int, int>> aliases = donations(*p, outs);
+    std::unordered_map<StorageSlot*, int> index;
+    auto slot_index = [&](StorageSlot* s) {
+      auto [it, fresh] = index.try_emplace(s, static_cast<int>(g->slots.size()));
+      if (fresh) g->slots.push_back(s);
+      return it->second;
+    };
+    for (const Param& pr : p->params) {
+      StaticGraph::Arg a;
+      a.elem = pr.elem;
+      a.numel = pr.numel;
+      StorageSlot* live = pr.gslot >= 0 ? p->slots[pr.gslot].slot : nullptr;
+      // Freed during the capture after an earlier part wrote it: that
+      // part's graph owns the storage now, and this one reads it there.
+      if (!live && pr.slot)
+        if (auto it = adopted_now_.find(pr.slot); it != adopted_now_.end()) live = it->second;
+      if (live) {
+        a.kind = StaticGraph::Arg::kInput;
+        a.input = slot_index(live);
+      } else {
+        // A number, a CPU scalar tensor, or a storage freed during the
+        // capture: its value at capture time is part of the graph, as a
+        // CUDA graph keeps kernel arguments. Random ops draw anew.
+        fixed_or_rng(pr, a);
+      }
+      g->args.push_back(std::move(a));
+    }
+    for (int k : outs) {
+      StorageSlot* s = p->slots[k].slot;
+      g->results.push_back(StaticGraph::Result{slot_index(s), s->elem, s->numel});
+    }
+    for (auto [j, k] : aliases) g->donated.push_back(j);
+    g->prog = program_for(*p, outs, aliases, keep_text_ ? &g->text : nullptr);
+    for (StorageSlot* s : g->slots) users_[s].push_back(g.get());
+    set_slot_free_hook(&FusedDriver::on_free);
+    set_slot_materialize_hook(&FusedDriver::on_materialize);
+    return g;
+  }
+
+  // The end of a capture: every slot a part wrote leaves the pending state
+  // with its pre-capture type (capturing ran nothing).
+  void restore_captured_slots() {
+    for (auto& [s, old] : seg_written_) {
+      s->pending = false;
+      if (s->buffer) {
+        s->elem = old.first;
+        s->numel = old.second;
+      }
+    }
+    seg_written_.clear();
+    adopted_now_.clear();
+  }
+
+  // A capture broke (a host read) after parts of it were closed: run those
+  // parts now, in order, so the eager run that follows sees their results.
+  void settle_segments() {
+    if (segments_.empty()) return;
+    std::vector<std::shared_ptr<StaticGraph>> segs = std::move(segments_);
+    segments_.clear();
+    for (auto& [s, old] : seg_written_) s->pending = false;
+    seg_written_.clear();
+    for (auto& seg : segs) replay_one(*seg);
+    // The pending part read those storages at recording time: point its
+    // parameters at their new buffers.
+    if (p_)
+      for (Param& pr : p_->params)
+        if (pr.gslot >= 0 && p_->slots[pr.gslot].slot) pr.buffer = p_->slots[pr.gslot].slot->buffer;
+  }
+
   static void on_free(StorageSlot* s) {
     FusedDriver& d = get();
     std::lock_guard<std::recursive_mutex> lock(d.mu_);
-    d.adopt(s);
+    StorageSlot* own = d.adopt(s);
+    if (d.seg_written_.erase(s) && own) d.adopted_now_[s] = own;
     if (!d.p_) return;
     auto it = d.p_->ids.find(s);
     if (it == d.p_->ids.end()) return;
@@ -603,10 +671,12 @@ class FusedDriver final : public Driver {
   static void on_materialize(StorageSlot*) { get().sync_point(SyncReason::kSlotAccess, "storage access"); }
 
   void flush_locked(SyncReason why, std::string_view op, CapturedGraph* cap = nullptr) {
-    if (!p_ || flushing_) return;
-    RECORD_FUNCTION("tpu::fused_flush", std::vector<c10::IValue>());
+    if (flushing_ || (!p_ && segments_.empty())) return;
     if (graph_capturing_ && capture_break_.empty())
       capture_break_ = std::string(to_string(why)) + (op.empty() ? "" : " (" + std::string(op) + ")");
+    settle_segments();
+    if (!p_) return;
+    RECORD_FUNCTION("tpu::fused_flush", std::vector<c10::IValue>());
     ++flush_count_;
     flushing_ = true;
     std::unique_ptr<Pending> p = std::move(p_);
@@ -843,7 +913,13 @@ class FusedDriver final : public Driver {
   std::unique_ptr<Pending> p_;
   bool active_ = false;
   std::atomic<bool> graph_capturing_{false};
-  std::string capture_break_;                                          // the first flush during a graph capture
+  std::string capture_break_;                           // the first flush during a graph capture
+  bool keep_text_ = false;                              // the capture keeps its StableHLO
+  std::vector<std::shared_ptr<StaticGraph>> segments_;  // closed parts of the capture underway
+  // Slots those parts wrote (pending until the capture ends) and their
+  // pre-capture type; slots freed meanwhile, to the parts' own copies.
+  std::unordered_map<StorageSlot*, std::pair<ir::ElemType, int64_t>> seg_written_;
+  std::unordered_map<StorageSlot*, StorageSlot*> adopted_now_;
   std::unordered_map<StorageSlot*, std::vector<StaticGraph*>> users_;  // slots named by captured graphs
   bool flushing_ = false;
   int64_t flush_count_ = 0;
@@ -874,11 +950,11 @@ namespace {
 Driver* g_before_capture = nullptr;  // the driver to restore when a graph capture ends
 }
 
-void begin_graph_capture() {
+void begin_graph_capture(bool keep_text) {
   FusedDriver& d = FusedDriver::get();
   Driver* prev = set_current_driver(&fused_driver());
   try {
-    d.begin_graph_capture();
+    d.begin_graph_capture(keep_text);
   } catch (...) {
     set_current_driver(prev);
     throw;
@@ -899,8 +975,22 @@ void abort_graph_capture() {
   set_current_driver(g_before_capture);
 }
 bool graph_capturing() { return FusedDriver::get().graph_capturing(); }
+void cut_graph_capture() { FusedDriver::get().cut_graph_capture(); }
 void replay_graph(StaticGraph& g) { FusedDriver::get().replay_graph(g); }
-const std::string& graph_text(const StaticGraph& g) { return g.text; }
-int64_t graph_ops(const StaticGraph& g) { return g.ops; }
+std::string graph_text(const StaticGraph& g) {
+  std::string text;
+  for (const auto& seg : g.before) text += seg->text + "\n";
+  return text + g.text;
+}
+int64_t graph_ops(const StaticGraph& g) {
+  int64_t n = g.ops;
+  for (const auto& seg : g.before) n += seg->ops;
+  return n;
+}
+int64_t graph_programs(const StaticGraph& g) {
+  int64_t n = g.prog ? 1 : 0;
+  for (const auto& seg : g.before) n += seg->prog ? 1 : 0;
+  return n;
+}
 
 }  // namespace torch_tpu::record

@@ -109,6 +109,10 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_clear_compile_records", &clear_compile_records);
   m.def("_graph_capturing", &record::graph_capturing);
+  m.def("_cut_graph_capture", []() {
+    py::gil_scoped_release nogil;
+    record::cut_graph_capture();
+  });
   m.def("_abort_graph_capture", []() {
     py::gil_scoped_release nogil;
     record::abort_graph_capture();

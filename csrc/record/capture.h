@@ -44,12 +44,17 @@ std::optional<std::vector<at::Tensor>> replay(CapturedGraph& c, const std::vecto
 // results back into them, dispatching no op. A host read or transfer during
 // the capture makes end_graph_capture() raise (the work runs eagerly).
 struct StaticGraph;
-void begin_graph_capture();
+// `keep_text`: keep the programs' StableHLO (graph_text) for debug_dump().
+void begin_graph_capture(bool keep_text);
 std::shared_ptr<StaticGraph> end_graph_capture(bool keep_text);
 void abort_graph_capture();  // after an exception inside the captured region
 bool graph_capturing();
+// Ends one program of the region and starts the next (before an optimizer
+// step); a replay runs them in order. No-op outside a capture.
+void cut_graph_capture();
 void replay_graph(StaticGraph& g);
-const std::string& graph_text(const StaticGraph& g);  // StableHLO, when kept
+std::string graph_text(const StaticGraph& g);  // StableHLO, when kept
 int64_t graph_ops(const StaticGraph& g);
+int64_t graph_programs(const StaticGraph& g);  // the programs a replay runs
 
 }  // namespace torch_tpu::record
