@@ -8,6 +8,7 @@
 #include "aten/device.h"
 #include "aten/fallback.h"
 #include "aten/generator.h"
+#include "aten/host_alias.h"
 #include "aten/storage.h"
 #include "compile/executable_cache.h"
 #include "compile/dump.h"
@@ -52,6 +53,15 @@ PYBIND11_MODULE(_C, m) {
   m.def("_synchronize", []() {
     py::gil_scoped_release nogil;
     record::synchronize();
+  });
+  m.def("_host_alias", [](const at::Tensor& t) -> py::object {
+    std::optional<at::Tensor> a;
+    {
+      py::gil_scoped_release nogil;
+      a = host_alias(t);
+    }
+    if (!a) return py::none();
+    return py::cast(*a);
   });
   m.def("_work_in_flight", []() {
     py::gil_scoped_release nogil;

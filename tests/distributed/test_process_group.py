@@ -48,6 +48,10 @@ def _expected(r):
         "functional_all_gather": torch.cat([torch.full((2,), float(k)) for k in range(W)]),
         "functional_reduce_scatter": (torch.arange(2.0 * W) * W)[2 * r:2 * r + 2],
         "new_group": torch.full((1,), float(W)),
+        "all_gather_into_buffers": torch.stack([torch.full((2,), float(k)) for k in range(W)]),
+        "all_reduce_seen_through_view": sum(torch.arange(6.0) + k for k in range(W)).view(2, 3),
+        "all_reduce_fused": torch.full((3,), 2.0 * sum(k + 1 for k in range(W))),
+        "reduce_non_root_input": torch.full((2,), float(sum(k + 1 for k in range(W)) if r == 0 else r + 1)),
     }
     # all_to_all_single with uneven splits: rank k sends k + j + 1 elements to rank j.
     pieces = []
@@ -77,6 +81,29 @@ def test_collectives_give_the_expected_values(ranks, r):
                 torch.testing.assert_close(a, b)
         else:
             assert got[name] == want, name
+
+
+def test_host_alias_is_the_device_buffer_or_nothing():
+    """The zero-copy view collectives use on XLA:CPU: writes through it change
+    the tpu tensor; it is refused where writing could touch anything else."""
+    from torch_tpu import _C
+
+    t = torch.arange(6.0, device="tpu") * 1
+    a = _C._host_alias(t)
+    assert a is not None and a.device.type == "cpu"
+    a.mul_(10)
+    torch.testing.assert_close(t.cpu(), torch.arange(6.0) * 10)
+    t.add_(1)  # a new buffer: the alias keeps the old one alive and stays valid
+    torch.testing.assert_close(a, torch.arange(6.0) * 10)
+    torch.testing.assert_close(t.cpu(), torch.arange(6.0) * 10 + 1)
+    assert _C._host_alias(torch.empty(3, device="tpu")) is None  # no buffer yet
+    assert _C._host_alias(t[::2]) is None  # not contiguous
+    assert _C._host_alias(t.view(torch.int32)) is None  # the buffer holds floats
+    held = _C._host_alias(t)
+    assert held is not None and _C._host_alias(t) is None  # the first alias shares the buffer
+    del held
+    assert _C._host_alias(torch.ones(4, device="tpu")[1:3]) is not None  # an offset view
+    assert _C._host_alias(torch.ones(4, device="tpu")[1:3]).tolist() == [1.0, 1.0]
 
 
 def test_bad_use_gets_clear_errors(ranks):

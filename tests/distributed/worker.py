@@ -110,6 +110,27 @@ def collectives(out):
     t = torch.ones(1, device=TPU)
     dist.all_reduce(t, group=sub)
     res["new_group"] = t.cpu()
+    # The zero-copy path (XLA:CPU: Gloo reads and writes the device buffer
+    # itself): outputs that already hold a buffer, a view of the reduced
+    # storage, values still pending in fused eager, and reduce's non-root
+    # input, which must not change.
+    outs = [torch.zeros(2, device=TPU) for _ in range(w)]
+    dist.all_gather(outs, torch.full((2,), float(r), device=TPU))
+    res["all_gather_into_buffers"] = torch.stack([o.cpu() for o in outs])
+    base = torch.arange(6.0, device=TPU) + r
+    view = base.view(2, 3)
+    dist.all_reduce(base)
+    res["all_reduce_seen_through_view"] = view.cpu()
+    prev = torch.tpu.eager_mode
+    torch.tpu.eager_mode = torch.tpu.EagerMode.DEFER_AND_FUSE
+    t = torch.ones(3, device=TPU) * (r + 1)
+    dist.all_reduce(t)
+    t.mul_(2)
+    res["all_reduce_fused"] = t.cpu()
+    torch.tpu.eager_mode = prev
+    t = torch.full((2,), float(r + 1), device=TPU)
+    dist.reduce(t, dst=0)
+    res["reduce_non_root_input"] = t.cpu()
     # Bad use: clear errors, not hangs.
     errors = {}
     try:
