@@ -8,6 +8,12 @@ device. tpu has no nested tensors, so for calls with tpu inputs the fast path
 reads as disabled (torch.backends.mha's own switch, per thread), exactly as
 when a user turns it off: the modules then run their ordinary ops, which
 compile to the same fused programs anyway.
+
+One visible difference is kept away: where CPU's TransformerEncoder would
+have packed the batch into a nested tensor (inference with a key padding
+mask), its output has zeros at the padded positions, while the composite
+path computes values there. The tpu output is zeroed at those positions
+under the same conditions, so it matches CPU's.
 """
 from __future__ import annotations
 
@@ -40,13 +46,42 @@ def _install() -> None:
         orig = cls.forward
 
         @functools.wraps(orig)
-        def forward(self, *args, _orig=orig, **kwargs):
+        def forward(self, *args, _orig=orig, _cls=cls, **kwargs):
             if not on_tpu(args, kwargs) or getattr(_state, "tpu_call", False):
                 return _orig(self, *args, **kwargs)
+            nested_on_cpu = _cls is torch.nn.TransformerEncoder and orig_get() and _cpu_would_nest(
+                self, *args, **kwargs)
             _state.tpu_call = True
             try:
-                return _orig(self, *args, **kwargs)
+                out = _orig(self, *args, **kwargs)
             finally:
                 _state.tpu_call = False
+            if nested_on_cpu:
+                pad = kwargs.get("src_key_padding_mask", args[2] if len(args) > 2 else None)
+                pad = pad if pad.dtype == torch.bool else pad != 0  # a float mask: -inf marks padding
+                out = out.masked_fill(pad.unsqueeze(-1), 0.0)
+            return out
 
         cls.forward = forward
+
+
+def _cpu_would_nest(enc, src, mask=None, src_key_padding_mask=None, is_causal=None) -> bool:
+    """Whether CPU's TransformerEncoder.forward would run this call on a
+    nested tensor (the conditions it checks, in its order, for a supported
+    device)."""
+    first = enc.layers[0]
+    if not getattr(enc, "use_nested_tensor", False) or first.training or src.dim() != 3:
+        return False
+    if src_key_padding_mask is None or mask is not None or src.is_nested or torch.is_autocast_enabled():
+        return False
+    if getattr(enc, "mask_check", True):
+        if torch.compiler.is_compiling():
+            return False
+        # Left-aligned: every row's kept positions come first.
+        pad = src_key_padding_mask
+        keep = (pad.logical_not() if pad.dtype == torch.bool else pad == 0).cpu()
+        if not bool((keep.cummin(dim=1).values == keep).all()):
+            return False
+    params = [p for m in (first.self_attn, first.self_attn.out_proj, first.norm1, first.norm2, first.linear1,
+                          first.linear2) for p in m.parameters(recurse=False)]
+    return not (torch.is_grad_enabled() and (src.requires_grad or any(p.requires_grad for p in params)))

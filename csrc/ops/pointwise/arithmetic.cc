@@ -7,6 +7,7 @@
 #include <torch/library.h>
 
 #include "ops/common.h"
+#include "ops/pointwise/common.h"
 #include "ops/variants.h"
 
 namespace torch_tpu::ops {
@@ -22,28 +23,16 @@ Value mul_fn(Builder& b, const Values& x) {
   return b.mul(x[0], x[1]);
 }
 
-// Integer division rounding toward -inf (floor_divide semantics).
-Value floor_div_int(Builder& b, Value a, Value c) {
-  Value q = b.div(a, c);
-  Value r = b.rem(a, c);
-  Value z = zero(b, b.elem(a), b.dims(a));
-  Value r_nz = b.compare(r, z, Direction::kNe);
-  Value signs_differ = b.compare(b.compare(r, z, Direction::kLt), b.compare(c, z, Direction::kLt), Direction::kNe);
-  Value adjust = b.and_(r_nz, signs_differ);
-  return b.select(adjust, b.sub(q, one(b, b.elem(a), b.dims(a))), q);
-}
-
 Value div_fn(Builder& b, const Values& x, int64_t mode) {  // 0 true, 1 trunc, 2 floor
+  // Floor: ATen's div_floor, shared with floor_divide (its quotient comes
+  // from fmod, so x / inf floors to -1 or 0 and inf / x is nan, as CPU).
+  if (mode == 2) return floor_divide_lowering(b, x);
   Value q = b.div(x[0], x[1]);
-  if (!ir::is_float(b.elem(x[0]))) {
-    if (mode == 2) return floor_div_int(b, x[0], x[1]);
-    return q;  // integer divide truncates
-  }
+  if (!ir::is_float(b.elem(x[0]))) return q;  // integer divide truncates
   if (mode == 1) {
     Value f = b.floor(b.abs(q));
     return b.mul(b.sign(q), f);
   }
-  if (mode == 2) return b.floor(q);
   return q;
 }
 

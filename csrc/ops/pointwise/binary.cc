@@ -82,7 +82,9 @@ Value f_remainder(Builder& b, const Values& x) {
                      b.compare(b.compare(r, z, Direction::kLt), b.compare(x[1], z, Direction::kLt), Direction::kNe));
   return b.select(fix, b.add(r, x[1]), r);
 }
-Value f_floor_divide(Builder& b, const Values& x) {
+}  // namespace
+
+Value floor_divide_lowering(Builder& b, const Values& x) {
   Value a = x[0], c = x[1];
   Value z = zero(b, b.elem(a), b.dims(a));
   if (!flt(b, a)) {
@@ -105,6 +107,8 @@ Value f_floor_divide(Builder& b, const Values& x) {
   // Division by zero: a / 0 (inf or nan), as ATen.
   return b.select(b.compare(c, z, Direction::kEq), b.div(a, c), d0);
 }
+
+namespace {
 Value f_and(Builder& b, const Values& x) { return b.and_(x[0], x[1]); }
 Value f_or(Builder& b, const Values& x) { return b.or_(x[0], x[1]); }
 Value f_xor(Builder& b, const Values& x) { return b.xor_(x[0], x[1]); }
@@ -153,7 +157,7 @@ constexpr PointwiseDef d_fmax{"fmax", Result::kSame, kAll, lowerN<f_fmaxmin<true
 constexpr PointwiseDef d_fmin{"fmin", Result::kSame, kAll, lowerN<f_fmaxmin<false>>};
 constexpr PointwiseDef d_fmod{"fmod", Result::kSame, kInts, lowerN<f_fmod>};
 constexpr PointwiseDef d_remainder{"remainder", Result::kSame, kInts, lowerN<f_remainder>};
-constexpr PointwiseDef d_floor_divide{"div_floor", Result::kSame, kInts, lowerN<f_floor_divide>};
+constexpr PointwiseDef d_floor_divide{"div_floor", Result::kSame, kInts, lowerN<floor_divide_lowering>};
 constexpr PointwiseDef d_bitwise_and{"bitwise_and", Result::kSame, kBits, lowerN<f_and>};
 constexpr PointwiseDef d_bitwise_or{"bitwise_or", Result::kSame, kBits, lowerN<f_or>};
 constexpr PointwiseDef d_bitwise_xor{"bitwise_xor", Result::kSame, kBits, lowerN<f_xor>};

@@ -143,6 +143,10 @@ using Unary = Pointwise<D>;
 template <const PointwiseDef& D>
 using Binary = Pointwise<D, at::Tensor>;
 
+// ATen's div_floor, the one lowering of floor_divide and of
+// div(rounding_mode="floor") (binary.cc): x = {a, c} in the compute type.
+Value floor_divide_lowering(Builder& b, const Values& x);
+
 // sign bit of x (bool): -0.0 counts as negative. Also digamma's pole.
 inline Value f_signbit(Builder& b, Value x) {
   if (b.elem(x) == ElemType::kPred) return b.constant(0, ElemType::kPred, b.dims(x));

@@ -68,7 +68,8 @@ def test_sdpa_bad_shapes():
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_transformer_encoder_inference_with_padding_mask_takes_the_composite_path(norm_first):
     # PyTorch offers its nested-tensor fast path to PrivateUse1 devices; tpu
-    # runs the composite path instead (what CPU runs with the fast path off).
+    # runs the composite path instead (what CPU runs with the fast path off),
+    # with the padded positions zeroed as CPU's nested path leaves them.
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True, norm_first=norm_first)
     enc = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=True).eval()
@@ -88,7 +89,28 @@ def test_transformer_encoder_inference_with_padding_mask_takes_the_composite_pat
         got = enc(x.to(TPU), src_key_padding_mask=mask.to(TPU)).cpu()
         got_attn = mha(*(x.to(TPU),) * 3, key_padding_mask=mask.to(TPU))[0].cpu()
     assert torch.backends.mha.get_fastpath_enabled()
-    torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-4)
-    torch.testing.assert_close(got_attn, ref_attn, atol=1e-5, rtol=1e-4)
     keep = ~mask
-    torch.testing.assert_close(got[keep], fast[keep], atol=1e-5, rtol=1e-4)
+    if enc.use_nested_tensor:  # norm_first layers never nest, on CPU either
+        assert (fast[mask] == 0).all() and not (ref[mask] == 0).all()
+    torch.testing.assert_close(got, fast, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(got[keep], ref[keep], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(got_attn, ref_attn, atol=1e-5, rtol=1e-4)
+    # Where CPU does not nest (fast path off, training mode, a float mask that
+    # is not left-aligned), tpu matches CPU's composite output there too.
+    with torch.no_grad():
+        torch.backends.mha.set_fastpath_enabled(False)
+        try:
+            torch.testing.assert_close(enc(x.to(TPU), src_key_padding_mask=mask.to(TPU)).cpu(), ref,
+                                       atol=1e-5, rtol=1e-4)
+        finally:
+            torch.backends.mha.set_fastpath_enabled(True)
+        ragged = torch.tensor([[False] * 5, [True, False, False, False, True]])
+        enc.cpu()
+        want = enc(x, src_key_padding_mask=ragged)
+        got = enc.to(TPU)(x.to(TPU), src_key_padding_mask=ragged.to(TPU)).cpu()
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+        fmask = torch.zeros(2, 5).masked_fill(mask, float("-inf"))
+        enc.cpu()
+        want = enc(x, src_key_padding_mask=fmask)
+        got = enc.to(TPU)(x.to(TPU), src_key_padding_mask=fmask.to(TPU)).cpu()
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)

@@ -76,6 +76,22 @@ def test_nan_semantics():
     check_nan(lambda x, y: torch.floor_divide(x, y), torch.tensor([7, -7, 7, -7]), torch.tensor([2, 2, -2, -2]))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+def test_floor_division_at_infinities_and_zeros(dtype):
+    # div(rounding_mode="floor") and floor_divide are one ATen kernel: 5 // inf
+    # is 0, -5 // inf is -1, inf // 2 is nan, x // 0 is +-inf. Exactly as CPU.
+    inf = float("inf")
+    a = torch.tensor([5.0, -5.0, 0.0, -0.0, inf, -inf, 3.5, -3.5, float("nan"), 7.0, -7.0, 1e4], dtype=dtype)
+    b = torch.tensor([inf, inf, -inf, inf, 2.0, 3.0, -inf, inf, 1.0, 0.0, 0.0, 3e-3], dtype=dtype)
+    for fn in (torch.floor_divide, lambda x, y: torch.div(x, y, rounding_mode="floor")):
+        check_nan(fn, a, b)
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(500, generator=g) * 100).to(dtype)
+    y = (torch.randn(500, generator=g) * 3).to(dtype)
+    torch.testing.assert_close(torch.div(x.to("tpu"), y.to("tpu"), rounding_mode="floor").cpu(),
+                               torch.div(x, y, rounding_mode="floor"), rtol=0, atol=0)
+
+
 def test_pow_overloads():
     x = torch.rand(3, 4) + 0.5
     check_grad(lambda a: torch.pow(a, 2), x)

@@ -307,6 +307,18 @@ def test_var_edge_cases():
         torch.std(torch.ones(3, device=TPU), 0, out=torch.empty(0, dtype=torch.long, device=TPU))
 
 
+def test_var_mean_of_infinities():
+    # The variance matches CPU; the mean is torch.mean's (CPU's Welford mean
+    # is nan or inf depending on element order: docs/differences_from_cuda.md).
+    inf = float("inf")
+    for v in ([inf, 1.0], [1.0, 2.0, inf], [inf, -inf], [[inf, 1.0], [2.0, 3.0]]):
+        x = torch.tensor(v)
+        for fn in (torch.var_mean, torch.std_mean):
+            var, mean = fn(x.to("tpu"))
+            torch.testing.assert_close(var.cpu(), fn(x)[0], equal_nan=True)
+            torch.testing.assert_close(mean.cpu(), torch.mean(x), equal_nan=True)
+
+
 def test_var_std_large_float32():
     # CPU accumulates float32 var/std in double: squares past the float32 maximum
     # still give a finite std (and var where it fits), as must every form.
