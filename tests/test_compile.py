@@ -239,6 +239,96 @@ def test_hf_generate_with_static_cache_replays_the_decode_step():
     assert after["replays"] - before["replays"] == 14
 
 
+def _bucketed_and_captured():
+    from torch_tpu import _compile
+
+    return _compile.stats["bucketed"], _compile.stats["captured"]
+
+
+def test_dynamic_sizes_share_power_of_two_buckets():
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.LayerNorm(16),
+                            torch.nn.Linear(16, 4)).eval()
+    cm = torch.compile(copy.deepcopy(m).to(TPU), backend="tpu", dynamic=True)
+    b0, c0 = _bucketed_and_captured()
+    with torch.no_grad():
+        for n in (3, 5, 6, 7, 8, 9, 12, 16, 5):
+            x = torch.randn(n, 8)
+            got = cm(x.to(TPU))
+            assert got.shape == (n, 4)
+            torch.testing.assert_close(got.cpu(), m(x))
+    b1, c1 = _bucketed_and_captured()
+    assert b1 - b0 == 1
+    assert c1 - c0 == 3  # buckets 4, 8 and 16: one program each
+    assert "power-of-two buckets" in debug.metrics_report()
+
+
+def test_dynamic_batch_and_sequence_buckets_with_embeddings():
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Embedding(50, 16), torch.nn.Linear(16, 16), torch.nn.ReLU(),
+                            torch.nn.Linear(16, 4)).eval()
+    cm = torch.compile(copy.deepcopy(m).to(TPU), backend="tpu", dynamic=True)
+    b0, c0 = _bucketed_and_captured()
+    with torch.no_grad():
+        for b, t in ((3, 4), (5, 6), (6, 7), (7, 8), (2, 3)):
+            idx = torch.randint(0, 50, (b, t))
+            torch.testing.assert_close(cm(idx.to(TPU)).cpu(), m(idx))
+    b1, c1 = _bucketed_and_captured()
+    assert b1 - b0 == 1 and c1 - c0 == 3  # (4, 4), (8, 8) and (2, 4)
+
+
+def test_dynamic_batch_of_a_convnet_buckets_with_mark_dynamic():
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+                            torch.nn.Flatten(), torch.nn.Linear(4 * 8 * 8, 5)).eval()
+    cm = torch.compile(copy.deepcopy(m).to(TPU), backend="tpu")
+    b0, c0 = _bucketed_and_captured()
+    with torch.no_grad():
+        for n in (5, 6, 7, 9, 12):
+            x = torch.randn(n, 3, 8, 8)
+            xt = x.to(TPU)
+            torch._dynamo.mark_dynamic(xt, 0)
+            torch.testing.assert_close(cm(xt).cpu(), m(x), rtol=1e-4, atol=1e-5)
+    b1, c1 = _bucketed_and_captured()
+    assert b1 - b0 == 1 and c1 - c0 == 2  # buckets 8 and 16
+
+
+def test_dynamic_training_step_pads_the_forward_and_matches_cpu():
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    mt = copy.deepcopy(m).to(TPU)
+    cm = torch.compile(mt, backend="tpu", dynamic=True)
+    for n in (3, 5, 6, 7):
+        x = torch.randn(n, 8)
+        w = torch.randn(n, 4)
+        (cm(x.to(TPU)) * w.to(TPU)).sum().backward()
+        (m(x) * w).sum().backward()
+    for a, b in zip(mt.parameters(), m.parameters()):
+        torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_dynamic_graphs_that_mix_rows_are_not_padded():
+    # Attention over a dynamic sequence, and a reduction over a dynamic batch,
+    # would see the padding: they compile per size and still match CPU.
+    torch.manual_seed(0)
+    enc = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True, dropout=0.0), 1,
+                                      enable_nested_tensor=False).eval()
+    cm = torch.compile(copy.deepcopy(enc).to(TPU), backend="tpu", dynamic=True)
+
+    def f(x):
+        return torch.softmax(x, 0) * x.mean(0)
+
+    cf = torch.compile(f, backend="tpu", dynamic=True)
+    b0, _ = _bucketed_and_captured()
+    with torch.no_grad():
+        for n in (3, 5, 6):
+            x = torch.randn(2, n, 16)
+            torch.testing.assert_close(cm(x.to(TPU)).cpu(), enc(x), rtol=1e-4, atol=1e-5)
+            y = torch.randn(n, 4)
+            torch.testing.assert_close(cf(y.to(TPU)).cpu(), f(y))
+    assert _bucketed_and_captured()[0] == b0
+
+
 def test_dynamic_shapes_capture_each_size_once():
     def f(x):
         return (x.sin() * 2).sum(0) + x.shape[0]

@@ -20,14 +20,14 @@ import logging
 import sys
 from typing import Any
 
-from torch_tpu import _C
+from torch_tpu import _C, _buckets
 
 logger = logging.getLogger("torch_tpu")
 _FUSED = 2
 _KNOWN_OPTIONS = {"debug_callback", "name"}
 # For the metrics report: ATen graphs handed to the backend, how many were
 # captured for replay, and why the others run their ops on every call.
-stats = {"graphs": 0, "captured": 0, "not_captured": {}}
+stats = {"graphs": 0, "captured": 0, "bucketed": 0, "not_captured": {}}
 
 
 def _replayable(gm) -> bool:
@@ -158,7 +158,13 @@ def tpu_backend(gm, example_inputs, options: dict[str, Any] | None = None, mode:
             logger.debug("tpu backend: %s has %d nodes", label, len(aten_gm.graph.nodes))
             if callback is not None:
                 callback(aten_gm)
-            return make_boxed_func(_GraphRunner(aten_gm, label, kind))
+            runner = _GraphRunner(aten_gm, label, kind)
+            bucket_plan = _buckets.plan(aten_gm) if runner.capturable else None
+            if bucket_plan is not None:
+                stats["bucketed"] += 1
+                logger.debug("tpu backend: %s pads its dynamic sizes to powers of two", label)
+                return make_boxed_func(_buckets.Bucketed(runner, bucket_plan))
+            return make_boxed_func(runner)
 
         return compile_graph
 

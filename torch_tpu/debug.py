@@ -29,7 +29,7 @@ def reset_metrics() -> None:
 
     _C._reset_metrics()
     _C._clear_compile_records()
-    _compile.stats.update(graphs=0, captured=0, not_captured={})
+    _compile.stats.update(graphs=0, captured=0, bucketed=0, not_captured={})
 
 
 def metrics_report() -> str:
@@ -68,6 +68,8 @@ def metrics_report() -> str:
     if cs["graphs"]:
         lines.append(f"{'torch.compile graphs':<{width}}  {cs['graphs']} ({cs['captured']} captured, "
                      f"{m['replays']} replays)")
+        if cs["bucketed"]:
+            lines.append(f"  dynamic sizes padded to power-of-two buckets: {cs['bucketed']} graphs")
         for why, n in sorted(cs["not_captured"].items(), key=lambda kv: -kv[1]):
             lines.append(f"  runs its ops: {why}: {n}")
         lines.append("  (TORCH_LOGS=recompiles shows why dynamo compiled a graph again)")
