@@ -136,8 +136,6 @@ def _plan(gm) -> Plan | None:
             r = _prefix(v.shape)
             if r is None or any(not isinstance(e, sympy.Symbol) for e in r):
                 return None
-            if any(_is_sym(s) for s in v.stride()) and not v.is_contiguous():
-                return None
             rows[n] = r
             if r:
                 pads[i] = r
@@ -175,7 +173,7 @@ def _plan(gm) -> Plan | None:
         if not isinstance(n.target, torch._ops.OpOverload):
             return None
         # A dynamic size may only be a size argument of a sized op.
-        flat = [a for a in _flatten(n.args) + _flatten(list(n.kwargs.values()))]
+        flat = _flatten(n.args) + _flatten(list(n.kwargs.values()))
         if any(isinstance(a, torch.fx.Node) and a in sym_nodes for a in flat) and n.target not in _SIZED:
             return None
         if n.target in (aten.full.default, aten.new_full.default, aten.scalar_tensor.default):
@@ -282,9 +280,7 @@ def _safe(n, r_out, ins, rows, out) -> bool:
             return len(rows[a]) <= 1 and _same(rows[a], r_out)
         # bmm: the batch dim may be dynamic in both, nothing else.
         return _same(rows[a], r_out) and _same(rows[b], r_out) and len(r_out) <= 1
-    if t in (aten.native_layer_norm.default, aten.native_group_norm.default):
-        if t is aten.native_group_norm.default:
-            return False
+    if t is aten.native_layer_norm.default:
         return all(not rows[a] for a in ins[1:]) and _same(rows[ins[0]], r_out)
     if t is aten.embedding.default:
         return not rows[ins[0]] and _same(rows[ins[1]], r_out)

@@ -987,10 +987,5 @@ int64_t graph_ops(const StaticGraph& g) {
   for (const auto& seg : g.before) n += seg->ops;
   return n;
 }
-int64_t graph_programs(const StaticGraph& g) {
-  int64_t n = g.prog ? 1 : 0;
-  for (const auto& seg : g.before) n += seg->prog ? 1 : 0;
-  return n;
-}
 
 }  // namespace torch_tpu::record

@@ -55,6 +55,5 @@ void cut_graph_capture();
 void replay_graph(StaticGraph& g);
 std::string graph_text(const StaticGraph& g);  // StableHLO, when kept
 int64_t graph_ops(const StaticGraph& g);
-int64_t graph_programs(const StaticGraph& g);  // the programs a replay runs
 
 }  // namespace torch_tpu::record
