@@ -155,3 +155,45 @@ def test_profiler_shows_torch_tpu_work(tmp_path, monkeypatch):
     path = tmp_path / "trace.json"
     prof.export_chrome_trace(str(path))
     assert "tpu::launch" in path.read_text()
+
+
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_profiler_trace_has_device_spans(tmp_path, suffix):
+    import gzip
+    import json
+
+    from torch.profiler import ProfilerActivity, profile
+
+    x = torch.randn(64, 64)
+    t = x.to("tpu")
+    torch.tpu.synchronize()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        y = (t @ t).relu()
+        with torch.tpu.set_eager_mode("DEFER_AND_FUSE"):
+            z = (y * 2 + 1).sum()
+        got = z.cpu()
+    torch.testing.assert_close(got, ((x @ x).relu() * 2 + 1).sum(), rtol=1e-4, atol=1e-2)
+    # Work outside the profiler is not recorded.
+    (t + 1).cpu()
+
+    spans = torch_tpu.debug.device_spans(prof)
+    names = [s["name"] for s in spans]
+    assert "gemm" in names and "relu" in names and "fused graph" in names, names
+    for a, b in zip(spans, spans[1:]):
+        assert a["start_ns"] <= a["end_ns"] <= b["start_ns"] <= b["end_ns"], (a, b)
+
+    path = tmp_path / f"trace{suffix}"
+    prof.export_chrome_trace(str(path))
+    opener = gzip.open if suffix.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        trace = json.load(f)
+    events = trace["traceEvents"]
+    tracks = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
+    assert tracks.get(1_000_000) == "tpu:0 (device)", tracks
+    device = [e for e in events if e.get("pid") == 1_000_000 and e.get("ph") == "X"]
+    assert [e["name"] for e in device] == names
+    # On Kineto's clock: each program runs after its own host launch range began.
+    launches = sorted(e["ts"] for e in events if e.get("name") == "tpu::launch")
+    assert len(launches) >= len(device)
+    assert launches[0] <= device[0]["ts"] and device[-1]["ts"] <= launches[-1] + 5e6
+    assert all(e["dur"] >= 0 for e in device)

@@ -28,7 +28,7 @@ def _init() -> None:
     from torch_tpu._loader import _register
 
     _register()
-    from torch_tpu import _compile, _dlpack, _eager, _fastpath, cache, debug, distributed, graphs
+    from torch_tpu import _compile, _dlpack, _eager, _fastpath, _profiler, cache, debug, distributed, graphs
     # Background cache writes finish before the process exits.
     atexit.register(cache.flush)
     atexit.register(_eager._drain_autograd_device_threads)  # runs first (LIFO)
@@ -39,6 +39,7 @@ def _init() -> None:
     distributed._install()
     debug._install()
     graphs._install()
+    _profiler._install()
 
 
 try:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from torch_tpu import _C
+from torch_tpu._profiler import device_spans  # noqa: F401  (public: torch_tpu.debug.device_spans)
 
 
 def metrics() -> dict:

@@ -15,6 +15,7 @@
 #include "compile/metrics.h"
 #include "record/capture.h"
 #include "record/driver.h"
+#include "runtime/device_spans.h"
 
 namespace py = pybind11;
 
@@ -233,6 +234,18 @@ PYBIND11_MODULE(_C, m) {
     d["compiles_by_op"] = by_op;
     d["cached_executables"] = ExecutableCache::get().size();
     return d;
+  });
+  // Device execution spans for torch.profiler traces (torch_tpu/_profiler.py).
+  m.def("_set_device_spans", [](bool on) { runtime::DeviceSpans::get().set_enabled(on); });
+  m.def("_take_device_spans", [](int64_t wait_ms) {
+    std::vector<runtime::DeviceSpan> spans;
+    {
+      py::gil_scoped_release nogil;  // the wait is for plugin threads
+      spans = runtime::DeviceSpans::get().take(wait_ms);
+    }
+    py::list out;
+    for (const auto& s : spans) out.append(py::make_tuple(s.name, s.device, s.start_ns, s.end_ns));
+    return out;
   });
   m.def("_reset_metrics", []() { metrics().reset(); });
   m.def("_clear_cache", []() { ExecutableCache::get().clear(); });

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "runtime/client.h"
+#include "runtime/device_spans.h"
 #include "runtime/error.h"
 
 namespace torch_tpu::runtime {
@@ -99,6 +100,34 @@ TEST(Event, OnReadyFires) {
   });
   for (int i = 0; i < 1000 && !fired; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(fired.load(), 1);
+}
+
+TEST(DeviceSpans, RecordOnlyWhenOnAndOrderPerDevice) {
+  auto exe = client().compile(kAdd, CompileOptions{});
+  float a[4] = {1, 2, 3, 4};
+  auto ba = client().buffer_from_host(a, PJRT_Buffer_Type_F32, {4}, 0);
+  DeviceSpans& spans = DeviceSpans::get();
+  auto launch = [&](const char* name) {
+    const int64_t t = DeviceSpans::now_ns();
+    auto outs = exe->execute({ba->get(), ba->get()}, client().devices()[0].device);
+    if (spans.enabled()) spans.note_launch(name, 0, t, outs[0]->ready_event());
+    return t;
+  };
+  launch("off");
+  spans.set_enabled(true);
+  const int64_t t1 = launch("first");
+  const int64_t t2 = launch("second");
+  spans.set_enabled(false);
+  launch("off again");
+  auto got = spans.take(5000);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].name, "first");
+  EXPECT_EQ(got[1].name, "second");
+  EXPECT_GE(got[0].start_ns, t1);
+  EXPECT_GE(got[1].start_ns, t2);
+  EXPECT_GE(got[1].start_ns, got[0].end_ns);  // one device runs them in order
+  for (const auto& s : got) EXPECT_LE(s.start_ns, s.end_ns);
+  EXPECT_TRUE(spans.take(0).empty());  // take() forgets
 }
 
 TEST(CompileOptions, MinimalBytesMatchTheKnownEncoding) {

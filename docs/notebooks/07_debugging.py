@@ -342,7 +342,7 @@ what changed each time and how to avoid it. Two batch sizes and a float64 input,
 
 
 @app.cell
-def _(code, mo, os, torch):
+def _(code, debug, mo, os, torch):
     from torch.profiler import ProfilerActivity, profile, record_function
 
     os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # quiets the profiler's "no GPU found" message on stderr
@@ -358,17 +358,33 @@ def _(code, mo, os, torch):
         with record_function("wait for the device"):
             torch.tpu.synchronize()
     _table = prof.key_averages().table(sort_by="cpu_time_total", row_limit=10, max_name_column_width=40)
+    # Device spans: what each program took on the device, from PJRT's completion events.
+    _spans = debug.device_spans(prof)
+    _by_name = {}
+    for _s in _spans:
+        _n, _us = _by_name.get(_s["name"], (0, 0.0))
+        _by_name[_s["name"]] = (_n + 1, _us + (_s["end_ns"] - _s["start_ns"]) / 1e3)
+    _rows = sorted(_by_name.items(), key=lambda kv: -kv[1][1])
+    _lines = [f"{'program':<24} {'count':>5} {'device µs':>12}"]
+    _lines += [f"{_k:<24} {_n:>5} {_us:>12.0f}" for _k, (_n, _us) in _rows]
+    _dev = "\n".join(_lines)
     mo.md(f"""
 ## `torch.profiler`
 
 With `ProfilerActivity.CPU` the PyTorch profiler records every ATen op called on tpu tensors,
 with call counts, input shapes and the host time spent issuing it, and torch_tpu's own ranges:
 `tpu::launch` (handing a program to the device), `tpu::compile`, `tpu::fused_flush`, the
-transfers. Device time is not recorded per op (there is no tpu activity yet): since ops run
-asynchronously, it shows up where Python waits, here the `record_function` around
-`torch.tpu.synchronize()`:
+transfers. Ops run asynchronously, so the host waits only where a value is needed, here the
+`record_function` around `torch.tpu.synchronize()`:
 
 {code(_table)}
+
+The device side: torch_tpu records each program's span on the device from PJRT's completion
+events, and `prof.export_chrome_trace(path)` adds them as a `tpu:0 (device)` track under the
+host threads (open it in Perfetto). `torch_tpu.debug.device_spans(prof)` returns them; per
+program, summed over the three steps:
+
+{code(_dev)}
 """)
     return
 
@@ -388,6 +404,7 @@ def _(mo):
     | which line failed | `EagerMode.DEFER_NEVER_AND_LAUNCH_BLOCKING`, `TORCH_TPU_LAUNCH_BLOCKING=1` |
     | indices out of range | `TORCH_TPU_DEBUG_CHECKS=1` |
     | where does the host time go | `torch.profiler` with `ProfilerActivity.CPU` |
+    | what runs on the device, and how long | the profiler trace's `tpu:N (device)` track, `debug.device_spans(prof)` |
 
     `docs/debugging.md` has more, and `docs/errors.md` explains each error message.
     """)
