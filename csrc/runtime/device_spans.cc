@@ -57,12 +57,26 @@ std::vector<DeviceSpan> DeviceSpans::take(int64_t wait_ms) {
     while (p->end_ns.load() == 0 && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+  // Completion callbacks run on plugin threads and can be late: a program
+  // whose callback ran after a later program's had already ended by then.
+  // So walking back from the newest, an end is at most the next one's.
+  std::vector<int64_t> ends(all.size());
+  std::map<int, int64_t> next_end;  // per device
+  for (size_t i = all.size(); i-- > 0;) {
+    int64_t end = all[i]->end_ns.load();
+    if (end == 0) continue;  // still running at the deadline
+    auto it = next_end.find(all[i]->device);
+    if (it != next_end.end()) end = std::min(end, it->second);
+    ends[i] = end;
+    next_end[all[i]->device] = end;
+  }
   std::vector<DeviceSpan> out;
   out.reserve(all.size());
   std::map<int, int64_t> prev_end;  // per device
-  for (const auto& p : all) {
-    const int64_t end = p->end_ns.load();
-    if (end == 0) continue;  // still running at the deadline
+  for (size_t i = 0; i < all.size(); ++i) {
+    const auto& p = all[i];
+    const int64_t end = ends[i];
+    if (end == 0) continue;
     int64_t& prev = prev_end[p->device];
     DeviceSpan s;
     s.name = p->name;
