@@ -8,7 +8,8 @@ import torch_tpu
 from tests.helpers import TPU
 
 KEYS = ["ops_dispatched", "compiles", "compile_ms", "cache_hits", "cache_misses", "executions",
-        "h2d_transfers", "h2d_bytes", "d2h_transfers", "d2h_bytes", "fallbacks", "cached_executables"]
+        "h2d_transfers", "h2d_bytes", "d2h_transfers", "d2h_bytes", "fallbacks", "cached_executables",
+        "background_compiles", "background_compile_ms", "background_pending"]
 
 
 def m():

@@ -51,6 +51,9 @@ def metrics_report() -> str:
     if by_op:
         rows.append(("compiles by op", ", ".join(f"{op} {n} ({ms:.0f} ms)" for op, (n, ms) in by_op[:8])
                      + (f", ... {len(by_op) - 8} more ops" if len(by_op) > 8 else "")))
+    if m["background_compiles"] or m["background_pending"]:
+        rows.append(("background compiles", f'{m["background_compiles"]} ({m["background_compile_ms"]:.1f} ms), '
+                     f'{m["background_pending"]} pending (full programs replacing quick ones)'))
     if m["key_checks"]:
         rows.append(("cache keys verified", m["key_checks"]))
     width = max(len(k) for k, _ in rows)

@@ -15,6 +15,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "compile/background.h"
 #include "compile/cache_key.h"
 #include "compile/disk_tier.h"
 #include "runtime/client.h"
@@ -27,6 +28,7 @@ struct CompiledProgram {
   int64_t compile_ns = 0;
   std::atomic<int64_t> hits{0};
   int64_t last_use = 0;  // the cache's use counter at the last hit (under its lock)
+  bool quick = false;    // tier 0: compiled with quick options, replaced once the full compile ends
 };
 using ProgramPtr = std::shared_ptr<CompiledProgram>;
 
@@ -54,8 +56,22 @@ class ExecutableCache {
   // Fast path, memory only: returns null on a miss.
   ProgramPtr lookup(const CacheKey& key);
   // Slow path: persistent tiers, then compiling `emit()`.
+  //
+  // Tiered compiles (`tiered`, for single-op eager programs where
+  // tiered_compile_enabled()): a miss in every tier is compiled first with
+  // quick options (no LLVM optimisation, loop emitters: about half the
+  // compile time, about half the speed), and at once again with the full
+  // options on a background thread. The full program replaces the quick one
+  // in memory when ready, and only it is written to the persistent tiers.
   ProgramPtr compile_and_insert(const runtime::Client& client, const CacheKey& key, const std::string& name,
-                                const std::function<std::string()>& emit);
+                                const std::function<std::string()>& emit, bool tiered = false);
+  // Whether tiered compiles are on: TORCH_TPU_TIERED_COMPILE=1 (opt-in), in
+  // a process that is not one of several ranks (WORLD_SIZE <= 1).
+  bool tiered_compile_enabled(const runtime::Client& client);
+  // Blocks until the background compiles have ended (timeout_ms < 0: no
+  // limit); returns whether they have. flush() waits for them too.
+  bool wait_background(int64_t timeout_ms = -1);
+  int64_t background_pending() { return background_.pending(); }
   void configure(const TierSettings& s);
   TierSettings settings();
   DiskTier* disk();
@@ -86,6 +102,13 @@ class ExecutableCache {
   CacheKey env_key_{};
   bool env_ready_ = false;
   std::atomic<bool> warned_load_{false}, warned_serialize_{false};
+  void store_persistent(DiskTier* const tiers[2], const CacheKey& pkey, const std::string& name,
+                        const runtime::Executable& exe, int64_t ns);
+  void tier_up(const runtime::Client* client, CacheKey key, CacheKey pkey, std::string name, std::string text,
+               ProgramPtr quick);
+  int tiered_ = -1;  // -1: not decided yet (under tiers_mu_)
+  static constexpr int64_t kTierUpQuietMs = 250;
+  BackgroundWorker background_{kTierUpQuietMs};
 };
 
 }  // namespace torch_tpu

@@ -29,6 +29,10 @@ struct Metrics {
   std::atomic<int64_t> fused_max_ops{0};
   std::atomic<int64_t> replays{0};  // compiled graphs run from their capture
   std::atomic<int64_t> donated{0};  // buffers consumed in place by a graph's result
+  // Tiered compiles: full-option compiles on the background thread, which
+  // replace the quick programs the ops ran first.
+  std::atomic<int64_t> background_compiles{0};
+  std::atomic<int64_t> background_compile_ns{0};
 
   std::mutex mu;
   std::map<std::string, int64_t> fallbacks;      // by op name

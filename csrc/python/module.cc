@@ -232,6 +232,9 @@ PYBIND11_MODULE(_C, m) {
       for (auto& [k, v] : mt.compiles_by_op) by_op[py::str(k)] = py::make_tuple(v.count, v.ns / 1e6);
     }
     d["compiles_by_op"] = by_op;
+    d["background_compiles"] = mt.background_compiles.load();
+    d["background_compile_ms"] = mt.background_compile_ns.load() / 1e6;
+    d["background_pending"] = ExecutableCache::get().background_pending();
     d["cached_executables"] = ExecutableCache::get().size();
     return d;
   });
@@ -266,6 +269,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("_cache_flush", []() {
     py::gil_scoped_release nogil;
     ExecutableCache::get().flush();
+  });
+  m.def("_wait_background_compiles", [](int64_t timeout_ms) {
+    py::gil_scoped_release nogil;  // the worker may need nothing from Python, but others might
+    return ExecutableCache::get().wait_background(timeout_ms);
   });
   m.def("_cache_stats", []() {
     auto& c = ExecutableCache::get();

@@ -1,5 +1,6 @@
 #include "record/op_call.h"
 
+#include <ATen/Context.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
 #include <ATen/record_function.h>
@@ -471,12 +472,19 @@ ProgramPtr OpCall::lookup_or_compile(const Lowering& lower) const {
     return prog;
   }
   bump(metrics().cache_misses);
-  return cache.compile_and_insert(client(), key_done_, std::string(name_), [&]() {
-    ir::Graph g;
-    build_program(g, lower);
-    if (check_keys()) check_fingerprint(key_done_, name_, g.fingerprint());
-    return g.to_mlir();
-  });
+  // A single op compiles quick first, then fully in the background
+  // (executable_cache.h); the two may round differently, so not when the
+  // user asked for deterministic algorithms.
+  const bool tiered = !at::globalContext().deterministicAlgorithms();
+  return cache.compile_and_insert(
+      client(), key_done_, std::string(name_),
+      [&]() {
+        ir::Graph g;
+        build_program(g, lower);
+        if (check_keys()) check_fingerprint(key_done_, name_, g.fingerprint());
+        return g.to_mlir();
+      },
+      tiered);
 }
 
 namespace {

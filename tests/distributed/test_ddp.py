@@ -4,7 +4,7 @@ per rank, several gradient buckets and a no_sync() accumulation step. Losses
 and final weights match one process on CPU with the global batch."""
 import torch
 
-from tests.distributed.common import STEPS, launch, reference
+from tests.distributed.common import PARAM_ATOL, STEPS, launch, reference
 
 
 def test_ddp_matches_single_process(tmp_path):
@@ -21,7 +21,7 @@ def test_ddp_matches_single_process(tmp_path):
         torch.testing.assert_close(got["losses"], ref_losses, atol=1e-5, rtol=1e-5)
         assert got["params"].keys() == ref_params.keys()
         for n, p in ref_params.items():
-            torch.testing.assert_close(got["params"][n], p, atol=2e-5, rtol=1e-4, msg=lambda m, n=n: f"{n}: {m}")
+            torch.testing.assert_close(got["params"][n], p, atol=PARAM_ATOL, rtol=1e-4, msg=lambda m, n=n: f"{n}: {m}")
     for n in ref_params:  # the ranks hold identical replicas
         assert torch.equal(ranks[0]["params"][n], ranks[1]["params"][n]), n
 
@@ -34,4 +34,4 @@ def test_compiled_ddp_matches_single_process(tmp_path):
     for got in ranks:
         torch.testing.assert_close(got["losses"], ref_losses, atol=1e-5, rtol=1e-5)
         for n, p in ref_params.items():
-            torch.testing.assert_close(got["params"][n], p, atol=2e-5, rtol=1e-4, msg=lambda m, n=n: f"{n}: {m}")
+            torch.testing.assert_close(got["params"][n], p, atol=PARAM_ATOL, rtol=1e-4, msg=lambda m, n=n: f"{n}: {m}")

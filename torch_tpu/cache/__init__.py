@@ -46,8 +46,15 @@ def stats() -> dict:
 
 
 def flush() -> None:
-    """Waits for background cache writes (also done at exit)."""
+    """Waits for background compiles and cache writes (also done at exit)."""
     _C._cache_flush()
+
+
+def wait_background_compiles(timeout: float | None = None) -> bool:
+    """Waits until the background (full-option) compiles of tiered compiles
+    have ended and replaced their quick programs; ``timeout`` in seconds.
+    Returns whether they have. See docs/compilation_cache.md."""
+    return _C._wait_background_compiles(-1 if timeout is None else int(timeout * 1000))
 
 
 def entries(tier: str = "disk") -> list[dict]:
