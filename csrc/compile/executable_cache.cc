@@ -232,7 +232,7 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
   bool quick = false;
   if (!exe) {
     const std::string& text = program_text();
-    quick = tiered && tiered_compile_enabled(client);
+    quick = tiered && tiered_compile_enabled();
     auto t0 = std::chrono::steady_clock::now();
     {
       Span span(quick ? "tpu::compile (quick)" : "tpu::compile");
@@ -271,7 +271,6 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
   prog->exe = std::move(exe);
   prog->name = name;
   prog->compile_ns = ns;
-  prog->quick = quick;
   ProgramPtr out;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -350,7 +349,7 @@ void ExecutableCache::tier_up(const runtime::Client* client, CacheKey key, Cache
   }
 }
 
-bool ExecutableCache::tiered_compile_enabled(const runtime::Client& client) {
+bool ExecutableCache::tiered_compile_enabled() {
   std::lock_guard<std::mutex> lock(tiers_mu_);
   if (tiered_ < 0) {
     const char* env = std::getenv("TORCH_TPU_TIERED_COMPILE");
@@ -361,7 +360,6 @@ bool ExecutableCache::tiered_compile_enabled(const runtime::Client& client) {
     // at another step, so replicas that must stay identical could drift.
     const char* world = std::getenv("WORLD_SIZE");  // set by torchrun
     tiered_ = env && std::string(env) == "1" && (!world || std::atoi(world) <= 1);
-    (void)client;
   }
   return tiered_ == 1;
 }

@@ -28,7 +28,6 @@ struct CompiledProgram {
   int64_t compile_ns = 0;
   std::atomic<int64_t> hits{0};
   int64_t last_use = 0;  // the cache's use counter at the last hit (under its lock)
-  bool quick = false;    // tier 0: compiled with quick options, replaced once the full compile ends
 };
 using ProgramPtr = std::shared_ptr<CompiledProgram>;
 
@@ -67,7 +66,7 @@ class ExecutableCache {
                                 const std::function<std::string()>& emit, bool tiered = false);
   // Whether tiered compiles are on: TORCH_TPU_TIERED_COMPILE=1 (opt-in), in
   // a process that is not one of several ranks (WORLD_SIZE <= 1).
-  bool tiered_compile_enabled(const runtime::Client& client);
+  bool tiered_compile_enabled();
   // Blocks until the background compiles have ended (timeout_ms < 0: no
   // limit); returns whether they have. flush() waits for them too.
   bool wait_background(int64_t timeout_ms = -1);
