@@ -47,6 +47,12 @@ std::string build_identity() {
   return std::to_string(st.st_size) + "@" + std::to_string(st.st_mtime);
 }
 
+// TORCH_TPU_XLA_OPTIONS, read once: every full compile uses them.
+const runtime::CompileOptions& env_options() {
+  static const runtime::CompileOptions options = runtime::CompileOptions::from_env();
+  return options;
+}
+
 // Quick options for a first, tier-0 compile of a small eager program: no
 // LLVM optimisation and XLA:CPU's loop emitters, unless the user's
 // TORCH_TPU_XLA_OPTIONS sets the same flags. Measured on the GPT training
@@ -189,7 +195,7 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
     std::lock_guard<std::mutex> lock(tiers_mu_);
     ensure_environment(client);
   }
-  static const runtime::CompileOptions options = runtime::CompileOptions::from_env();
+  const runtime::CompileOptions& options = env_options();
   // Persistent entries compiled with other XLA options must not be reused.
   CacheKey pkey = key;
   if (!options.int_overrides.empty() || !options.bool_overrides.empty()) {
@@ -315,7 +321,7 @@ void ExecutableCache::store_persistent(DiskTier* const tiers[2], const CacheKey&
 // On the background thread: the full compile of a program that ran quick.
 void ExecutableCache::tier_up(const runtime::Client* client, CacheKey key, CacheKey pkey, std::string name,
                               std::string text, ProgramPtr quick) {
-  static const runtime::CompileOptions options = runtime::CompileOptions::from_env();
+  const runtime::CompileOptions& options = env_options();
   std::shared_ptr<runtime::Executable> exe;
   auto t0 = std::chrono::steady_clock::now();
   try {
