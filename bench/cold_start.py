@@ -6,7 +6,10 @@ For each model and configuration: the first step's time (compiles
 included), the number of XLA programs compiled in that step, their total
 compile time, and steady-state steps/s (so a trade-off is visible).
 Configurations:
-  strict               strict eager as shipped (the optimizer step is one program)
+  strict               strict eager as shipped (the optimizer step is one program; misses
+                       compile ahead on one thread per core while ops go on recording)
+  strict-serial        strict eager with TORCH_TPU_COMPILE_THREADS=0 (each miss compiles on
+                       the recording thread, one after another: the behaviour before 2026-12-02)
   strict-tiered        strict eager with TORCH_TPU_TIERED_COMPILE=1 (quick programs first,
                        the full ones compiled in the background; steady state measured
                        after they have replaced the quick ones)
@@ -30,6 +33,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIGS = {
     "strict": {},
+    "strict-serial": {"TORCH_TPU_COMPILE_THREADS": "0"},
     "strict-tiered": {"TORCH_TPU_TIERED_COMPILE": "1"},
     "strict-per-op-optim": {"TORCH_TPU_FUSE_OPTIMIZER": "0"},
     "fused": {"TORCH_TPU_DEFER_AND_FUSE": "1"},

@@ -220,6 +220,17 @@ def _patch_dynamo_optimizer(mod) -> None:
     _set_capturable._torch_tpu = True
     cls._set_capturable = _set_capturable
 
+    # Dynamo asks Inductor's CUDA-graph manager whether each gradient has a
+    # static address; its first question imports Inductor (1.5 s on this
+    # machine) even though the answer is always yes off CUDA.
+    static = getattr(mod, "_is_static_for_cudagraphs", None)
+    if static is not None and not getattr(static, "_torch_tpu", False):
+        def _is_static_for_cudagraphs(x):
+            return True if not x.is_cuda else static(x)
+
+        _is_static_for_cudagraphs._torch_tpu = True
+        mod._is_static_for_cudagraphs = _is_static_for_cudagraphs
+
 
 # Module name -> what to run right after it is imported.
 _AFTER_IMPORT = {

@@ -54,6 +54,9 @@ def metrics_report() -> str:
     if m["background_compiles"] or m["background_pending"]:
         rows.append(("background compiles", f'{m["background_compiles"]} ({m["background_compile_ms"]:.1f} ms), '
                      f'{m["background_pending"]} pending (full programs replacing quick ones)'))
+    if m["compiles_ahead"]:
+        rows.append(("compiled ahead", f'{m["compiles_ahead"]} misses compiled on {_C._compile_threads()} threads '
+                     "while ops went on recording"))
     if m["key_checks"]:
         rows.append(("cache keys verified", m["key_checks"]))
     width = max(len(k) for k, _ in rows)

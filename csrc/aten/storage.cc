@@ -10,11 +10,21 @@ namespace {
 
 std::atomic<SlotFreeHook> g_free_hook{nullptr};
 std::atomic<SlotMaterializeHook> g_materialize_hook{nullptr};
+std::atomic<SlotFreeHook> g_queue_free_hook{nullptr};
+std::atomic<SlotMaterializeHook> g_queue_materialize_hook{nullptr};
 
 void delete_slot(void* p) {
   auto* s = static_cast<StorageSlot*>(p);
   // Installed only while a deferred driver runs; it may name this slot.
-  if (auto h = g_free_hook.load(std::memory_order_acquire)) h(s);
+  auto free_hook = g_free_hook.load(std::memory_order_acquire);
+  if (s->pending) {
+    // A captured tpu graph may adopt the slot's value (fused_driver.cc), so
+    // a value still queued is run first; otherwise the queue forgets it.
+    if (free_hook)
+      if (auto h = g_queue_materialize_hook.load(std::memory_order_acquire)) h(s);
+    if (auto h = g_queue_free_hook.load(std::memory_order_acquire)) h(s);
+  }
+  if (free_hook) free_hook(s);
   auto& st = memory_stats(s->device);
   st.allocated -= static_cast<int64_t>(s->nbytes);
   st.freed_total += static_cast<int64_t>(s->nbytes);
@@ -117,7 +127,13 @@ MemoryStats& memory_stats(int device) {
 
 void set_slot_free_hook(SlotFreeHook h) { g_free_hook.store(h, std::memory_order_release); }
 void set_slot_materialize_hook(SlotMaterializeHook h) { g_materialize_hook.store(h, std::memory_order_release); }
+void set_queue_slot_hooks(SlotFreeHook on_free, SlotMaterializeHook on_materialize) {
+  g_queue_free_hook.store(on_free, std::memory_order_release);
+  g_queue_materialize_hook.store(on_materialize, std::memory_order_release);
+}
 void materialize_slot(StorageSlot* s) {
+  if (!s->pending) return;
+  if (auto h = g_queue_materialize_hook.load(std::memory_order_acquire)) h(s);
   if (!s->pending) return;
   if (auto h = g_materialize_hook.load(std::memory_order_acquire)) h(s);
 }

@@ -22,9 +22,9 @@ struct StorageSlot {
   runtime::BufferPtr buffer;              // null until first write
   ir::ElemType elem = ir::ElemType::kU8;  // element type of `buffer`
   int64_t numel = 0;                      // elements in `buffer`
-  // A deferred driver (fused eager) has recorded a write that is not yet
-  // run: `elem`/`numel` already describe the pending value, `buffer` is the
-  // old one (or null). Only the driver's flush clears it.
+  // A deferred driver (fused eager) or strict eager's compile-ahead queue
+  // has recorded a write that is not yet run: `elem`/`numel` already describe the pending value, `buffer` is the
+  // old one (or null). Only the driver that set it clears it.
   bool pending = false;
 };
 
@@ -35,6 +35,9 @@ void set_slot_free_hook(SlotFreeHook h);
 // The recorder's hook to run before code here touches a pending slot's buffer.
 using SlotMaterializeHook = void (*)(StorageSlot*);
 void set_slot_materialize_hook(SlotMaterializeHook h);
+// The same two hooks for strict eager's compile-ahead queue, which holds
+// pending writes too (a slot is pending in at most one of the two).
+void set_queue_slot_hooks(SlotFreeHook on_free, SlotMaterializeHook on_materialize);
 // Makes `s->buffer` current (a no-op unless `s->pending`).
 void materialize_slot(StorageSlot* s);
 

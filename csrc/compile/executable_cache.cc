@@ -126,12 +126,16 @@ ProgramPtr ExecutableCache::lookup(const CacheKey& key) {
 
 void ExecutableCache::configure(const TierSettings& s) {
   std::lock_guard<std::mutex> lock(tiers_mu_);
+  configure_locked(s);
+}
+
+void ExecutableCache::configure_locked(const TierSettings& s) {
   if (disk_) disk_->flush();
   if (shared_) shared_->flush();
   settings_ = s;
   disk_ = s.disk_dir.empty() ? nullptr : std::make_unique<DiskTier>("disk", s.disk_dir, s.max_bytes);
   shared_ = s.shared_dir.empty() ? nullptr : std::make_unique<DiskTier>("shared", s.shared_dir, s.max_bytes);
-  tiers_configured_ = true;
+  tiers_configured_.store(true, std::memory_order_release);
   if (env_ready_) {
     if (disk_) disk_->set_environment(env_key_, env_desc_);
     if (shared_) shared_->set_environment(env_key_, env_desc_);
@@ -147,13 +151,19 @@ TierSettings ExecutableCache::settings() {
   return settings_;
 }
 
+// Configured once, on first use; compile-pool threads may race to it.
 DiskTier* ExecutableCache::disk() {
-  if (!tiers_configured_) configure(tier_settings_from_env());
+  if (!tiers_configured_.load(std::memory_order_acquire)) configure_once();
   return disk_.get();
 }
 DiskTier* ExecutableCache::shared() {
-  if (!tiers_configured_) configure(tier_settings_from_env());
+  if (!tiers_configured_.load(std::memory_order_acquire)) configure_once();
   return shared_.get();
+}
+void ExecutableCache::configure_once() {
+  TierSettings s = tier_settings_from_env();
+  std::lock_guard<std::mutex> lock(tiers_mu_);
+  if (!tiers_configured_.load()) configure_locked(s);
 }
 
 void ExecutableCache::flush() {

@@ -71,6 +71,8 @@ class ExecutableCache {
   // limit); returns whether they have. flush() waits for them too.
   bool wait_background(int64_t timeout_ms = -1);
   int64_t background_pending() { return background_.pending(); }
+  // Replaces the persistent tiers. Not while compiles run on other threads
+  // (the Python binding drains the compile pool first).
   void configure(const TierSettings& s);
   TierSettings settings();
   DiskTier* disk();
@@ -94,7 +96,9 @@ class ExecutableCache {
   int64_t max_programs_ = max_programs_from_env();
   void evict_locked();
   std::mutex tiers_mu_;
-  bool tiers_configured_ = false;
+  std::atomic<bool> tiers_configured_{false};
+  void configure_once();
+  void configure_locked(const TierSettings& s);  // under tiers_mu_
   TierSettings settings_;
   std::unique_ptr<DiskTier> disk_, shared_;
   std::string env_desc_;

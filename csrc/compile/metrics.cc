@@ -8,10 +8,28 @@ Metrics& metrics() {
 }
 
 void Metrics::reset() {
-  for (auto* c : {&ops_dispatched, &compiles,   &compile_ns, &cache_hits,          &cache_misses,
-                  &executions,     &h2d_count,  &h2d_bytes,  &d2h_count,           &d2h_bytes,
-                  &sync_points,    &key_checks, &flushes,    &fused_ops,           &fused_cache_hits,
-                  &fused_max_ops,  &replays,    &donated,    &background_compiles, &background_compile_ns})
+  for (auto* c : {&ops_dispatched,
+                  &compiles,
+                  &compile_ns,
+                  &cache_hits,
+                  &cache_misses,
+                  &executions,
+                  &h2d_count,
+                  &h2d_bytes,
+                  &d2h_count,
+                  &d2h_bytes,
+                  &sync_points,
+                  &key_checks,
+                  &flushes,
+                  &fused_ops,
+                  &fused_cache_hits,
+                  &fused_max_ops,
+                  &replays,
+                  &donated,
+                  &background_compiles,
+                  &background_compile_ns,
+                  &compiles_ahead,
+                  &compile_ahead_drains})
     c->store(0);
   std::lock_guard<std::mutex> lock(mu);
   fallbacks.clear();

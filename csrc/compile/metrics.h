@@ -33,6 +33,10 @@ struct Metrics {
   // replace the quick programs the ops ran first.
   std::atomic<int64_t> background_compiles{0};
   std::atomic<int64_t> background_compile_ns{0};
+  // Strict eager's compile-ahead: misses compiled on the pool while the
+  // recording thread went on, and times the queue had to be run to the end.
+  std::atomic<int64_t> compiles_ahead{0};
+  std::atomic<int64_t> compile_ahead_drains{0};
 
   std::mutex mu;
   std::map<std::string, int64_t> fallbacks;      // by op name

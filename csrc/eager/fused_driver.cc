@@ -10,6 +10,7 @@
 // records the same calls again reuses the compiled program. The IR is built
 // while recording, because kernels' lowerings capture their locals by
 // reference; it is emitted as text only on a cache miss.
+#include <ATen/ThreadLocalState.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/record_function.h>
@@ -20,6 +21,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -29,6 +31,7 @@
 #include "aten/device.h"
 #include "aten/generator.h"
 #include "aten/storage.h"
+#include "compile/compile_pool.h"
 #include "compile/dump.h"
 #include "compile/executable_cache.h"
 #include "compile/metrics.h"
@@ -240,10 +243,14 @@ class FusedDriver final : public Driver {
       } else if (call.needs_value(i)) {
         // First use of a storage that holds a run buffer (or, in a graph
         // capture, one an earlier part of the region wrote): a parameter.
-        TORCH_INTERNAL_ASSERT((s->buffer && !s->pending) || seg_written_.count(s),
+        // A value still in strict eager's compile-ahead queue is read at
+        // the flush, once the queue has run (captures start with it empty).
+        std::function<runtime::BufferPtr()> queued;
+        if (s->pending && !seg_written_.count(s)) queued = queued_value(s);
+        TORCH_INTERNAL_ASSERT((s->buffer && !s->pending) || seg_written_.count(s) || queued,
                               "fused eager: storage state out of sync");
         gs.value = p.g.param(ir::TensorType{s->elem, {s->numel}});
-        p.params.push_back(Param{s->buffer, s, s->elem, s->numel, {}, ids[i]});
+        p.params.push_back(Param{queued ? nullptr : s->buffer, s, s->elem, s->numel, {}, ids[i], std::move(queued)});
         storage[i] = gs.value;
       }
     }
@@ -268,6 +275,7 @@ class FusedDriver final : public Driver {
       gs.value = written[wi++];
       gs.written = true;
       StorageSlot* s = call.slot(i);
+      if (s->pending) forget_queued(s);  // this graph's value supersedes one still in the compile-ahead queue
       s->pending = true;
       s->elem = after[i].first;
       s->numel = after[i].second;
@@ -281,6 +289,7 @@ class FusedDriver final : public Driver {
   void sync_point(SyncReason why, std::string_view op) override {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     flush_locked(why, op);
+    drain_compile_ahead();  // values strict eager queued before this mode began
   }
 
   void deactivate() override {
@@ -303,6 +312,7 @@ class FusedDriver final : public Driver {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     TORCH_CHECK(!graph_capturing_, "a compiled graph cannot be captured inside a tpu graph capture");
     flush_locked(SyncReason::kMarkStep, "before a capture");
+    drain_compile_ahead();
     capture_start_ = flush_count_;
   }
 
@@ -332,6 +342,7 @@ class FusedDriver final : public Driver {
   std::optional<std::vector<at::Tensor>> replay(CapturedGraph& c, const std::vector<at::Tensor>& in) {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     flush_locked(SyncReason::kMarkStep, "before a replay");
+    drain_compile_ahead();
     RECORD_FUNCTION("tpu::compiled_graph_replay", std::vector<c10::IValue>());
     // Guards first: nothing (not even the generator) changes unless all pass.
     if (in.size() != c.inputs.size()) return std::nullopt;
@@ -403,6 +414,7 @@ class FusedDriver final : public Driver {
     TORCH_CHECK(!graph_capturing_,
                 "tpu graph capture is already underway; graphs cannot be captured inside each other");
     flush_locked(SyncReason::kMarkStep, "before a graph capture");
+    drain_compile_ahead();
     graph_capturing_ = true;
     capture_break_.clear();
     keep_text_ = keep_text;
@@ -474,6 +486,7 @@ class FusedDriver final : public Driver {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     TORCH_CHECK(!graph_capturing_, "a tpu graph cannot be replayed while another is being captured");
     flush_locked(SyncReason::kMarkStep, "before a graph replay");
+    drain_compile_ahead();
     RECORD_FUNCTION("tpu::graph_replay", std::vector<c10::IValue>());
     for (auto& seg : g.before) replay_one(*seg);
     replay_one(g);
@@ -551,7 +564,8 @@ class FusedDriver final : public Driver {
     ir::ElemType elem;
     int64_t numel;
     OpCall::ScalarSource scalar;
-    int gslot;  // its graph slot, or -1
+    int gslot;                                   // its graph slot, or -1
+    std::function<runtime::BufferPtr()> queued;  // set: `buffer` comes from the compile-ahead queue
   };
   struct GraphSlot {
     StorageSlot* slot;  // null once the storage is freed
@@ -705,6 +719,7 @@ class FusedDriver final : public Driver {
     try {
       ProgramPtr prog = program_for(*p, outs, aliases, nullptr);
       if (cap) cap->prog = prog;
+      resolve_queued(*p);
       std::vector<PJRT_Buffer*> argv;
       for (auto& a : p->params) argv.push_back(a.buffer->get());
       // The slot and its parameter hold a donated buffer; a third holder
@@ -793,8 +808,38 @@ class FusedDriver final : public Driver {
       return prog;
     }
     bump(mt.cache_misses);
-    return cache.compile_and_insert(client(), key, "fused[" + std::to_string(p.ops) + " ops]",
-                                    [&]() { return text ? *text : emit(); });
+    std::string name = "fused[" + std::to_string(p.ops) + " ops]";
+    if (has_queued(p)) {
+      // Strict eager's queue must run before this graph can: compile it on
+      // the pool meanwhile, ahead of the queue's remaining compiles (it is
+      // the longest).
+      auto fut = CompilePool::get().submit(
+          [key, name, t = text ? *text : emit(), tls = at::ThreadLocalState()]() mutable {
+            at::ThreadLocalStateGuard guard(tls);
+            return ExecutableCache::get().compile_and_insert(client(), key, name, [&t]() { return std::move(t); });
+          },
+          /*urgent=*/true);
+      drain_compile_ahead();
+      return fut.get();
+    }
+    return cache.compile_and_insert(client(), key, name, [&]() { return text ? *text : emit(); });
+  }
+
+  static bool has_queued(const Pending& p) {
+    for (const Param& pr : p.params)
+      if (pr.queued) return true;
+    return false;
+  }
+
+  // The parameters read from the compile-ahead queue: run it, take their values.
+  static void resolve_queued(Pending& p) {
+    if (!has_queued(p)) return;
+    drain_compile_ahead();
+    for (Param& pr : p.params)
+      if (pr.queued) {
+        pr.buffer = pr.queued();
+        pr.queued = nullptr;
+      }
   }
 
   // A non-storage parameter of a capture: the generator's counters for a

@@ -10,12 +10,14 @@
 #include "aten/generator.h"
 #include "aten/host_alias.h"
 #include "aten/storage.h"
+#include "compile/compile_pool.h"
 #include "compile/executable_cache.h"
 #include "compile/dump.h"
 #include "compile/metrics.h"
 #include "record/capture.h"
 #include "record/driver.h"
 #include "runtime/device_spans.h"
+#include "runtime/log.h"
 
 namespace py = pybind11;
 
@@ -113,6 +115,10 @@ PYBIND11_MODULE(_C, m) {
     }
   });
   m.def("_compile_records", []() {
+    {
+      py::gil_scoped_release nogil;
+      record::drain_compile_ahead();
+    }
     py::list out;
     for (const auto& r : compile_records())
       out.append(py::make_tuple(r.name, r.signature, r.body_digest, r.compile_ns / 1e6, r.key, r.tier));
@@ -194,6 +200,11 @@ PYBIND11_MODULE(_C, m) {
     return out;
   });
   m.def("_metrics", []() {
+    {
+      // Counts are of finished work: ops still waiting for their compile run first.
+      py::gil_scoped_release nogil;
+      record::drain_compile_ahead();
+    }
     auto& mt = metrics();
     py::dict d;
     d["ops_dispatched"] = mt.ops_dispatched.load();
@@ -233,6 +244,8 @@ PYBIND11_MODULE(_C, m) {
     }
     d["compiles_by_op"] = by_op;
     d["background_compiles"] = mt.background_compiles.load();
+    d["compiles_ahead"] = mt.compiles_ahead.load();
+    d["compile_ahead_drains"] = mt.compile_ahead_drains.load();
     d["background_compile_ms"] = mt.background_compile_ns.load() / 1e6;
     d["background_pending"] = ExecutableCache::get().background_pending();
     d["cached_executables"] = ExecutableCache::get().size();
@@ -250,12 +263,22 @@ PYBIND11_MODULE(_C, m) {
     for (const auto& s : spans) out.append(py::make_tuple(s.name, s.device, s.start_ns, s.end_ns));
     return out;
   });
-  m.def("_reset_metrics", []() { metrics().reset(); });
+  m.def("_reset_metrics", []() {
+    {
+      py::gil_scoped_release nogil;
+      record::drain_compile_ahead();  // compiles still running would count after the reset
+    }
+    metrics().reset();
+  });
   m.def("_clear_cache", []() { ExecutableCache::get().clear(); });
   m.def("_launch_blocking", &record::launch_blocking);
 
   // --- compilation cache tiers ---
   m.def("_cache_configure", [](std::string disk_dir, std::string shared_dir, int64_t max_bytes) {
+    py::gil_scoped_release nogil;
+    // No compile may hold the tiers being replaced.
+    record::drain_compile_ahead();
+    CompilePool::get().wait_idle();
     ExecutableCache::get().configure(TierSettings{disk_dir, shared_dir, max_bytes});
   });
   m.def("_cache_settings", []() {
@@ -268,7 +291,22 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_cache_flush", []() {
     py::gil_scoped_release nogil;
+    // Ops still waiting for their compile run first (their programs then
+    // reach the disk tier), and no compile may outlive the process.
+    try {
+      record::drain_compile_ahead();
+    } catch (const std::exception& e) {
+      log::write(log::Level::kWarning, std::string("a queued op failed while flushing the cache: ") + e.what());
+    }
+    CompilePool::get().wait_idle();
     ExecutableCache::get().flush();
+  });
+  m.def("_compile_threads", []() { return CompilePool::get().threads(); });
+  m.def("_compile_ahead_queued", &record::compile_ahead_queued);
+  m.def("_internal_set_compile_delay_ms", [](int ms) { CompilePool::get().set_delay_ms(ms); });
+  m.def("_drain_compile_ahead", []() {
+    py::gil_scoped_release nogil;
+    record::drain_compile_ahead();
   });
   m.def("_wait_background_compiles", [](int64_t timeout_ms) {
     py::gil_scoped_release nogil;  // the worker may need nothing from Python, but others might

@@ -4,6 +4,7 @@
 // see which driver is active: they record through OpCall and announce host
 // synchronisation points here.
 #pragma once
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -47,6 +48,17 @@ Driver& fused_driver();
 
 // Called before a kernel reads device values on the host.
 void sync_point(SyncReason why, std::string_view op);
+// Runs every call waiting in strict eager's compile-ahead queue
+// (eager/strict_driver.cc): for code that reads storages directly.
+void drain_compile_ahead();
+// Calls waiting in that queue now (tests and reports).
+int64_t compile_ahead_queued();
+// For a deferred driver reading storage `s` while strict eager's queue
+// still holds its value: a function that returns that value once the queue
+// has run (empty if the queue holds nothing for `s`).
+std::function<runtime::BufferPtr()> queued_value(StorageSlot* s);
+// A deferred driver writes `s`: the queue's value for it no longer lands there.
+void forget_queued(StorageSlot* s);
 
 // A kernel's host synchronisation point, declared once at file scope:
 //   const record::SyncSite kNonzeroSync{"nonzero", SyncReason::kDataDependentShape};

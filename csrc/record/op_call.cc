@@ -458,40 +458,46 @@ void check_fingerprint(const CacheKey& key, std::string_view name, uint64_t fp) 
 }
 }  // namespace
 
-ProgramPtr OpCall::lookup_or_compile(const Lowering& lower) const {
-  auto& cache = ExecutableCache::get();
-  ProgramPtr prog = cache.lookup(key_done_);
-  if (prog) {
-    bump(metrics().cache_hits);
-    if (check_keys()) {
-      ir::Graph g;
-      build_program(g, lower);
-      bump(metrics().key_checks);
-      check_fingerprint(key_done_, name_, g.fingerprint());
-    }
-    return prog;
+ProgramPtr OpCall::lookup(const Lowering& lower) const {
+  ProgramPtr prog = ExecutableCache::get().lookup(key_done_);
+  if (!prog) return nullptr;
+  bump(metrics().cache_hits);
+  if (check_keys()) {
+    ir::Graph g;
+    build_program(g, lower);
+    bump(metrics().key_checks);
+    check_fingerprint(key_done_, name_, g.fingerprint());
   }
+  return prog;
+}
+
+std::string OpCall::program_text(const Lowering& lower) const {
+  ir::Graph g;
+  build_program(g, lower);
+  if (check_keys()) check_fingerprint(key_done_, name_, g.fingerprint());
+  return g.to_mlir();
+}
+
+// A single op compiles quick first, then fully in the background
+// (executable_cache.h); the two may round differently, so not when the user
+// asked for deterministic algorithms.
+bool OpCall::tiered_allowed() { return !at::globalContext().deterministicAlgorithms(); }
+
+ProgramPtr OpCall::lookup_or_compile(const Lowering& lower) const {
+  if (ProgramPtr prog = lookup(lower)) return prog;
   bump(metrics().cache_misses);
-  // A single op compiles quick first, then fully in the background
-  // (executable_cache.h); the two may round differently, so not when the
-  // user asked for deterministic algorithms.
-  const bool tiered = !at::globalContext().deterministicAlgorithms();
-  return cache.compile_and_insert(
-      client(), key_done_, std::string(name_),
-      [&]() {
-        ir::Graph g;
-        build_program(g, lower);
-        if (check_keys()) check_fingerprint(key_done_, name_, g.fingerprint());
-        return g.to_mlir();
-      },
-      tiered);
+  return ExecutableCache::get().compile_and_insert(
+      client(), key_done_, std::string(name_), [&]() { return program_text(lower); }, tiered_allowed());
+}
+
+int64_t OpCall::output_bytes() const {
+  int64_t n = 0;
+  for (const SlotUse& u : slots_)
+    if (u.written) n += static_cast<int64_t>(u.slot->nbytes);
+  return n;
 }
 
 namespace {
-// Bytes of the storages the op being executed on this thread writes (-1: not
-// an op call), so an out-of-memory message can say what the op asked for.
-thread_local int64_t t_output_bytes = -1;
-
 std::string gib(int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
@@ -500,7 +506,8 @@ std::string gib(int64_t bytes) {
 }  // namespace
 
 std::vector<runtime::BufferPtr> execute_on(const runtime::Executable& exe, const std::vector<PJRT_Buffer*>& args,
-                                           int device, std::string_view what, const std::vector<int64_t>& keep) {
+                                           int device, std::string_view what, const std::vector<int64_t>& keep,
+                                           int64_t out_bytes) {
   // The launch on the host; the device runs it asynchronously afterwards.
   RECORD_FUNCTION("tpu::launch", std::vector<c10::IValue>());
   auto& spans = runtime::DeviceSpans::get();
@@ -522,9 +529,9 @@ std::vector<runtime::BufferPtr> execute_on(const runtime::Executable& exe, const
     // Like CUDA's "Tried to allocate": the op's own results apart from what
     // other tensors hold (torch counts the result storages as allocated
     // before the device has made them).
-    std::string sizes = t_output_bytes >= 0
-                            ? "Tried to allocate " + gib(t_output_bytes) + " for its results; other tpu tensors hold " +
-                                  gib(std::max<int64_t>(held - t_output_bytes, 0))
+    std::string sizes = out_bytes >= 0
+                            ? "Tried to allocate " + gib(out_bytes) + " for its results; other tpu tensors hold " +
+                                  gib(std::max<int64_t>(held - out_bytes, 0))
                             : "tpu tensors allocated: " + gib(held);
     TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu out of memory on tpu:", device, " while running ", what, " (", msg,
                      "). ", sizes,
@@ -539,14 +546,7 @@ void OpCall::execute_and_swap(const CompiledProgram& prog) const {
     if (needs_param(u)) argv.push_back(u.slot->buffer->get());
   std::vector<runtime::BufferPtr> keep = scalar_buffers();
   for (auto& b : keep) argv.push_back(b->get());
-  int64_t out_bytes = 0;
-  for (const SlotUse& u : slots_)
-    if (u.written) out_bytes += static_cast<int64_t>(u.slot->nbytes);
-  struct Bytes {
-    explicit Bytes(int64_t n) { t_output_bytes = n; }
-    ~Bytes() { t_output_bytes = -1; }
-  } bytes(out_bytes);
-  auto outs = execute_on(*prog.exe, argv, device_, name_);
+  auto outs = execute_on(*prog.exe, argv, device_, name_, {}, output_bytes());
   bump(metrics().executions);
   size_t oi = 0;
   for (size_t i = 0; i < slots_.size(); ++i) {

@@ -20,6 +20,7 @@
 #include <c10/core/Scalar.h>
 
 #include <functional>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
@@ -85,6 +86,14 @@ class OpCall {
   // The call's own executable: memory cache, then the persistent tiers, then
   // a compile.
   ProgramPtr lookup_or_compile(const Lowering& lower) const;
+  // The same in two halves, for a driver that compiles elsewhere: the memory
+  // cache alone (null on a miss), and the call's own program as StableHLO.
+  ProgramPtr lookup(const Lowering& lower) const;
+  std::string program_text(const Lowering& lower) const;
+  // Whether a single-op miss may compile quick first (executable_cache.h).
+  static bool tiered_allowed();
+  // Bytes of the storages the call writes (for out-of-memory messages).
+  int64_t output_bytes() const;
   // Runs `prog` on the call's arguments and swaps the results into the
   // written storages (asynchronously unless TORCH_TPU_LAUNCH_BLOCKING).
   void execute_and_swap(const CompiledProgram& prog) const;
@@ -170,7 +179,9 @@ int64_t work_in_flight();
 // Runs `exe` on tpu:`device` (see runtime::Executable::execute). A device
 // out of memory raises torch.OutOfMemoryError, as CUDA does; `what` names
 // the op or graph in the message.
+// `out_bytes` (when known) is what the results need, for the message.
 std::vector<runtime::BufferPtr> execute_on(const runtime::Executable& exe, const std::vector<PJRT_Buffer*>& args,
-                                           int device, std::string_view what, const std::vector<int64_t>& keep = {});
+                                           int device, std::string_view what, const std::vector<int64_t>& keep = {},
+                                           int64_t out_bytes = -1);
 
 }  // namespace torch_tpu::record

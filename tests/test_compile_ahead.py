@@ -1,0 +1,182 @@
+"""Strict eager's compile-ahead queue (eager/strict_driver.cc): a cache miss
+compiles on a pool thread while later ops go on recording; ops that read a
+queued value wait behind it, independent ops run at once. Every case checks
+values against PyTorch on CPU, and the queue must be invisible: the same
+results, the same errors, bit-identical training to TORCH_TPU_COMPILE_THREADS=0."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from torch_tpu import _C, debug
+
+TPU = "tpu"
+pytestmark = pytest.mark.skipif(_C._compile_threads() == 0, reason="compile-ahead is off on one core")
+
+
+@pytest.fixture(autouse=True)
+def _slow_compiles():
+    # Each compile waits 100 ms before it starts, so the ops after a miss
+    # reliably find it still queued (the tests assert that they do).
+    _C._internal_set_compile_delay_ms(100)
+    yield
+    _C._internal_set_compile_delay_ms(0)
+    _C._drain_compile_ahead()
+
+
+def queued():
+    return _C._compile_ahead_queued()
+
+
+def _fresh(n):
+    """A size no other test uses: every op on it misses the memory cache."""
+    return 1009 + 17 * n
+
+
+def test_misses_compile_ahead_and_match_cpu():
+    before = debug.metrics()
+    n = _fresh(1)
+    x = torch.randn(n)
+    t = x.to(TPU)
+    # A chain of misses, each reading the last one's queued value.
+    y = ((t * 3 + 1).sin() / 2).exp().cumsum(0)
+    assert queued() >= 5
+    after = debug.metrics()
+    assert after["compiles_ahead"] - before["compiles_ahead"] >= 5
+    torch.testing.assert_close(y.cpu(), ((x * 3 + 1).sin() / 2).exp().cumsum(0))
+
+
+def test_in_place_ops_on_views_of_queued_values():
+    n = _fresh(2)
+    x = torch.randn(4, n)
+    t = x.to(TPU)
+    a = t.cos()
+    assert queued() == 1
+    a[1:3].mul_(2)  # a partial write of a queued storage
+    a[:, ::2].add_(1)  # strided view, queued behind it
+    col = a[:, 5].clone()
+    ref = x.cos()
+    ref[1:3].mul_(2)
+    ref[:, ::2].add_(1)
+    torch.testing.assert_close(a.cpu(), ref)
+    torch.testing.assert_close(col.cpu(), ref[:, 5])
+
+
+def test_host_read_in_the_middle_runs_the_queue():
+    n = _fresh(3)
+    x = torch.randn(n)
+    t = x.to(TPU)
+    s = (t.tanh() * 5).sum()
+    assert queued() >= 2
+    mid = s.item()  # a sync point: everything queued before it runs
+    assert queued() == 0
+    y = t.tanh() * mid
+    torch.testing.assert_close(mid, float((x.tanh() * 5).sum()), rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(y.cpu(), x.tanh() * mid)
+
+
+def test_an_independent_hit_overwrites_a_queued_value():
+    n = _fresh(4)
+    x = torch.randn(n)
+    t = x.to(TPU)
+    warm = torch.zeros(n, device=TPU)
+    warm.fill_(2.0)  # compiles fill_ for this size, so the next fill_ is a hit
+    warm.cpu()
+    out = t.asinh()  # a miss: queued, its storage pending
+    assert queued() == 1
+    keep = out.view(-1)  # the same storage
+    out.fill_(7.0)  # a hit that reads nothing queued: runs at once, and wins
+    assert queued() == 1  # asinh still waits for its compile
+    torch.testing.assert_close(keep.cpu(), torch.full((n,), 7.0))
+
+
+def test_freed_intermediates_and_reused_storages():
+    n = _fresh(5)
+    x = torch.randn(n)
+    t = x.to(TPU)
+    acc = torch.zeros(n, device=TPU)
+    ref = torch.zeros(n)
+    for k in range(6):
+        tmp = (t + k).atan()  # freed on the next iteration while possibly queued
+        acc = acc + tmp
+        ref = ref + (x + k).atan()
+        del tmp
+        assert queued() >= 1
+    torch.testing.assert_close(acc.cpu(), ref)
+
+
+def test_optimizer_step_reads_queued_gradients():
+    torch.manual_seed(0)
+    n = _fresh(6) % 61 + 3
+    model = torch.nn.Sequential(torch.nn.Linear(n, 23), torch.nn.Tanh(), torch.nn.Linear(23, 5))
+    ref = torch.nn.Sequential(torch.nn.Linear(n, 23), torch.nn.Tanh(), torch.nn.Linear(23, 5))
+    ref.load_state_dict(model.state_dict())
+    model.to(TPU)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    ropt = torch.optim.AdamW(ref.parameters(), lr=1e-2)
+    x, y = torch.randn(9, n), torch.randn(9, 5)
+    for i in range(3):
+        for m, o, xx, yy in ((model, opt, x.to(TPU), y.to(TPU)), (ref, ropt, x, y)):
+            o.zero_grad()
+            torch.nn.functional.mse_loss(m(xx), yy).backward()
+            if i == 0 and m is model:
+                assert queued() >= 1
+            o.step()  # fused eager's program reads the queued gradients
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.detach().cpu(), q.detach(), rtol=1e-5, atol=1e-5)
+
+
+def test_errors_still_raise_at_the_op():
+    n = _fresh(7)
+    x = torch.randn(n)
+    t = x.to(TPU).exp()
+    assert queued() == 1
+    with pytest.raises(RuntimeError, match="size of tensor a"):
+        t + torch.ones(n + 1, device=TPU)  # shape checks run before anything is queued
+    with pytest.raises(torch.OutOfMemoryError):
+        torch.empty(10**12, device=TPU).fill_(1.0)  # large results run at once
+    torch.testing.assert_close(t.cpu(), x.exp())  # the queued op ran, unharmed
+
+
+def test_metrics_count_finished_work():
+    n = _fresh(8)
+    debug.reset_metrics()
+    y = torch.randn(n, device=TPU).sinh().cosh()
+    m = debug.metrics()  # reading the metrics runs the queue first
+    assert m["compiles"] >= 3 and m["executions"] >= 3
+    assert "compiled ahead" in debug.metrics_report()
+    y.cpu()
+
+
+_TRAIN = r"""
+import json, torch, torch_tpu
+from torch_tpu.bench.train import torch_setup
+torch.manual_seed(0)
+step = torch_setup("gpt", "tpu")
+losses = [step().cpu().item() for _ in range(3)]
+m = torch_tpu.debug.metrics()
+torch_tpu.cache.flush()
+print(json.dumps({"losses": losses, "ahead": m["compiles_ahead"], "compiles": m["compiles"]}))
+"""
+
+
+def _train(tmp_path, threads):
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path / f"cache{threads}"), TORCH_TPU_COMPILE_THREADS=threads)
+    env.pop("TORCH_TPU_TIERED_COMPILE", None)
+    p = subprocess.run([sys.executable, "-c", _TRAIN], env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_training_is_bit_identical_with_and_without_compile_ahead(tmp_path):
+    ahead = _train(tmp_path, "2")
+    plain = _train(tmp_path, "0")
+    assert ahead["ahead"] >= 50 and plain["ahead"] == 0, (ahead, plain)
+    assert ahead["compiles"] == plain["compiles"]
+    # The same programs run in the same order on the same values.
+    assert ahead["losses"] == plain["losses"]
