@@ -180,3 +180,26 @@ def test_training_is_bit_identical_with_and_without_compile_ahead(tmp_path):
     assert ahead["compiles"] == plain["compiles"]
     # The same programs run in the same order on the same values.
     assert ahead["losses"] == plain["losses"]
+
+
+_FORK = r"""
+import os, sys, torch, torch_tpu
+torch_tpu._C._internal_set_compile_delay_ms(300)
+x = torch.arange(1000, dtype=torch.float32, device="tpu") / 1000
+y = x.sin().cos().exp()  # queued: the compiles are held back
+assert torch_tpu._C._compile_ahead_queued() >= 1
+pid = os.fork()
+if pid == 0:
+    sys.exit(0)  # the child's exit flushes the cache: it must not wait for the parent's compiles
+_, status = os.waitpid(pid, 0)
+ref = (torch.arange(1000, dtype=torch.float32) / 1000).sin().cos().exp()
+torch.testing.assert_close(y.cpu(), ref)
+print("STATUS", status)
+"""
+
+
+def test_a_forked_child_exits_without_waiting_for_the_parents_queue(tmp_path):
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path))
+    p = subprocess.run([sys.executable, "-c", _FORK], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.split("STATUS")[1].strip() == "0"
