@@ -21,9 +21,9 @@ pytestmark = pytest.mark.skipif(_C._compile_threads() == 0, reason="compile-ahea
 
 @pytest.fixture(autouse=True)
 def _slow_compiles():
-    # Each compile waits 100 ms before it starts, so the ops after a miss
+    # Each compile waits 300 ms before it starts, so the ops after a miss
     # reliably find it still queued (the tests assert that they do).
-    _C._internal_set_compile_delay_ms(100)
+    _C._internal_set_compile_delay_ms(300)
     yield
     _C._internal_set_compile_delay_ms(0)
     _C._drain_compile_ahead()
@@ -101,12 +101,14 @@ def test_freed_intermediates_and_reused_storages():
     t = x.to(TPU)
     acc = torch.zeros(n, device=TPU)
     ref = torch.zeros(n)
+    most = 0
     for k in range(6):
-        tmp = (t + k).atan()  # freed on the next iteration while possibly queued
+        tmp = (t + k).atan()  # freed while its value may still be queued
         acc = acc + tmp
         ref = ref + (x + k).atan()
         del tmp
-        assert queued() >= 1
+        most = max(most, queued())
+    assert most >= 3
     torch.testing.assert_close(acc.cpu(), ref)
 
 

@@ -52,7 +52,7 @@ class StrictDriver final : public Driver {
       }
       bump(metrics().cache_misses);
       if (!ahead_enabled() || large(call)) {
-        call.execute_and_swap(*compile_now(call, lower));
+        call.execute_and_swap(*call.compile(lower));
         return;
       }
       std::lock_guard<std::recursive_mutex> lock(mu_);
@@ -74,7 +74,7 @@ class StrictDriver final : public Driver {
     }
     if (!prog && (!ahead_enabled() || large(call))) {
       drain();
-      call.execute_and_swap(*compile_now(call, lower));
+      call.execute_and_swap(*call.compile(lower));
       return;
     }
     enqueue(call, lower, prog);
@@ -152,20 +152,7 @@ class StrictDriver final : public Driver {
 
   static bool ahead_enabled() {
     static const bool pool = CompilePool::get().threads() > 0;
-    return pool && !launch_blocking() && !check_keys_env() && !dumping();
-  }
-  static bool check_keys_env() {
-    static const bool on = [] {
-      const char* v = std::getenv("TORCH_TPU_CHECK_KEYS");
-      return v && *v && std::string_view(v) != "0";
-    }();
-    return on;
-  }
-
-  static ProgramPtr compile_now(const OpCall& call, const Lowering& lower) {
-    return ExecutableCache::get().compile_and_insert(
-        client(), call.key(), std::string(call.name()), [&]() { return call.program_text(lower); },
-        OpCall::tiered_allowed());
+    return pool && !launch_blocking() && !check_keys() && !dumping();
   }
 
   // A call whose results need a large share of the device's free memory

@@ -438,7 +438,6 @@ void OpCall::build_program(ir::Graph& g, const Lowering& lower) const {
   g.set_outputs(assemble(b, storage, scalars, lower));
 }
 
-namespace {
 // TORCH_TPU_CHECK_KEYS=1: the structural fingerprint of the program each key
 // stood for in this process; a later hit that builds a different program
 // means the kernel's key misses something its lowering captured.
@@ -446,6 +445,8 @@ bool check_keys() {
   static bool v = env_flag("TORCH_TPU_CHECK_KEYS");
   return v;
 }
+
+namespace {
 std::mutex g_fp_mu;
 std::unordered_map<CacheKey, std::pair<uint64_t, std::string>, CacheKeyHash> g_fingerprints;
 
@@ -486,6 +487,10 @@ bool OpCall::tiered_allowed() { return !at::globalContext().deterministicAlgorit
 ProgramPtr OpCall::lookup_or_compile(const Lowering& lower) const {
   if (ProgramPtr prog = lookup(lower)) return prog;
   bump(metrics().cache_misses);
+  return compile(lower);
+}
+
+ProgramPtr OpCall::compile(const Lowering& lower) const {
   return ExecutableCache::get().compile_and_insert(
       client(), key_done_, std::string(name_), [&]() { return program_text(lower); }, tiered_allowed());
 }

@@ -90,6 +90,8 @@ class OpCall {
   // cache alone (null on a miss), and the call's own program as StableHLO.
   ProgramPtr lookup(const Lowering& lower) const;
   std::string program_text(const Lowering& lower) const;
+  // The persistent tiers, then a compile, here and now (after a miss).
+  ProgramPtr compile(const Lowering& lower) const;
   // Whether a single-op miss may compile quick first (executable_cache.h).
   static bool tiered_allowed();
   // Bytes of the storages the call writes (for out-of-memory messages).
@@ -161,6 +163,8 @@ void copy_to_host(const at::Tensor& src, void* dst, size_t nbytes);
 void copy_from_host(const at::Tensor& dst, const void* src, size_t nbytes);
 // A 0-d device buffer holding `s` as `elem` (small values are cached).
 runtime::BufferPtr scalar_buffer(const c10::Scalar& s, ir::ElemType elem, int device);
+// Whether TORCH_TPU_CHECK_KEYS is set: every cache hit rebuilds its program.
+bool check_keys();
 // Whether TORCH_TPU_LAUNCH_BLOCKING is set.
 bool launch_blocking();
 // EagerMode.DEFER_NEVER_AND_LAUNCH_BLOCKING switches it at run time.
