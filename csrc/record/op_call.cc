@@ -484,12 +484,6 @@ std::string OpCall::program_text(const Lowering& lower) const {
 // asked for deterministic algorithms.
 bool OpCall::tiered_allowed() { return !at::globalContext().deterministicAlgorithms(); }
 
-ProgramPtr OpCall::lookup_or_compile(const Lowering& lower) const {
-  if (ProgramPtr prog = lookup(lower)) return prog;
-  bump(metrics().cache_misses);
-  return compile(lower);
-}
-
 ProgramPtr OpCall::compile(const Lowering& lower) const {
   return ExecutableCache::get().compile_and_insert(
       client(), key_done_, std::string(name_), [&]() { return program_text(lower); }, tiered_allowed());

@@ -7,7 +7,7 @@
 //
 // A driver composes the three steps below:
 //   assemble()          view reads, the lowering, view writes (IR only);
-//   lookup_or_compile() the call's own program from the executable cache;
+//   lookup()/compile()  the call's own program from the executable cache;
 //   execute_and_swap()  run it and put the results into the output storages.
 //
 // Contract for kernels: everything the lowering depends on must be in the
@@ -83,15 +83,12 @@ class OpCall {
   // The call as a program of its own: parameters for the storages it reads and
   // the scalars, outputs for the written slots.
   void build_program(ir::Graph& g, const Lowering& lower) const;
-  // The call's own executable: memory cache, then the persistent tiers, then
-  // a compile.
-  ProgramPtr lookup_or_compile(const Lowering& lower) const;
-  // The same in two halves, for a driver that compiles elsewhere: the memory
-  // cache alone (null on a miss), and the call's own program as StableHLO.
+  // The call's own executable: the memory cache alone (null on a miss);
+  // after a miss, the persistent tiers, then a compile, here and now; or the
+  // program as StableHLO, for a driver that compiles elsewhere.
   ProgramPtr lookup(const Lowering& lower) const;
-  std::string program_text(const Lowering& lower) const;
-  // The persistent tiers, then a compile, here and now (after a miss).
   ProgramPtr compile(const Lowering& lower) const;
+  std::string program_text(const Lowering& lower) const;
   // Whether a single-op miss may compile quick first (executable_cache.h).
   static bool tiered_allowed();
   // Bytes of the storages the call writes (for out-of-memory messages).
