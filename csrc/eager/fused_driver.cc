@@ -10,7 +10,6 @@
 // records the same calls again reuses the compiled program. The IR is built
 // while recording, because kernels' lowerings capture their locals by
 // reference; it is emitted as text only on a cache miss.
-#include <ATen/ThreadLocalState.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/record_function.h>
@@ -31,7 +30,6 @@
 #include "aten/device.h"
 #include "aten/generator.h"
 #include "aten/storage.h"
-#include "compile/compile_pool.h"
 #include "compile/dump.h"
 #include "compile/executable_cache.h"
 #include "compile/metrics.h"
@@ -813,12 +811,7 @@ class FusedDriver final : public Driver {
       // Strict eager's queue must run before this graph can: compile it on
       // the pool meanwhile, ahead of the queue's remaining compiles (it is
       // the longest).
-      auto fut = CompilePool::get().submit(
-          [key, name, t = text ? *text : emit(), tls = at::ThreadLocalState()]() mutable {
-            at::ThreadLocalStateGuard guard(tls);
-            return ExecutableCache::get().compile_and_insert(client(), key, name, [&t]() { return std::move(t); });
-          },
-          /*urgent=*/true);
+      auto fut = compile_on_pool(key, name, text ? *text : emit(), /*tiered=*/false, /*urgent=*/true);
       drain_compile_ahead();
       return fut.get();
     }

@@ -191,16 +191,7 @@ class StrictDriver final : public Driver {
       q.prog = it->second;  // the same program, already compiling for a call ahead
     } else {
       // Emitted here: kernels' lowerings capture their locals by reference.
-      std::string text = call.program_text(lower);
-      const bool tiered = OpCall::tiered_allowed();
-      // The thread-local state travels with the job, so that an active
-      // torch.profiler records the compile (as the autograd engine's threads do).
-      q.prog = CompilePool::get().submit(
-          [key = call.key(), name = q.name, text = std::move(text), tiered, tls = at::ThreadLocalState()]() mutable {
-            at::ThreadLocalStateGuard guard(tls);
-            return ExecutableCache::get().compile_and_insert(
-                client(), key, name, [&text]() { return std::move(text); }, tiered);
-          });
+      q.prog = compile_on_pool(call.key(), q.name, call.program_text(lower), OpCall::tiered_allowed(), false);
       inflight_.emplace(call.key(), q.prog);
       bump(metrics().compiles_ahead);
     }
@@ -337,6 +328,19 @@ class StrictDriver final : public Driver {
 Driver& strict_driver() { return StrictDriver::get(); }
 
 void drain_compile_ahead() { StrictDriver::get().drain_all(); }
+
+std::shared_future<ProgramPtr> compile_on_pool(const CacheKey& key, std::string name, std::string text, bool tiered,
+                                               bool urgent) {
+  // The thread-local state travels with the job, so that an active
+  // torch.profiler records the compile (as the autograd engine's threads do).
+  return CompilePool::get().submit(
+      [key, name = std::move(name), text = std::move(text), tiered, tls = at::ThreadLocalState()]() mutable {
+        at::ThreadLocalStateGuard guard(tls);
+        return ExecutableCache::get().compile_and_insert(
+            client(), key, name, [&text]() { return std::move(text); }, tiered);
+      },
+      urgent);
+}
 
 int64_t compile_ahead_queued() { return StrictDriver::get().queued(); }
 

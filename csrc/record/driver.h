@@ -5,6 +5,8 @@
 // synchronisation points here.
 #pragma once
 #include <functional>
+#include <future>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -51,6 +53,10 @@ void sync_point(SyncReason why, std::string_view op);
 // Runs every call waiting in strict eager's compile-ahead queue
 // (eager/strict_driver.cc): for code that reads storages directly.
 void drain_compile_ahead();
+// Compiles (or loads from the persistent tiers) `text` on the compile pool,
+// into the executable cache under `key`; urgent jobs go first.
+std::shared_future<ProgramPtr> compile_on_pool(const CacheKey& key, std::string name, std::string text, bool tiered,
+                                               bool urgent);
 // Calls waiting in that queue now (tests and reports).
 int64_t compile_ahead_queued();
 // For a deferred driver reading storage `s` while strict eager's queue
