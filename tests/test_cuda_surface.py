@@ -61,6 +61,38 @@ def _cpu_chain(a):
     return b
 
 
+def test_events_around_donating_programs():
+    # A fused in-place update donates its old buffer, whose handle outlives
+    # the donation until the next donating program: an event must neither
+    # wait on that handle (it has no event left) nor lose the work recorded
+    # before a later donation.
+    x = torch.randn(256, 256, device=TPU)
+    want = x.cpu()
+    marks = []
+    for _ in range(3):
+        e = torch.tpu.Event(enable_timing=True)
+        e.record()
+        marks.append(e)
+        with torch.tpu.set_eager_mode(torch.tpu.EagerMode.DEFER_AND_FUSE):
+            x.mul_(0.5)
+            x.add_(1.0)
+        want = want * 0.5 + 1.0
+    assert torch_tpu_metric("donated_buffers") > 0
+    end = torch.tpu.Event(enable_timing=True)
+    end.record()
+    end.synchronize()
+    for e in marks:
+        e.synchronize()
+        assert e.query() and e.elapsed_time(end) >= 0.0
+    torch.testing.assert_close(x.cpu(), want)
+
+
+def torch_tpu_metric(name):
+    import torch_tpu
+
+    return torch_tpu._C._metrics()[name]
+
+
 def test_elapsed_time_needs_recorded_events():
     e1, e2 = torch.tpu.Event(enable_timing=True), torch.tpu.Event(enable_timing=True)
     e1.record()

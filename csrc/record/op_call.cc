@@ -176,7 +176,9 @@ std::vector<runtime::BufferPtr> enqueued_work(std::string_view why) {
   std::vector<runtime::BufferPtr> live;
   std::lock_guard<std::mutex> lock(g_pending_mu);
   for (auto& w : g_pending)
-    if (auto b = w.lock()) live.push_back(std::move(b));
+    // A buffer donated to a later program (its handle kept alive until that
+    // program runs) has no event of its own: that program's results count.
+    if (auto b = w.lock(); b && !donated(*b)) live.push_back(std::move(b));
   return live;
 }
 

@@ -20,18 +20,15 @@ void WorkMark::record() {
   auto clock = std::make_shared<Clock>();
   clock->left = 1;  // held until every callback is registered (one may fire at once)
   work_.clear();
+  // The events are taken now: a buffer may be donated to a later program
+  // before this mark is waited on, and a donated buffer has no event left.
   for (auto& b : live) {
-    runtime::Event ev;
-    try {
-      ev = b->ready_event();
-    } catch (const std::exception&) {
-      continue;  // donated to a later program since: that program's own buffers are tracked
-    }
-    work_.push_back(b);
+    auto ev = std::make_shared<runtime::Event>(b->ready_event());
     ++clock->left;
-    ev.on_ready([clock](const std::string&) {
+    ev->on_ready([clock](const std::string&) {
       if (--clock->left == 0) clock->done_ns = now_ns();
     });
+    work_.push_back(std::move(ev));
   }
   orphans_ = unfinished_orphans();
   for (auto& e : orphans_) {
@@ -46,21 +43,15 @@ void WorkMark::record() {
 
 bool WorkMark::query() const {
   if (clock_ && clock_->done_ns.load() >= 0) return true;
-  for (auto& w : work_) {
-    auto b = w.lock();
-    try {
-      if (b && !b->ready_event().is_ready()) return false;
-    } catch (const std::exception&) {  // donated since: consumed, so done
-    }
-  }
+  for (auto& e : work_)
+    if (!e->is_ready()) return false;
   for (auto& e : orphans_)
     if (!e->is_ready()) return false;
   return (work_.empty() && orphans_.empty()) || clock_->left.load() == 0;
 }
 
 void WorkMark::synchronize() const {
-  for (auto& w : work_)
-    if (auto b = w.lock()) b->ready_event().await("Event.synchronize");
+  for (auto& e : work_) e->await("Event.synchronize");
   for (auto& e : orphans_) {
     try {
       e->await("Event.synchronize");

@@ -29,7 +29,7 @@ class WorkMark {
     std::atomic<int64_t> left{0};
     std::atomic<int64_t> done_ns{-1};
   };
-  std::vector<std::weak_ptr<runtime::Buffer>> work_;
+  std::vector<std::shared_ptr<runtime::Event>> work_;     // ready events of the work before the mark
   std::vector<std::shared_ptr<runtime::Event>> orphans_;  // work whose results were dropped
   std::shared_ptr<Clock> clock_;
 };
