@@ -38,6 +38,28 @@ def test_function_matches_cpu_and_reuses_the_program():
     assert after["ops_dispatched"] == before["ops_dispatched"]  # no op ran through the dispatcher
 
 
+def test_graph_of_views_runs_without_the_capture_machinery(monkeypatch):
+    # `return loss.detach()` after a training step compiles to a graph that
+    # holds only a view: it records no op, so nothing is captured, and later
+    # calls run it directly instead of switching modes and flushing.
+    from torch_tpu import _C
+
+    cf = torch.compile(lambda x: x.detach().t(), backend="tpu")
+    x = torch.randn(3, 5)
+    torch.testing.assert_close(cf(x.to(TPU)).cpu(), x.t())
+
+    def refuse(*args):
+        raise AssertionError("the capture machinery ran for a graph of views")
+
+    for name in ("_begin_capture", "_end_capture", "_mark_step", "_set_eager_mode"):
+        monkeypatch.setattr(_C, name, refuse)
+    for _ in range(3):
+        x = torch.randn(3, 5)
+        out = cf(x.to(TPU))
+        assert out.shape == (5, 3) and out.stride() == (1, 5)  # a view, as in eager
+        torch.testing.assert_close(out.cpu(), x.t())
+
+
 def test_forward_and_backward():
     torch.manual_seed(0)
     m = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.GELU(), torch.nn.LayerNorm(16), torch.nn.Linear(16, 3))
@@ -162,6 +184,11 @@ def test_training_step_replays_one_program_per_graph():
             # AdamW updates each parameter and its two moments in place: the
             # optimizer graph donates their old buffers instead of copying.
             assert after["donated_buffers"] - before["donated_buffers"] >= 4 * 3 * 4
+            # The graph of `loss.detach()` holds only a view: it runs no program.
+            assert after["flushes"] == before["flushes"]
+            # Only loss.backward() breaks the graph (not torch_tpu's optimizer hooks).
+            breaks = list(torch._dynamo.utils.counters["graph_break"])
+            assert breaks and all("_graph_capturing" not in b for b in breaks), breaks
         return torch.stack([v.cpu() for v in losses]), [p.detach().cpu() for p in m.parameters()]
 
     ref, ref_params = run("cpu", "aot_eager", False)

@@ -25,6 +25,7 @@ from torch_tpu import _C, _buckets
 logger = logging.getLogger("torch_tpu")
 _FUSED = 2
 _KNOWN_OPTIONS = {"debug_callback", "name"}
+_NO_OP = "the graph recorded no op"  # _end_capture's reason for a graph of views
 # For the metrics report: ATen graphs handed to the backend, how many were
 # captured for replay, and why the others run their ops on every call.
 stats = {"graphs": 0, "captured": 0, "bucketed": 0, "not_captured": {}}
@@ -77,6 +78,7 @@ class _GraphRunner:
         self.last = None  # the capture that ran last: tried first
         self.captures = []
         self.failures = 0
+        self.views_only = False
         stats["graphs"] += 1
         self.capturable = _replayable(gm)
         if not self.capturable:
@@ -86,8 +88,10 @@ class _GraphRunner:
     def __call__(self, *args):
         import torch
 
-        if _C._graph_capturing():
-            return self.gm(*args)  # the ops go into the tpu graph being captured
+        if self.views_only or _C._graph_capturing():
+            # Nothing to replay (a graph of views, as `loss.detach()` after a
+            # step makes), or the ops go into the tpu graph being captured.
+            return self.gm(*args)
         if self.last is not None:
             tensors = [a for a in args if isinstance(a, torch.Tensor)]
             scalars = [a for a in args if not isinstance(a, torch.Tensor)]
@@ -123,6 +127,9 @@ class _GraphRunner:
                     template = [(isinstance(o, torch.Tensor), None if isinstance(o, torch.Tensor) else o) for o in out]
                     self.last = _Capture(handle, template, [a for a in args if not isinstance(a, torch.Tensor)])
                     self.captures.append(self.last)
+                elif why == _NO_OP:
+                    self.views_only = True  # metadata only: later calls skip the capture machinery
+                    stats["not_captured"][why] = stats["not_captured"].get(why, 0) + 1
                 else:
                     self.failures += 1
                     if self.failures == 2:

@@ -112,6 +112,8 @@ def _capturable_check(optimizer, args, kwargs) -> None:
     """A global optimizer pre-step hook: PyTorch's own check only covers CUDA
     and XPU. A non-capturable Adam keeps its step counters on the host, so a
     captured step would repeat the first step's bias correction forever."""
+    if torch.compiler.is_compiling():  # traced by dynamo: no tpu graph capture inside a compiled region
+        return
     if _C._graph_capturing() and not all(g.get("capturable", True) for g in optimizer.param_groups):
         raise RuntimeError(f"Attempting TPU graph capture of step() for an instance of {type(optimizer).__name__} "
                            "but param_groups' capturable is False.")
