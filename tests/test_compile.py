@@ -3,6 +3,7 @@ function compiled with aot_eager on CPU (the same ATen graphs, CPU kernels),
 and eager tpu."""
 from __future__ import annotations
 
+import contextlib
 import copy
 
 import pytest
@@ -199,6 +200,51 @@ def test_training_step_replays_one_program_per_graph():
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
     rep = debug.metrics_report()
     assert "torch.compile graphs" in rep and "replays" in rep
+
+
+def test_backward_traced_into_the_graph_replays_two_programs_per_step():
+    # options={"trace_backward": True} (dynamo's trace_autograd_ops, for this
+    # function only): loss.backward() is traced (as autograd.grad) into the
+    # forward's graph: one program for forward and backward, one for the
+    # optimizer step (the optimizer breaks the graph around step() itself),
+    # and no autograd engine at run time. CPU's reference is aot_eager with
+    # the same dynamo setting.
+    def run(dev, backend, check):
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)).to(dev)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+        x = torch.randn(4, 8, generator=torch.Generator().manual_seed(1)).to(dev)
+
+        def step():
+            opt.zero_grad()
+            loss = m(x).square().mean()
+            out = loss.detach()  # before backward: a returned loss must not hold the consumed graph
+            loss.backward()
+            opt.step()
+            return out
+
+        if check:
+            step, ctx = torch.compile(step, backend=backend, options={"trace_backward": True}), contextlib.nullcontext()
+        else:
+            step, ctx = torch.compile(step, backend=backend), torch._dynamo.config.patch(trace_autograd_ops=True)
+        with ctx:
+            losses = [step() for _ in range(3)]
+            before = debug.metrics()
+            losses += [step() for _ in range(4)]
+            after = debug.metrics()
+        if check:
+            assert not torch._dynamo.config.trace_autograd_ops  # scoped to the compiled function
+            assert after["replays"] - before["replays"] == 8  # forward+backward, optimizer: 2 per step
+            assert after["ops_dispatched"] == before["ops_dispatched"]  # not even the engine's ones_like
+            assert after["compiles"] == before["compiles"]
+        return torch.stack([v.cpu() for v in losses]), [p.detach().cpu() for p in m.parameters()]
+
+    ref, ref_params = run("cpu", "aot_eager", False)
+    torch._dynamo.reset()
+    got, params = run(TPU, "tpu", True)
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)
+    for p, q in zip(params, ref_params):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
 
 
 def test_replay_refuses_inputs_that_differ_from_the_capture():

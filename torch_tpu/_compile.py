@@ -9,8 +9,10 @@ op (docs/execution_modes.md). Programs are keyed by their ops and data flow,
 so a fresh process with a warm disk cache compiles nothing.
 
 Options (``torch.compile(..., options={...})``): ``debug_callback``, called
-with each ATen graph (an ``fx.GraphModule``) before it first runs, and
-``name``, a label for the graphs in logs and metrics.
+with each ATen graph (an ``fx.GraphModule``) before it first runs;
+``name``, a label for the graphs in logs and metrics; ``trace_backward``,
+which traces ``loss.backward()`` into the graph (dynamo's
+``trace_autograd_ops``, for this compiled function only).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from torch_tpu import _C, _buckets
 
 logger = logging.getLogger("torch_tpu")
 _FUSED = 2
-_KNOWN_OPTIONS = {"debug_callback", "name"}
+_KNOWN_OPTIONS = {"debug_callback", "name", "trace_backward"}
 _NO_OP = "the graph recorded no op"  # _end_capture's reason for a graph of views
 # For the metrics report: ATen graphs handed to the backend, how many were
 # captured for replay, and why the others run their ops on every call.
@@ -239,6 +241,49 @@ def _patch_dynamo_optimizer(mod) -> None:
         mod._is_static_for_cudagraphs = _is_static_for_cudagraphs
 
 
+class _trace_backward_ctx:
+    """dynamo's trace_autograd_ops on for one call of a compiled function (a
+    plain set and restore: config.patch costs 4x more per call)."""
+
+    __slots__ = ("prev",)
+
+    def __enter__(self):
+        from torch._dynamo import config
+
+        self.prev = config.trace_autograd_ops
+        config.trace_autograd_ops = True
+
+    def __exit__(self, *exc):
+        from torch._dynamo import config
+
+        config.trace_autograd_ops = self.prev
+
+
+# options={"trace_backward": True}: dynamo traces loss.backward() (as
+# autograd.grad plus .grad updates) into the forward's graph, so a training
+# step is two programs (forward+backward, optimizer) and the autograd engine
+# never runs. Opt-in: it replaces the engine's run, and gradient hooks
+# (DDP, FSDP) have not been checked under it. A backend scopes dynamo's config with a
+# `backend_ctx_ctor` (entered around every call of the compiled function,
+# tracing included), but torch.compile's wrapper does not pass its
+# backend's on; this sets it on the wrapper, for the tpu backend only.
+def _patch_compile_wrapper() -> None:
+    import torch
+
+    cls = getattr(torch, "_TorchCompileWrapper", None)
+    init = getattr(cls, "__init__", None)
+    if init is None or getattr(init, "_torch_tpu", False):
+        return
+
+    def __init__(self, backend, mode, options, dynamic):
+        init(self, backend, mode, options, dynamic)
+        if getattr(self, "compiler_fn", None) is tpu_backend and (options or {}).get("trace_backward"):
+            self.backend_ctx_ctor = _trace_backward_ctx
+
+    __init__._torch_tpu = True
+    cls.__init__ = __init__
+
+
 # Module name -> what to run right after it is imported.
 _AFTER_IMPORT = {
     "torch._inductor.codegen.common": _guard_inductor,
@@ -272,6 +317,7 @@ class _AfterImportHook(importlib.abc.MetaPathFinder):
 
 
 def _install() -> None:
+    _patch_compile_wrapper()
     pending = False
     for name, patch in _AFTER_IMPORT.items():
         mod = sys.modules.get(name)
