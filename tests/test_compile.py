@@ -158,6 +158,17 @@ def test_compiled_graph_inside_fused_eager():
         torch.testing.assert_close(r.cpu(), (x * 3).cos() * 2 + 1)
 
 
+def _compare_with_aot_eager_on_cpu(run):
+    """run(device, backend, check) -> (losses, parameters): tpu's against
+    the same step compiled with aot_eager on CPU."""
+    ref, ref_params = run("cpu", "aot_eager", False)
+    torch._dynamo.reset()
+    got, params = run(TPU, "tpu", True)
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)
+    for p, q in zip(params, ref_params):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
 def test_training_step_replays_one_program_per_graph():
     def run(dev, backend, check):
         torch.manual_seed(0)
@@ -192,12 +203,7 @@ def test_training_step_replays_one_program_per_graph():
             assert breaks and all("_graph_capturing" not in b for b in breaks), breaks
         return torch.stack([v.cpu() for v in losses]), [p.detach().cpu() for p in m.parameters()]
 
-    ref, ref_params = run("cpu", "aot_eager", False)
-    torch._dynamo.reset()
-    got, params = run(TPU, "tpu", True)
-    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)
-    for p, q in zip(params, ref_params):
-        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    _compare_with_aot_eager_on_cpu(run)
     rep = debug.metrics_report()
     assert "torch.compile graphs" in rep and "replays" in rep
 
@@ -239,12 +245,7 @@ def test_backward_traced_into_the_graph_replays_two_programs_per_step():
             assert after["compiles"] == before["compiles"]
         return torch.stack([v.cpu() for v in losses]), [p.detach().cpu() for p in m.parameters()]
 
-    ref, ref_params = run("cpu", "aot_eager", False)
-    torch._dynamo.reset()
-    got, params = run(TPU, "tpu", True)
-    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)
-    for p, q in zip(params, ref_params):
-        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    _compare_with_aot_eager_on_cpu(run)
 
 
 def test_replay_refuses_inputs_that_differ_from_the_capture():

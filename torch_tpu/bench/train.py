@@ -478,7 +478,8 @@ def plot(results, models, modes, path) -> None:
         names = [mode for mode in modes if results[m].get(mode)]
         vals = [results[m][mode]["steps_per_s"] for mode in names]
         palette = {"cpu-eager": "#888", "cpu-inductor": "#aaa", "tpu-strict": "#4a7", "tpu-fused": "#2a5",
-                   "tpu-compile": "#075", "tpu-compile-bw": "#064", "tpu-graph": "#053", "jax-jit": "#c63", "jax-jit-bundled": "#e96"}
+                   "tpu-compile": "#075", "tpu-compile-bw": "#064", "tpu-graph": "#053", "jax-jit": "#c63",
+                   "jax-jit-bundled": "#e96"}
         ax.bar(range(len(names)), vals, color=[palette.get(n, "#555") for n in names])
         ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=8)
         ax.set_title(m, fontsize=10)
