@@ -262,8 +262,9 @@ class _trace_backward_ctx:
 # options={"trace_backward": True}: dynamo traces loss.backward() (as
 # autograd.grad plus .grad updates) into the forward's graph, so a training
 # step is two programs (forward+backward, optimizer) and the autograd engine
-# never runs. Opt-in: it replaces the engine's run, and gradient hooks
-# (DDP, FSDP) have not been checked under it. A backend scopes dynamo's config with a
+# never runs. Opt-in: dynamo's rewrite skips gradient hooks registered
+# outside the compiled function (Tensor.register_hook, post-accumulate
+# hooks, so DDP's and FSDP's too; the same on CPU). A backend scopes dynamo's config with a
 # `backend_ctx_ctor` (entered around every call of the compiled function,
 # tracing included), but torch.compile's wrapper does not pass its
 # backend's on; this sets it on the wrapper, for the tpu backend only.
