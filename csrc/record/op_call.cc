@@ -513,6 +513,20 @@ std::vector<runtime::BufferPtr> execute_on(const runtime::Executable& exe, const
   RECORD_FUNCTION("tpu::launch", std::vector<c10::IValue>());
   auto& spans = runtime::DeviceSpans::get();
   const int64_t launched = spans.enabled() ? runtime::DeviceSpans::now_ns() : 0;
+  // Results larger than the device's whole memory never reach the plugin:
+  // XLA:CPU's own failure path for such an allocation crashed now and then
+  // in long test runs. Checked only for large results (it reads meminfo).
+  if (out_bytes >= (int64_t{64} << 20)) {
+    const size_t total = device_memory_info(device).second;
+    if (total > 0 && static_cast<size_t>(out_bytes) > total) {
+      ++memory_stats(device).num_ooms;
+      const int64_t held = memory_stats(device).allocated.load();
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu out of memory on tpu:", device, " while running ", what,
+                       ". Tried to allocate ", gib(out_bytes), " for its results; other tpu tensors hold ",
+                       gib(std::max<int64_t>(held - out_bytes, 0)), "; the device has ", gib(total),
+                       " in all. Use a smaller size or batch.");
+    }
+  }
   try {
     auto outs = exe.execute(args, pjrt_device(device), keep);
     if (launched != 0 && !outs.empty()) {
