@@ -504,6 +504,22 @@ std::string gib(int64_t bytes) {
   std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
   return buf;
 }
+// torch.OutOfMemoryError for an op's results, with `cause` in parentheses.
+[[noreturn]] void raise_oom(int device, std::string_view what, const std::string& cause, int64_t out_bytes) {
+  ++memory_stats(device).num_ooms;
+  const int64_t held = memory_stats(device).allocated.load();
+  // Like CUDA's "Tried to allocate": the op's own results apart from what
+  // other tensors hold (torch counts the result storages as allocated
+  // before the device has made them).
+  std::string sizes = out_bytes >= 0
+                          ? "Tried to allocate " + gib(out_bytes) + " for its results; other tpu tensors hold " +
+                                gib(std::max<int64_t>(held - out_bytes, 0))
+                          : "tpu tensors allocated: " + gib(held);
+  TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu out of memory on tpu:", device, " while running ", what, " (", cause,
+                   "). ", sizes,
+                   ". Free tensors you no longer need (del, or zero_grad(set_to_none=True)) or use a smaller batch.");
+  std::abort();  // unreachable: TORCH_CHECK_WITH threw
+}
 }  // namespace
 
 std::vector<runtime::BufferPtr> execute_on(const runtime::Executable& exe, const std::vector<PJRT_Buffer*>& args,
@@ -518,14 +534,8 @@ std::vector<runtime::BufferPtr> execute_on(const runtime::Executable& exe, const
   // in long test runs. Checked only for large results (it reads meminfo).
   if (out_bytes >= (int64_t{64} << 20)) {
     const size_t total = device_memory_info(device).second;
-    if (total > 0 && static_cast<size_t>(out_bytes) > total) {
-      ++memory_stats(device).num_ooms;
-      const int64_t held = memory_stats(device).allocated.load();
-      TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu out of memory on tpu:", device, " while running ", what,
-                       ". Tried to allocate ", gib(out_bytes), " for its results; other tpu tensors hold ",
-                       gib(std::max<int64_t>(held - out_bytes, 0)), "; the device has ", gib(total),
-                       " in all. Use a smaller size or batch.");
-    }
+    if (total > 0 && static_cast<size_t>(out_bytes) > total)
+      raise_oom(device, what, "the device has " + gib(static_cast<int64_t>(total)) + " in all", out_bytes);
   }
   try {
     auto outs = exe.execute(args, pjrt_device(device), keep);
@@ -539,18 +549,7 @@ std::vector<runtime::BufferPtr> execute_on(const runtime::Executable& exe, const
     if (!e.out_of_memory()) throw;
     std::string msg = e.what();
     while (!msg.empty() && (msg.back() == '.' || msg.back() == ' ')) msg.pop_back();
-    ++memory_stats(device).num_ooms;
-    const int64_t held = memory_stats(device).allocated.load();
-    // Like CUDA's "Tried to allocate": the op's own results apart from what
-    // other tensors hold (torch counts the result storages as allocated
-    // before the device has made them).
-    std::string sizes = out_bytes >= 0
-                            ? "Tried to allocate " + gib(out_bytes) + " for its results; other tpu tensors hold " +
-                                  gib(std::max<int64_t>(held - out_bytes, 0))
-                            : "tpu tensors allocated: " + gib(held);
-    TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu out of memory on tpu:", device, " while running ", what, " (", msg,
-                     "). ", sizes,
-                     ". Free tensors you no longer need (del, or zero_grad(set_to_none=True)) or use a smaller batch.");
+    raise_oom(device, what, msg, out_bytes);
   }
 }
 
