@@ -119,6 +119,59 @@ def test_exit_after_a_failed_backward_is_clean_every_time():
     assert not bad, f"{len(bad)} of 50 runs failed; first: {bad[0]}"
 
 
+# --- unwind tables of unmapped JIT code -------------------------------------
+
+# A table registered with libgcc whose memory is then unmapped, as XLA:CPU's
+# JIT did now and then (CI died at an ordinary shape error with SIGSEGV in
+# _Unwind_Find_FDE). `guarded` goes through torch_tpu's guard; the other
+# calls libgcc and munmap directly, as the plugin did before the guard.
+_UNMAPPED_TABLE = r"""
+import ctypes, sys, torch, torch_tpu
+from torch_tpu import _C
+if sys.argv[1] == "guarded":
+    _C._internal_eh_frame_guard_self_test()
+else:
+    libc, gcc = ctypes.CDLL(None), ctypes.CDLL("libgcc_s.so.1")
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    p = libc.mmap(None, 4096, 3, 0x22, -1, 0)  # PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS
+    ctypes.memmove(p, bytes([12, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0x78, 16, 0, 0, 0, 0, 0, 0, 0]), 20)
+    gcc.__register_frame(ctypes.c_void_p(p))
+    libc.munmap(ctypes.c_void_p(p), 4096)
+try:
+    torch.ones(3, device="tpu") + torch.ones(4, device="tpu")
+except RuntimeError as e:
+    print("raised:", str(e)[:40])
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="libgcc unwinder")
+def test_exceptions_unwind_after_jit_code_is_unmapped():
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+    def run(mode):
+        return subprocess.run([sys.executable, "-c", _UNMAPPED_TABLE, mode], env=env, capture_output=True,
+                              text=True, timeout=120)
+
+    guarded = run("guarded")
+    assert guarded.returncode == 0, guarded.stderr[-800:]
+    assert "raised: The size of tensor a (3) must match" in guarded.stdout
+    # Where libgcc reads every registered table on a throw (libgcc 12, as on
+    # this Debian), the unguarded sequence dies: the case the guard removes.
+    unguarded = run("unguarded")
+    assert unguarded.returncode in (0, -11), unguarded.stderr[-800:]
+
+
+def test_the_plugin_imports_are_guarded():
+    from torch_tpu import _C
+
+    torch.ones(2, device=TPU).sin().cpu()  # compiles, so the plugin registers tables
+    s = _C._eh_frame_guard_stats()
+    # XLA:CPU imports __register_frame, __deregister_frame and munmap.
+    assert s["redirected"] == 3
+    assert s["registered"] >= s["deregistered"] >= 0
+
+
 # --- unsigned integers --------------------------------------------------------
 
 @pytest.mark.parametrize("op", ["abs", "sign", "sgn", "neg", "square", "bitwise_not"])

@@ -17,6 +17,7 @@
 #include "record/capture.h"
 #include "record/driver.h"
 #include "runtime/device_spans.h"
+#include "runtime/eh_frame_guard.h"
 #include "runtime/log.h"
 
 namespace py = pybind11;
@@ -166,6 +167,12 @@ PYBIND11_MODULE(_C, m) {
     a->resetAccumulatedStats(static_cast<c10::DeviceIndex>(d));
   });
   m.def("_mem_get_info", [](int d) { return device_memory_info(d); });
+  m.def("_eh_frame_guard_stats", []() {
+    auto s = runtime::eh_frame_guard_stats();
+    return py::dict(py::arg("redirected") = s.redirected, py::arg("registered") = s.registered,
+                    py::arg("deregistered") = s.deregistered, py::arg("dropped_at_unmap") = s.dropped_at_unmap);
+  });
+  m.def("_internal_eh_frame_guard_self_test", []() { runtime::eh_frame_guard_self_test(); });
   // The calling thread's current stream on tpu:d, as (stream_id, device_index).
   m.def("_current_stream", [](int d) {
     c10::impl::VirtualGuardImpl g(c10::DeviceType::PrivateUse1);

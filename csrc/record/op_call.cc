@@ -343,6 +343,39 @@ void OpCall::output(const at::Tensor& t) {
   outs_.emplace_back(s, std::move(v));
 }
 
+namespace {
+std::string gib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
+  return buf;
+}
+// torch.OutOfMemoryError for an op's results, with `cause` in parentheses.
+[[noreturn]] void raise_oom(int device, std::string_view what, const std::string& cause, int64_t out_bytes) {
+  ++memory_stats(device).num_ooms;
+  const int64_t held = memory_stats(device).allocated.load();
+  // Like CUDA's "Tried to allocate": the op's own results apart from what
+  // other tensors hold (torch counts the result storages as allocated
+  // before the device has made them).
+  std::string sizes = out_bytes >= 0
+                          ? "Tried to allocate " + gib(out_bytes) + " for its results; other tpu tensors hold " +
+                                gib(std::max<int64_t>(held - out_bytes, 0))
+                          : "tpu tensors allocated: " + gib(held);
+  TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu out of memory on tpu:", device, " while running ", what, " (", cause,
+                   "). ", sizes,
+                   ". Free tensors you no longer need (del, or zero_grad(set_to_none=True)) or use a smaller batch.");
+  std::abort();  // unreachable: TORCH_CHECK_WITH threw
+}
+// Results larger than the device's whole memory never reach the plugin:
+// XLA:CPU crashed now and then in long test runs on such a program.
+// Checked only for large results, since it reads meminfo.
+void check_fits_device(int device, std::string_view what, int64_t out_bytes) {
+  if (out_bytes < (int64_t{64} << 20)) return;
+  const size_t total = device_memory_info(device).second;
+  if (total > 0 && static_cast<size_t>(out_bytes) > total)
+    raise_oom(device, what, "the device has " + gib(static_cast<int64_t>(total)) + " in all", out_bytes);
+}
+}  // namespace
+
 void OpCall::run(const Lowering& lower) {
   if (device_ < 0) device_ = 0;
   // Per-slot state decides the program's parameters, so it is in the key.
@@ -366,6 +399,8 @@ void OpCall::run(const Lowering& lower) {
   }
   if (!any_write) return;  // every output is empty
   key_done_ = key_.finish();
+  // Before any driver sees it, so that no program is compiled for it.
+  check_fits_device(device_, name_, output_bytes());
   // Asked before any driver lock is held: it runs Python.
   if (dumping()) set_program_origin(std::string(name_) + "  at " + user_location());
   current_driver().dispatch(*this, lower);
@@ -498,30 +533,6 @@ int64_t OpCall::output_bytes() const {
   return n;
 }
 
-namespace {
-std::string gib(int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
-  return buf;
-}
-// torch.OutOfMemoryError for an op's results, with `cause` in parentheses.
-[[noreturn]] void raise_oom(int device, std::string_view what, const std::string& cause, int64_t out_bytes) {
-  ++memory_stats(device).num_ooms;
-  const int64_t held = memory_stats(device).allocated.load();
-  // Like CUDA's "Tried to allocate": the op's own results apart from what
-  // other tensors hold (torch counts the result storages as allocated
-  // before the device has made them).
-  std::string sizes = out_bytes >= 0
-                          ? "Tried to allocate " + gib(out_bytes) + " for its results; other tpu tensors hold " +
-                                gib(std::max<int64_t>(held - out_bytes, 0))
-                          : "tpu tensors allocated: " + gib(held);
-  TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu out of memory on tpu:", device, " while running ", what, " (", cause,
-                   "). ", sizes,
-                   ". Free tensors you no longer need (del, or zero_grad(set_to_none=True)) or use a smaller batch.");
-  std::abort();  // unreachable: TORCH_CHECK_WITH threw
-}
-}  // namespace
-
 std::vector<runtime::BufferPtr> execute_on(const runtime::Executable& exe, const std::vector<PJRT_Buffer*>& args,
                                            int device, std::string_view what, const std::vector<int64_t>& keep,
                                            int64_t out_bytes) {
@@ -529,14 +540,7 @@ std::vector<runtime::BufferPtr> execute_on(const runtime::Executable& exe, const
   RECORD_FUNCTION("tpu::launch", std::vector<c10::IValue>());
   auto& spans = runtime::DeviceSpans::get();
   const int64_t launched = spans.enabled() ? runtime::DeviceSpans::now_ns() : 0;
-  // Results larger than the device's whole memory never reach the plugin:
-  // XLA:CPU's own failure path for such an allocation crashed now and then
-  // in long test runs. Checked only for large results (it reads meminfo).
-  if (out_bytes >= (int64_t{64} << 20)) {
-    const size_t total = device_memory_info(device).second;
-    if (total > 0 && static_cast<size_t>(out_bytes) > total)
-      raise_oom(device, what, "the device has " + gib(static_cast<int64_t>(total)) + " in all", out_bytes);
-  }
+  check_fits_device(device, what, out_bytes);  // a fused graph's results
   try {
     auto outs = exe.execute(args, pjrt_device(device), keep);
     if (launched != 0 && !outs.empty()) {

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "runtime/eh_frame_guard.h"
 #include "runtime/error.h"
 
 namespace torch_tpu::runtime {
@@ -84,6 +85,10 @@ Plugin& Plugin::load(const std::string& path) {
     throw std::runtime_error("could not load PJRT plugin '" + key + "': " + ::dlerror() +
                              ". Reinstall it, or point TORCH_TPU_PJRT_PLUGIN "
                              "at a working plugin.");
+  // Before any compile: the plugin's JIT must not leave unwind tables of
+  // unmapped code registered (runtime/eh_frame_guard.h).
+  const char* guard = std::getenv("TORCH_TPU_EH_FRAME_GUARD");
+  if (guard == nullptr || std::string(guard) != "0") guard_eh_frames(handle);
   using GetApiFn = const PJRT_Api* (*)();
   auto get_api = reinterpret_cast<GetApiFn>(::dlsym(handle, "GetPjrtApi"));
   if (get_api == nullptr)
