@@ -8,6 +8,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #if defined(__linux__) && defined(__GLIBC__) && (defined(__x86_64__) || defined(__aarch64__))
 #define TORCH_TPU_EH_GUARD 1
@@ -27,8 +28,11 @@ std::atomic<int64_t> n_redirected{0}, n_registered{0}, n_deregistered{0}, n_drop
 using FrameFn = void (*)(void*);
 using MunmapFn = int (*)(void*, size_t);
 // The functions the plugin's GOT held before patching (libgcc's and libc's).
-std::atomic<FrameFn> real_register{nullptr}, real_deregister{nullptr};
-std::atomic<MunmapFn> real_munmap{nullptr};
+std::atomic<void*> real_register{nullptr}, real_deregister{nullptr}, real_munmap{nullptr};
+template <class F>
+F real(const std::atomic<void*>& fn) {
+  return reinterpret_cast<F>(fn.load());
+}
 
 // Never destroyed: the plugin may unmap code during exit.
 std::mutex& mu() {
@@ -42,13 +46,14 @@ std::set<uintptr_t>& live() {
 
 // For the self test, run before (or without) any patched library.
 void resolve_reals() {
-  if (real_munmap.load() == nullptr) real_munmap = reinterpret_cast<MunmapFn>(::dlsym(RTLD_DEFAULT, "munmap"));
-  if (real_register.load() == nullptr || real_deregister.load() == nullptr) {
-    void* gcc = ::dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (gcc == nullptr) throw std::runtime_error("eh_frame guard: libgcc_s.so.1 is not loadable");
-    if (real_register.load() == nullptr) real_register = reinterpret_cast<FrameFn>(::dlsym(gcc, "__register_frame"));
-    if (real_deregister.load() == nullptr)
-      real_deregister = reinterpret_cast<FrameFn>(::dlsym(gcc, "__deregister_frame"));
+  void* gcc = ::dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (gcc == nullptr) throw std::runtime_error("eh_frame guard: libgcc_s.so.1 is not loadable");
+  const std::pair<std::atomic<void*>*, void*> found[] = {{&real_munmap, ::dlsym(RTLD_DEFAULT, "munmap")},
+                                                         {&real_register, ::dlsym(gcc, "__register_frame")},
+                                                         {&real_deregister, ::dlsym(gcc, "__deregister_frame")}};
+  for (auto [fn, addr] : found) {
+    void* expected = nullptr;
+    fn->compare_exchange_strong(expected, addr);
   }
 }
 
@@ -62,7 +67,7 @@ void hooked_register(void* begin) {
     live().insert(reinterpret_cast<uintptr_t>(begin));
     ++n_registered;
   }
-  real_register.load()(begin);
+  real<FrameFn>(real_register)(begin);
 }
 
 void hooked_deregister(void* begin) {
@@ -71,7 +76,7 @@ void hooked_deregister(void* begin) {
   // again would abort on an unknown table, or read the unmapped memory).
   if (live().erase(reinterpret_cast<uintptr_t>(begin)) == 0) return;
   ++n_deregistered;
-  real_deregister.load()(begin);
+  real<FrameFn>(real_deregister)(begin);
 }
 
 int hooked_munmap(void* addr, size_t len) {
@@ -80,13 +85,23 @@ int hooked_munmap(void* addr, size_t len) {
     std::lock_guard<std::mutex> lock(mu());
     auto& s = live();
     for (auto it = s.lower_bound(lo); it != s.end() && *it < lo + len;) {
-      real_deregister.load()(reinterpret_cast<void*>(*it));  // still mapped here
+      real<FrameFn>(real_deregister)(reinterpret_cast<void*>(*it));  // still mapped here
       ++n_dropped;
       it = s.erase(it);
     }
   }
-  return real_munmap.load()(addr, len);
+  return real<MunmapFn>(real_munmap)(addr, len);
 }
+
+// The three imports the guard redirects, and where it keeps the originals.
+struct Import {
+  const char* name;
+  void* hook;
+  std::atomic<void*>* real;
+};
+const Import kImports[] = {{"__register_frame", reinterpret_cast<void*>(&hooked_register), &real_register},
+                           {"__deregister_frame", reinterpret_cast<void*>(&hooked_deregister), &real_deregister},
+                           {"munmap", reinterpret_cast<void*>(&hooked_munmap), &real_munmap}};
 
 // The protection of the mapping that holds `p`, from /proc/self/maps.
 int protection_of(uintptr_t p) {
@@ -168,30 +183,18 @@ int guard_eh_frames(void* dl_handle) {
       const uint32_t type = ELF64_R_TYPE(r.r_info);
       if (type != kJumpSlot && type != kGlobDat) continue;
       const char* name = strtab + symtab[ELF64_R_SYM(r.r_info)].st_name;
-      void* hook = nullptr;
-      if (std::strcmp(name, "__register_frame") == 0)
-        hook = reinterpret_cast<void*>(&hooked_register);
-      else if (std::strcmp(name, "__deregister_frame") == 0)
-        hook = reinterpret_cast<void*>(&hooked_deregister);
-      else if (std::strcmp(name, "munmap") == 0)
-        hook = reinterpret_cast<void*>(&hooked_munmap);
-      else
-        continue;
+      const Import* imp = nullptr;
+      for (const Import& m : kImports)
+        if (std::strcmp(name, m.name) == 0) imp = &m;
+      if (imp == nullptr) continue;
       auto** slot = reinterpret_cast<void**>(base + r.r_offset);
       void* original = *slot;
-      if (original == hook || original == nullptr) continue;
+      if (original == imp->hook || original == nullptr) continue;
       // The first original seen is the real function; every library
       // resolves these three to the same libgcc and libc.
-      if (hook == reinterpret_cast<void*>(&hooked_register)) {
-        FrameFn expected = nullptr;
-        real_register.compare_exchange_strong(expected, reinterpret_cast<FrameFn>(original));
-      } else if (hook == reinterpret_cast<void*>(&hooked_deregister)) {
-        FrameFn expected = nullptr;
-        real_deregister.compare_exchange_strong(expected, reinterpret_cast<FrameFn>(original));
-      } else {
-        MunmapFn expected = nullptr;
-        real_munmap.compare_exchange_strong(expected, reinterpret_cast<MunmapFn>(original));
-      }
+      void* expected = nullptr;
+      imp->real->compare_exchange_strong(expected, original);
+      void* hook = imp->hook;
       if (write_slot(slot, hook)) ++patched;
     }
   }
