@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -13,12 +14,14 @@ int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+std::atomic<uint64_t> next_seq{0};
 }  // namespace
 
 void WorkMark::record() {
   std::vector<runtime::BufferPtr> live = enqueued_work("Event.record");
   auto clock = std::make_shared<Clock>();
   clock->left = 1;  // held until every callback is registered (one may fire at once)
+  clock->seq = ++next_seq;
   work_.clear();
   // The events are taken now: a buffer may be donated to a later program
   // before this mark is waited on, and a donated buffer has no event left.
@@ -67,7 +70,15 @@ double WorkMark::elapsed_ms(const WorkMark& end) const {
   TORCH_CHECK(clock_ && end.clock_, "elapsed_time: both events must be recorded before measuring");
   synchronize();
   end.synchronize();
-  return static_cast<double>(end.clock_->done_ns.load() - clock_->done_ns.load()) / 1e6;
+  // A mark covers all work enqueued before it, so the later-recorded of the
+  // two cannot finish first. Their stamps are taken in ready callbacks, which
+  // PJRT may deliver out of order (seen: -0.06 ms), so order them as recorded.
+  int64_t start = clock_->done_ns.load(), stop = end.clock_->done_ns.load();
+  if (end.clock_->seq > clock_->seq)
+    stop = std::max(stop, start);
+  else
+    start = std::max(start, stop);
+  return static_cast<double>(stop - start) / 1e6;
 }
 
 }  // namespace torch_tpu::record

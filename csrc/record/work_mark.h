@@ -28,6 +28,7 @@ class WorkMark {
   struct Clock {
     std::atomic<int64_t> left{0};
     std::atomic<int64_t> done_ns{-1};
+    uint64_t seq = 0;  // order of record() calls, process-wide
   };
   std::vector<std::shared_ptr<runtime::Event>> work_;     // ready events of the work before the mark
   std::vector<std::shared_ptr<runtime::Event>> orphans_;  // work whose results were dropped
