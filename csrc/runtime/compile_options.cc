@@ -50,6 +50,23 @@ std::string CompileOptions::serialize() const {
     put_tag(build, 6, 0);
     put_varint(build, 1);
   }
+  // ExecutableBuildOptionsProto.device_assignment = 9: DeviceAssignmentProto
+  // {replica_count = 1, computation_count = 2, computation_devices = 3
+  // {replica_device_ids = 1 (repeated int64)}}.
+  if (!device_assignment.empty()) {
+    std::string ids;
+    for (int64_t d : device_assignment) {
+      put_tag(ids, 1, 0);
+      put_varint(ids, static_cast<uint64_t>(d));
+    }
+    std::string da;
+    put_tag(da, 1, 0);
+    put_varint(da, device_assignment.size());
+    put_tag(da, 2, 0);
+    put_varint(da, 1);
+    put_bytes(da, 3, ids);
+    put_bytes(build, 9, da);
+  }
   // CompileOptionsProto: executable_build_options = 3,
   // compile_portable_executable = 4.
   std::string out;

@@ -15,6 +15,9 @@ struct CompileOptions {
   bool use_spmd_partitioning = false;
   // Portable: no device baked in; run with an explicit execute device.
   bool portable = true;
+  // Replica r runs on the device with id device_assignment[r] (global PJRT
+  // device ids; one computation per replica). Empty: XLA's default.
+  std::vector<int64_t> device_assignment;
   // XLA debug options by flag name (CompileOptionsProto.env_option_overrides,
   // applied on top of XLA's defaults): "xla_backend_optimization_level" -> 1.
   std::vector<std::pair<std::string, int64_t>> int_overrides;
