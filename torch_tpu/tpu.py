@@ -10,6 +10,7 @@ import torch
 from torch_tpu import (
     _C,
     amp,  # noqa: F401 (torch.tpu.amp)
+    comm,  # noqa: F401 (torch.tpu.comm)
 )
 from torch_tpu._eager import EagerMode, get_eager_mode, mark_step, set_eager_mode
 from torch_tpu.graphs import TPUGraph, graph, graph_pool_handle, is_current_stream_capturing
@@ -21,7 +22,7 @@ __all__ = [
     "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "is_initialized", "init",
     "memory_stats", "memory_reserved", "max_memory_reserved", "reset_max_memory_allocated",
     "reset_accumulated_memory_stats", "empty_cache", "mem_get_info", "memory_summary", "Stream", "Event",
-    "current_stream", "default_stream", "set_stream", "stream", "StreamContext", "get_device_capability", "amp",
+    "current_stream", "default_stream", "set_stream", "stream", "StreamContext", "get_device_capability", "amp", "comm",
     "get_amp_supported_dtype", "is_bf16_supported", "default_generators",  # noqa: F822 (module __getattr__)
     "EagerMode", "eager_mode", "set_eager_mode", "get_eager_mode", "mark_step",  # noqa: F822
     "TPUGraph", "graph", "graph_pool_handle", "is_current_stream_capturing",

@@ -2,6 +2,7 @@
 // torch.accelerator, DDP and FSDP all reach the device through these.
 #include <ATen/core/CachingHostAllocator.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
@@ -134,7 +135,13 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
 
 void TpuHooks::resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const {
   // New slot; the old contents are kept by reading them into the new size.
-  c10::DataPtr fresh = tpu_allocator()->allocate(newsize);
+  // On the storage's own device, not the current one: torch.arange(...,
+  // device="tpu:1") resizes an empty tensor while tpu:0 is current.
+  c10::DataPtr fresh;
+  {
+    c10::DeviceGuard on(storage.device());
+    fresh = tpu_allocator()->allocate(newsize);
+  }
   StorageSlot* old_slot = slot_of(storage);
   StorageSlot* new_slot = static_cast<StorageSlot*>(fresh.get_context());
   materialize_slot(old_slot);

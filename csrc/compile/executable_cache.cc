@@ -199,16 +199,22 @@ void ExecutableCache::ensure_environment(const runtime::Client& client) {
 
 ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, const CacheKey& key,
                                                const std::string& name, const std::function<std::string()>& emit,
-                                               bool tiered) {
+                                               bool tiered, const std::vector<int64_t>* replica_devices) {
   DiskTier* tiers[2] = {disk(), shared()};
   {
     std::lock_guard<std::mutex> lock(tiers_mu_);
     ensure_environment(client);
   }
-  const runtime::CompileOptions& options = env_options();
+  runtime::CompileOptions options = env_options();
+  if (replica_devices) {
+    options.num_replicas = static_cast<int64_t>(replica_devices->size());
+    options.portable = false;
+    options.device_assignment = *replica_devices;
+    tiered = false;
+  }
   // Persistent entries compiled with other XLA options must not be reused.
   CacheKey pkey = key;
-  if (!options.int_overrides.empty() || !options.bool_overrides.empty()) {
+  if (!options.int_overrides.empty() || !options.bool_overrides.empty() || replica_devices) {
     KeyBuilder kb;
     kb.add(key.hi);
     kb.add(key.lo);

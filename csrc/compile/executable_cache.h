@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "compile/background.h"
 #include "compile/cache_key.h"
@@ -62,8 +63,12 @@ class ExecutableCache {
   // compile time, about half the speed), and at once again with the full
   // options on a background thread. The full program replaces the quick one
   // in memory when ready, and only it is written to the persistent tiers.
+  //
+  // `replica_devices` (cross-device collectives): the program runs as one
+  // replica per listed PJRT device id, replica r on replica_devices[r].
   ProgramPtr compile_and_insert(const runtime::Client& client, const CacheKey& key, const std::string& name,
-                                const std::function<std::string()>& emit, bool tiered = false);
+                                const std::function<std::string()>& emit, bool tiered = false,
+                                const std::vector<int64_t>* replica_devices = nullptr);
   // Whether tiered compiles are on: TORCH_TPU_TIERED_COMPILE=1 (opt-in), in
   // a process that is not one of several ranks (WORLD_SIZE <= 1).
   bool tiered_compile_enabled();

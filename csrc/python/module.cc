@@ -14,6 +14,7 @@
 #include "compile/executable_cache.h"
 #include "compile/dump.h"
 #include "compile/metrics.h"
+#include "ops/dist/collectives.h"
 #include "record/capture.h"
 #include "record/driver.h"
 #include "runtime/device_spans.h"
@@ -167,6 +168,17 @@ PYBIND11_MODULE(_C, m) {
     a->resetAccumulatedStats(static_cast<c10::DeviceIndex>(d));
   });
   m.def("_mem_get_info", [](int d) { return device_memory_info(d); });
+  m.def("_device_collective", [](const std::string& kind, const std::vector<at::Tensor>& inputs,
+                                 const std::string& reduce, int64_t root, bool in_place) {
+    static const std::pair<const char*, ops::Collective> kinds[] = {{"all_reduce", ops::Collective::kAllReduce},
+                                                                    {"broadcast", ops::Collective::kBroadcast},
+                                                                    {"all_gather", ops::Collective::kAllGather},
+                                                                    {"reduce_scatter", ops::Collective::kReduceScatter},
+                                                                    {"all_to_all", ops::Collective::kAllToAll}};
+    for (auto& [name, k] : kinds)
+      if (kind == name) return ops::device_collective(k, inputs, reduce, root, in_place);
+    throw std::invalid_argument("unknown collective '" + kind + "'");
+  });
   m.def("_eh_frame_guard_stats", []() {
     auto s = runtime::eh_frame_guard_stats();
     return py::dict(py::arg("redirected") = s.redirected, py::arg("registered") = s.registered,

@@ -35,8 +35,8 @@ std::vector<std::vector<float>> run(const Graph& g, const std::vector<std::vecto
   std::vector<runtime::BufferPtr> keep;
   std::vector<std::vector<PJRT_Buffer*>> args;
   for (size_t r = 0; r < in.size(); ++r) {
-    keep.push_back(client().buffer_from_host(in[r].data(), PJRT_Buffer_Type_F32,
-                                             {static_cast<int64_t>(in[r].size())}, static_cast<int>(assignment[r])));
+    keep.push_back(client().buffer_from_host(in[r].data(), PJRT_Buffer_Type_F32, {static_cast<int64_t>(in[r].size())},
+                                             static_cast<int>(assignment[r])));
     args.push_back({keep.back()->get()});
   }
   auto outs = exe->execute_replicated(args);
@@ -66,7 +66,8 @@ Graph one_op(size_t n, const std::function<Value(Builder&, Value)>& f) {
 
 TEST(Collectives, AllReduceSumAndMaxOverAllAndOverPairs) {
   auto in = inputs(3);
-  auto sum = run(one_op(3, [](Builder& b, Value x) { return all_reduce(b, x, BinaryOp::kAdd, {{0, 1, 2, 3}}); }), in, 3);
+  auto sum =
+      run(one_op(3, [](Builder& b, Value x) { return all_reduce(b, x, BinaryOp::kAdd, {{0, 1, 2, 3}}); }), in, 3);
   for (int r = 0; r < kReplicas; ++r)
     for (int i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(sum[r][i], in[0][i] + in[1][i] + in[2][i] + in[3][i]);
   auto pairs =
@@ -88,8 +89,8 @@ TEST(Collectives, AllGatherConcatenatesInGroupOrder) {
 
 TEST(Collectives, ReduceScatterKeepsEachReplicasPiece) {
   auto in = inputs(8);
-  auto out =
-      run(one_op(8, [](Builder& b, Value x) { return reduce_scatter(b, x, 0, BinaryOp::kAdd, {{0, 1, 2, 3}}); }), in, 2);
+  auto out = run(one_op(8, [](Builder& b, Value x) { return reduce_scatter(b, x, 0, BinaryOp::kAdd, {{0, 1, 2, 3}}); }),
+                 in, 2);
   for (int r = 0; r < kReplicas; ++r)
     for (int i = 0; i < 2; ++i) {
       float want = 0;
@@ -108,7 +109,8 @@ TEST(Collectives, AllToAllTransposesPieces) {
 
 TEST(Collectives, PermuteSendsAlongPairsAndZeroesTheRest) {
   auto in = inputs(2);
-  auto out = run(one_op(2, [](Builder& b, Value x) { return collective_permute(b, x, {{0, 1}, {1, 2}, {2, 0}}); }), in, 2);
+  auto out =
+      run(one_op(2, [](Builder& b, Value x) { return collective_permute(b, x, {{0, 1}, {1, 2}, {2, 0}}); }), in, 2);
   for (int i = 0; i < 2; ++i) {
     EXPECT_FLOAT_EQ(out[1][i], in[0][i]);
     EXPECT_FLOAT_EQ(out[2][i], in[1][i]);
@@ -128,7 +130,8 @@ TEST(Collectives, DeviceAssignmentMapsReplicasToDevices) {
   // Replica r runs on device 3 - r; its replica id, not the device, decides
   // its piece of the gather.
   auto in = inputs(1);
-  auto out = run(one_op(1, [](Builder& b, Value x) { return all_gather(b, x, 0, {{0, 1, 2, 3}}); }), in, 4, {3, 2, 1, 0});
+  auto out =
+      run(one_op(1, [](Builder& b, Value x) { return all_gather(b, x, 0, {{0, 1, 2, 3}}); }), in, 4, {3, 2, 1, 0});
   for (int r = 0; r < kReplicas; ++r)
     for (int k = 0; k < kReplicas; ++k) EXPECT_FLOAT_EQ(out[r][k], in[k][0]);
 }
