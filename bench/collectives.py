@@ -9,6 +9,11 @@ It re-launches itself under torchrun. For all_reduce and all_gather from
 (NCCL-tests' definition: all_reduce moves 2(n-1)/n of the buffer per rank,
 all_gather (n-1)/n of the output), and the tpu/Gloo time ratio. Writes
 collectives.json and collectives.png to --out.
+
+Then, in one process with two devices, the same two collectives as single
+StableHLO programs (torch.tpu.comm, one replica per device) against JAX's
+shard_map psum / all_gather on the same XLA:CPU plugin (JAX is optional:
+requirements-bench.txt), each in its own fresh process.
 """
 from __future__ import annotations
 
@@ -44,11 +49,7 @@ def rank_main(args):
     gloo = dist.new_group(backend="gloo")
     world = dist.get_world_size()
     rows = []
-    sizes = []
-    s = 1024
-    while s <= args.max_mb * 2**20:
-        sizes.append(s)
-        s *= 4
+    sizes = _sizes(args.max_mb)
     for op in ("all_reduce", "all_gather"):
         for nbytes in sizes:
             n = nbytes // 4
@@ -88,6 +89,76 @@ def rank_main(args):
     dist.destroy_process_group()
 
 
+def _sizes(max_mb):
+    sizes, s = [], 1024
+    while s <= max_mb * 2**20:
+        sizes.append(s)
+        s *= 4
+    return sizes
+
+
+def in_process_main(args):
+    """One process, two devices: torch.tpu.comm or JAX; prints one JSON line."""
+    world = 2
+    if args.in_process == "tpu":
+        import torch
+
+        import torch_tpu  # noqa: F401
+        assert torch.tpu.device_count() >= world, "needs TORCH_TPU_NUM_CPU_DEVICES=2"
+
+        def setup(op, n):
+            xs = [torch.ones(n, device=f"tpu:{i}") for i in range(world)]
+            if op == "all_reduce":
+                return lambda: torch.tpu.comm.all_reduce(xs), torch.tpu.synchronize
+            return lambda: torch.tpu.comm.all_gather(xs), torch.tpu.synchronize
+    else:
+        import jax
+        import numpy as np
+        from jax import lax
+        from jax.sharding import Mesh, NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        from torch_tpu.bench.train import plugin_path
+        from jax._src import xla_bridge
+        xla_bridge.register_plugin("torch_tpu_xla_cpu", priority=500, library_path=plugin_path(),
+                                   options={"cpu_device_count": world})
+        jax.config.update("jax_platforms", "torch_tpu_xla_cpu")
+        mesh = Mesh(np.array(jax.devices()[:world]), ("i",))
+
+        def setup(op, n):
+            body = (lambda v: lax.psum(v, "i")) if op == "all_reduce" else (
+                lambda v: lax.all_gather(v, "i", tiled=True))
+            f = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("i"), out_specs=P("i")))
+            x = jax.device_put(np.ones(n * world, np.float32), NamedSharding(mesh, P("i")))
+            last = []
+
+            def fn():
+                # One launch in flight, as torch.tpu.comm does: with more,
+                # this plugin's replicas starve each other and XLA aborts.
+                if last:
+                    last[0].block_until_ready()
+                last[:] = [f(x)]
+            return fn, lambda: last[0].block_until_ready()
+    rows = []
+    for op in ("all_reduce", "all_gather"):
+        for nbytes in _sizes(args.max_mb):
+            fn, sync = setup(op, nbytes // 4)
+            t = _time(fn, sync, iters=max(3, min(100, 2**25 // nbytes)))
+            rows.append({"op": op, "bytes": nbytes, "us": t * 1e6})
+    print("ROWS " + json.dumps(rows), flush=True)
+
+
+def run_in_process(args, who):
+    env = dict(os.environ, TORCH_TPU_NUM_CPU_DEVICES="2", OMP_NUM_THREADS="1")
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--in-process", who, "--max-mb", str(args.max_mb)],
+                       env=env, capture_output=True, text=True)
+    for line in p.stdout.splitlines():
+        if line.startswith("ROWS "):
+            return json.loads(line[5:])
+    print(f"{who}: no result ({p.stderr.strip().splitlines()[-1:] or p.returncode})")
+    return None
+
+
 def report(args):
     with open(os.path.join(args.out, "collectives.json")) as f:
         data = json.load(f)
@@ -99,6 +170,19 @@ def report(args):
         size = f"{r['bytes'] // 1024} KiB" if r["bytes"] < 2**20 else f"{r['bytes'] // 2**20} MiB"
         print(f"| {r['op']} | {size} | {r['tpu_us']:.0f} | {r['gloo_cpu_us']:.0f} | {r['tpu_busbw_gbs']:.2f} | "
               f"{r['gloo_cpu_busbw_gbs']:.2f} | {r['ratio']:.2f} |")
+    inp = data.get("in_process")
+    if inp:
+        has_jax = any("jax_us" in r for r in inp)
+        print("\nOne process, 2 devices: torch.tpu.comm (one StableHLO program per call)"
+              + (" against JAX shard_map on the same plugin" if has_jax else "") + "\n")
+        print("| op | size | tpu.comm us | tpu.comm GB/s |" + (" JAX us | tpu.comm / JAX |" if has_jax else ""))
+        print("|---|---|---|---|" + ("---|---|" if has_jax else ""))
+        for r in inp:
+            size = f"{r['bytes'] // 1024} KiB" if r["bytes"] < 2**20 else f"{r['bytes'] // 2**20} MiB"
+            line = f"| {r['op']} | {size} | {r['tpu_us']:.0f} | {r['tpu_busbw_gbs']:.2f} |"
+            if has_jax:
+                line += f" {r['jax_us']:.0f} | {r['tpu_us'] / r['jax_us']:.2f} |" if "jax_us" in r else " - | - |"
+            print(line)
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -111,6 +195,13 @@ def report(args):
         xs = [r["bytes"] for r in rs]
         ax.loglog(xs, [r["tpu_busbw_gbs"] for r in rs], "o-", label="tpu (staged through Gloo)")
         ax.loglog(xs, [r["gloo_cpu_busbw_gbs"] for r in rs], "s--", label="Gloo, CPU tensors")
+        ip = [r for r in (inp or []) if r["op"] == op]
+        if ip:
+            ax.loglog([r["bytes"] for r in ip], [r["tpu_busbw_gbs"] for r in ip], "^-",
+                      label="torch.tpu.comm, 1 process, 2 devices")
+        if ip and "jax_busbw_gbs" in ip[0]:
+            ax.loglog([r["bytes"] for r in ip], [r["jax_busbw_gbs"] for r in ip], "v:",
+                      label="JAX shard_map, 1 process, 2 devices")
         ax.set_title(f"{op}, {data['world']} ranks")
         ax.set_xlabel("bytes per rank")
         ax.set_ylabel("bus bandwidth (GB/s)")
@@ -126,14 +217,39 @@ def main():
     ap.add_argument("--max-mb", type=int, default=64)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--rank", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--in-process", choices=("tpu", "jax"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     if args.rank:
         rank_main(args)
         return
+    if args.in_process:
+        in_process_main(args)
+        return
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={args.nproc}",
            os.path.abspath(__file__), "--rank", "--max-mb", str(args.max_mb), "--out", args.out]
     subprocess.run(cmd, check=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    # The in-process comparison, each side in a fresh process.
+    tpu_rows = run_in_process(args, "tpu")
+    try:
+        import jax  # noqa: F401
+        jax_rows = run_in_process(args, "jax")
+    except ImportError:
+        jax_rows = None
+    if tpu_rows:
+        path = os.path.join(args.out, "collectives.json")
+        with open(path) as f:
+            data = json.load(f)
+        for i, r in enumerate(tpu_rows):
+            moved = (2 * (2 - 1) / 2 if r["op"] == "all_reduce" else 1.0) * r["bytes"]
+            r["tpu_us"] = r.pop("us")
+            r["tpu_busbw_gbs"] = moved / (r["tpu_us"] / 1e6) / 1e9
+            if jax_rows:
+                r["jax_us"] = jax_rows[i]["us"]
+                r["jax_busbw_gbs"] = moved / (r["jax_us"] / 1e6) / 1e9
+        data["in_process"] = tpu_rows
+        with open(path, "w") as f:
+            json.dump(data, f, indent=1)
     report(args)
 
 

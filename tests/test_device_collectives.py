@@ -195,6 +195,17 @@ def test_errors_are_clear_and_raised_before_running():
 
 
 @four
+def test_many_launches_without_a_sync_complete():
+    # Queued launches once starved XLA:CPU's workers (each replica waits for
+    # its partners on a worker thread) and XLA aborted the process.
+    ts = [torch.full((256,), float(i), device=f"tpu:{i}") for i in range(N)]
+    for _ in range(300):
+        torch.tpu.comm.all_reduce(ts, op="max")
+        torch.tpu.comm.broadcast(ts, root=0)
+    torch.testing.assert_close(ts[2].cpu(), torch.full((256,), float(N - 1)))
+
+
+@four
 def test_a_resized_storage_stays_on_its_device():
     # arange resizes an empty tensor while tpu:0 is current; its storage (and
     # so every view of it) used to land on tpu:0.

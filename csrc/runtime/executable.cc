@@ -2,6 +2,8 @@
 
 #include "runtime/error.h"
 
+#include <atomic>
+
 namespace torch_tpu::runtime {
 
 Executable::Executable(ClientRef client, PJRT_LoadedExecutable* exe) : client_(std::move(client)), exe_(exe) {
@@ -63,6 +65,12 @@ std::vector<std::vector<BufferPtr>> Executable::execute_replicated(
   const PJRT_Api* api = client_->api;
   PJRT_ExecuteOptions opts{};
   opts.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE;
+  // Each launch gets its own id: XLA:CPU keys a collective's rendezvous on
+  // it, and with every launch at 0 the replicas of successive launches
+  // met the wrong partners and hung. Every process launching the same
+  // sequence numbers it the same, as multi-host launches require.
+  static std::atomic<int> launches{0};
+  opts.launch_id = ++launches;
   size_t nd = args.size();
   std::vector<PJRT_Buffer* const*> arg_lists(nd);
   std::vector<std::vector<PJRT_Buffer*>> outs(nd, std::vector<PJRT_Buffer*>(num_outputs_));

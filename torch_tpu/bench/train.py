@@ -211,16 +211,21 @@ def run_torch(name: str, mode: str, steps: int, warmup: int) -> dict:
 
 # --- JAX models (the same shapes and optimizers) ---------------------------
 
+def plugin_path() -> str:
+    """The XLA:CPU PJRT plugin torch_tpu loads."""
+    import xla_plugins.xla_cpu_pjrt as plugin
+
+    return os.path.join(os.path.dirname(plugin.__file__), "xla_cpu_pjrt.so")
+
+
 def use_plugin_for_jax() -> None:
     """Points JAX at torch_tpu's XLA:CPU PJRT plugin, so both frameworks run
     on the same compiler and runtime (jaxlib bundles its own XLA:CPU, a
     different build)."""
     import jax
-    import xla_plugins.xla_cpu_pjrt as plugin
     from jax._src import xla_bridge
 
-    path = os.path.join(os.path.dirname(plugin.__file__), "xla_cpu_pjrt.so")
-    xla_bridge.register_plugin("torch_tpu_xla_cpu", priority=500, library_path=path, options=None)
+    xla_bridge.register_plugin("torch_tpu_xla_cpu", priority=500, library_path=plugin_path(), options=None)
     jax.config.update("jax_platforms", "torch_tpu_xla_cpu")
 
 

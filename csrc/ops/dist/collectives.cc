@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <mutex>
 #include <set>
 
 #include "aten/storage.h"
@@ -190,7 +191,17 @@ std::vector<at::Tensor> device_collective(Collective kind, const std::vector<at:
     keep.push_back(input_buffer(t));
     args.push_back({keep.back()->get()});
   }
+  // One collective launch in flight at a time. Each replica of a launch
+  // holds an XLA:CPU worker thread while it waits for its partners; with
+  // many launches queued, the workers filled up with replicas of different
+  // launches, none could complete, and XLA aborted the process after 40 s.
+  static std::mutex launch_mu;
+  static std::vector<runtime::BufferPtr> in_flight;
+  std::lock_guard<std::mutex> lock(launch_mu);
+  for (const auto& b : in_flight) b->ready_event().await(what);
   auto outs = prog->exe->execute_replicated(args);
+  in_flight.clear();
+  for (const auto& o : outs) in_flight.push_back(o.at(0));
   in_place = in_place && (kind == Collective::kAllReduce || kind == Collective::kBroadcast);
   std::vector<at::Tensor> results;
   for (int64_t i = 0; i < n; ++i) {
