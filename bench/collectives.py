@@ -115,11 +115,11 @@ def in_process_main(args):
         import jax
         import numpy as np
         from jax import lax
+        from jax._src import xla_bridge
         from jax.sharding import Mesh, NamedSharding
         from jax.sharding import PartitionSpec as P
 
         from torch_tpu.bench.train import plugin_path
-        from jax._src import xla_bridge
         xla_bridge.register_plugin("torch_tpu_xla_cpu", priority=500, library_path=plugin_path(),
                                    options={"cpu_device_count": world})
         jax.config.update("jax_platforms", "torch_tpu_xla_cpu")
