@@ -54,6 +54,35 @@ bool permuted_block(const ViewMeta& v, std::vector<int64_t>& order) {
   return true;
 }
 
+// If the view's dims, outer to inner by stride, nest without overlap (each
+// stride a multiple of the next and at least the next dim's extent), returns
+// them in that order. Such a view (a head split out of a fused qkv buffer,
+// a column block of a matrix) is a slice of the buffer reshaped and cut down
+// per dimension, which XLA compiles and runs far better than a gather.
+bool nested_strides(const ViewMeta& v, std::vector<int64_t>& order) {
+  order.clear();
+  for (size_t d = 0; d < v.sizes.size(); ++d)
+    if (v.sizes[d] != 1 && v.strides[d] != 0) order.push_back(d);
+  if (order.empty()) return false;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t c) { return v.strides[a] > v.strides[c]; });
+  for (size_t j = 0; j + 1 < order.size(); ++j) {
+    int64_t outer = v.strides[order[j]], inner = v.strides[order[j + 1]];
+    if (inner <= 0 || outer % inner != 0 || outer / inner < v.sizes[order[j + 1]]) return false;
+  }
+  return v.strides[order.back()] >= 1;
+}
+
+// The kept dims (`order`, outer to inner) transposed into the view's order
+// and broadcast over its size-1 and stride-0 dims.
+Value into_view_order(Builder& b, Value blk, const ViewMeta& v, const std::vector<int64_t>& order) {
+  std::vector<int64_t> kept;
+  for (size_t d = 0; d < v.sizes.size(); ++d)
+    if (v.sizes[d] != 1 && v.strides[d] != 0) kept.push_back(d);
+  std::vector<int64_t> perm;
+  for (int64_t d : kept) perm.push_back(std::find(order.begin(), order.end(), d) - order.begin());
+  return b.broadcast_in_dim(b.transpose(blk, perm), v.sizes, kept);
+}
+
 }  // namespace
 
 bool ViewMeta::is_contiguous() const {
@@ -87,16 +116,30 @@ Value read_view(Builder& b, Value flat, const ViewMeta& v) {
     }
     if (v.offset + block <= storage_numel) {
       Value blk = b.reshape(b.slice(flat, {v.offset}, {v.offset + block}, {1}), block_dims);
-      // Transpose block dims into the view's order (restricted to `order`).
-      std::vector<int64_t> kept;
-      for (size_t d = 0; d < v.sizes.size(); ++d)
-        if (v.sizes[d] != 1 && v.strides[d] != 0) kept.push_back(d);
-      std::vector<int64_t> perm;
-      for (int64_t d : kept) perm.push_back(std::find(order.begin(), order.end(), d) - order.begin());
-      Value t = b.transpose(blk, perm);
-      // Broadcast into the full view shape (size-1 and stride-0 dims).
-      return b.broadcast_in_dim(t, v.sizes, kept);
+      return into_view_order(b, blk, v, order);
     }
+  }
+  if (nested_strides(v, order)) {
+    // [n0, s0/s1, ..., s(k-1)/sk, sk] from offset, then each inner dim cut
+    // to its size (the last to its first element).
+    const int64_t k = static_cast<int64_t>(order.size());
+    std::vector<int64_t> shape = {v.sizes[order[0]]}, limit = {v.sizes[order[0]]}, cut_dims = {v.sizes[order[0]]};
+    for (int64_t j = 1; j < k; ++j) {
+      shape.push_back(v.strides[order[j - 1]] / v.strides[order[j]]);
+      limit.push_back(v.sizes[order[j]]);
+      cut_dims.push_back(v.sizes[order[j]]);
+    }
+    shape.push_back(v.strides[order[k - 1]]);
+    limit.push_back(1);
+    const int64_t span = v.sizes[order[0]] * v.strides[order[0]];
+    Value f = flat;
+    // The last row's trailing gap may run past the buffer's end; it is never read.
+    if (v.offset + span > storage_numel)
+      f = b.pad(flat, b.constant(0, v.elem), {0}, {v.offset + span - storage_numel}, {0});
+    Value box = b.reshape(b.slice(f, {v.offset}, {v.offset + span}, {1}), shape);
+    std::vector<int64_t> zeros(shape.size(), 0), ones(shape.size(), 1);
+    Value blk = b.reshape(b.slice(box, zeros, limit, ones), cut_dims);
+    return into_view_order(b, blk, v, order);
   }
   Value idx = flat_indices(b, v, storage_numel);
   return b.gather(flat, idx, {}, {0}, {0}, static_cast<int64_t>(v.sizes.size()), {1}, v.sizes);
@@ -117,6 +160,25 @@ Value write_view(Builder& b, Value flat, Value values, const ViewMeta& v) {
     if (v.offset + n > storage_numel) throw std::invalid_argument("torch_tpu: view exceeds its storage");
     Value start = b.constant(static_cast<double>(v.offset), ElemType::kS64);
     out = b.dynamic_update_slice(f, b.reshape(vals, {n}), {start});
+  } else if (std::vector<int64_t> order;
+             permuted_block(v, order) && v.offset + n <= storage_numel &&
+             std::none_of(v.strides.begin(), v.strides.end(), [](int64_t s) { return s == 0; })) {
+    // A permutation of a contiguous block (an output laid out like a
+    // transposed input): transpose into storage order, no scatter.
+    std::vector<int64_t> kept, kept_sizes;
+    for (size_t d = 0; d < v.sizes.size(); ++d)
+      if (v.sizes[d] != 1) {
+        kept.push_back(d);
+        kept_sizes.push_back(v.sizes[d]);
+      }
+    std::vector<int64_t> perm;
+    for (int64_t d : order) perm.push_back(std::find(kept.begin(), kept.end(), d) - kept.begin());
+    Value blk = b.reshape(b.transpose(b.reshape(vals, kept_sizes), perm), {n});
+    if (v.offset == 0 && n == storage_numel) {
+      out = blk;
+    } else {
+      out = b.dynamic_update_slice(f, blk, {b.constant(static_cast<double>(v.offset), ElemType::kS64)});
+    }
   } else {
     Value idx = flat_indices(b, v, storage_numel);
     out = b.scatter(f, idx, vals, {}, {0}, {0}, static_cast<int64_t>(v.sizes.size()), std::nullopt);

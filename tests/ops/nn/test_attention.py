@@ -1,10 +1,13 @@
-"""scaled_dot_product_attention (the composite math path: matmul, softmax,
-dropout, masks) vs CPU."""
+"""scaled_dot_product_attention vs CPU: the fused path (one program forward,
+one backward, csrc/ops/nn/attention.cc) and the composite math path it
+leaves to (dropout, grouped-query heads, a mask that needs a gradient)."""
 import pytest
 import torch
 import torch.nn.functional as F
 
 from tests.helpers import TPU, check
+
+FUSED = "ScaledDotProductFusedAttentionOverrideableBackward0"
 
 BF16 = dict(atol=2e-2, rtol=2e-2)  # bf16 matmul + softmax chains round a few ulps apart
 
@@ -114,3 +117,72 @@ def test_transformer_encoder_inference_with_padding_mask_takes_the_composite_pat
         want = enc(x, src_key_padding_mask=fmask)
         got = enc.to(TPU)(x.to(TPU), src_key_padding_mask=fmask.to(TPU)).cpu()
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+
+
+# --- the fused path -----------------------------------------------------------
+
+
+def grad_fn_name(q, k, v, **kw):
+    qt, kt, vt = (t.to(TPU).requires_grad_() for t in (q, k, v))
+    if kw.get("attn_mask") is not None:
+        kw["attn_mask"] = kw["attn_mask"].to(TPU)
+    return type(F.scaled_dot_product_attention(qt, kt, vt, **kw).grad_fn).__name__
+
+
+def test_sdpa_fused_path_is_taken_where_it_applies():
+    q, k, v = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 6, 8), torch.randn(2, 3, 6, 8)
+    assert grad_fn_name(q, k, v) == FUSED
+    assert grad_fn_name(q, k, v, is_causal=True) == FUSED
+    assert grad_fn_name(q, k, v, attn_mask=torch.rand(4, 6) > 0.5) == FUSED
+    # Left to the math path:
+    assert grad_fn_name(q, k, v, dropout_p=0.2) != FUSED
+    assert grad_fn_name(q.double(), k.double(), v.double()) != FUSED
+    assert grad_fn_name(q, k[:, :1], v[:, :1], enable_gqa=True) != FUSED
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel([SDPBackend.MATH]):
+        assert grad_fn_name(q, k, v) != FUSED
+
+
+def test_sdpa_fused_fully_masked_rows_and_float_mask_dtype():
+    # A row with every key masked gives zeros (as the math path's
+    # _safe_softmax) and no NaN in any gradient.
+    q, k, v = torch.randn(1, 2, 4, 8), torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8)
+    m = torch.rand(4, 5) > 0.4
+    m[2] = False
+    m[0, 0] = True
+    check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), q, k, v, m, grad=True,
+          atol=1e-5, rtol=1e-4)
+    fm = torch.zeros(4, 5)
+    fm[1] = float("-inf")
+    check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), q, k, v, fm, grad=True,
+          atol=1e-5, rtol=1e-4)
+
+
+def test_sdpa_fused_reads_heads_out_of_a_fused_qkv_buffer():
+    # The GPT-style layout: q, k, v are strided views of one [B, T, 3D] buffer.
+    B, T, H, Dh = 2, 6, 3, 4
+    qkv = torch.randn(B, T, 3 * H * Dh)
+
+    def attn(x):
+        q, k, v = (t.view(B, T, H, Dh).transpose(1, 2) for t in x.split(H * Dh, dim=2))
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, H * Dh)
+
+    check(attn, qkv, grad=True, atol=1e-5, rtol=1e-4)
+    check(attn, qkv.bfloat16(), grad=True, **BF16)
+
+
+def test_sdpa_fused_is_two_programs():
+    import torch_tpu
+
+    q, k, v = (torch.randn(1, 2, 3, 4, device=TPU, requires_grad=True) for _ in range(3))
+    F.scaled_dot_product_attention(q, k, v).sum().backward()
+    torch.tpu.synchronize()
+    names = {r[0] for r in torch_tpu._C._compile_records()}
+    assert "scaled_dot_product_attention" in names or "scaled_dot_product_attention_backward" in names
+    torch_tpu._C._clear_compile_records()
+    q2, k2, v2 = (torch.randn(1, 2, 3, 4, device=TPU, requires_grad=True) for _ in range(3))
+    F.scaled_dot_product_attention(q2, k2, v2).sum().backward()
+    torch.tpu.synchronize()
+    # Same shapes: nothing compiles again.
+    assert not [r for r in torch_tpu._C._compile_records() if r[0].startswith("scaled_dot")]
