@@ -186,3 +186,16 @@ def test_sdpa_fused_is_two_programs():
     torch.tpu.synchronize()
     # Same shapes: nothing compiles again.
     assert not [r for r in torch_tpu._C._compile_records() if r[0].startswith("scaled_dot")]
+
+
+def test_flash_attention_for_cpu_runs_the_same_programs():
+    # Code written against CPU's kernel calls it directly; on tpu it is the
+    # same two programs (float32 here: bfloat16 gradients land 1-2 ulps from
+    # CPU's, which rounds its own way, docs/op_coverage.md).
+    op = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+    q, k, v = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 6, 8), torch.randn(2, 3, 6, 8)
+    m = torch.randn(4, 6)
+    check(lambda q, k, v: op(q, k, v, is_causal=True)[0], q, k, v, grad=True, atol=1e-5, rtol=1e-4)
+    check(lambda q, k, v, m: op(q, k, v, attn_mask=m, scale=0.5), q, k, v, m, atol=1e-5, rtol=1e-4)
+    with pytest.raises(NotImplementedError, match="no dropout"):
+        op(q.to(TPU), k.to(TPU), v.to(TPU), dropout_p=0.1)
