@@ -195,6 +195,27 @@ def test_errors_are_clear_and_raised_before_running():
 
 
 @four
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_ops_recorded_before_run_before(mode):
+    # y reads x before the in-place all_reduce replaces x's buffer; y must
+    # see the old value whether y's op is still queued (strict eager's
+    # compile-ahead, a fresh shape) or pending in a fused graph.
+    old = torch.tpu.get_eager_mode()
+    if mode == "fused":
+        torch.tpu.set_eager_mode(torch.tpu.EagerMode.DEFER_AND_FUSE)
+    try:
+        cpu = inputs((7, 3), seed=5)
+        xs = on_devices(cpu)
+        ys = [x * 3 + 1 for x in xs]
+        torch.tpu.comm.all_reduce(xs)
+        for c, y in zip(cpu, ys):
+            torch.testing.assert_close(y.cpu(), c * 3 + 1)
+        torch.testing.assert_close(xs[1].cpu(), torch.stack(cpu).sum(0))
+    finally:
+        torch.tpu.set_eager_mode(old)
+
+
+@four
 def test_many_launches_without_a_sync_complete():
     # Queued launches once starved XLA:CPU's workers (each replica waits for
     # its partners on a worker thread) and XLA aborted the process.

@@ -183,6 +183,10 @@ std::vector<at::Tensor> device_collective(Collective kind, const std::vector<at:
         ExecutableCache::get().compile_and_insert(c, key, std::string("tpu::") + what, emit, false, &replica_devices);
   }
 
+  // Ops recorded earlier that read an input hold its buffer already (strict
+  // eager's queue and fused graphs take buffers when they record), so the
+  // in-place swap below cannot change what they see; pending writes to the
+  // inputs are run by whole_buffer(). tests/test_device_collectives.py checks both.
   std::vector<runtime::BufferPtr> keep;
   std::vector<std::vector<PJRT_Buffer*>> args;
   std::vector<bool> whole;
