@@ -178,7 +178,9 @@ def _train(tmp_path, threads):
 def test_training_is_bit_identical_with_and_without_compile_ahead(tmp_path):
     ahead = _train(tmp_path, "2")
     plain = _train(tmp_path, "0")
-    assert ahead["ahead"] >= 50 and plain["ahead"] == 0, (ahead, plain)
+    # Nearly every program of the step compiles ahead (41 programs since
+    # attention became two; 61 before).
+    assert ahead["ahead"] >= 0.8 * ahead["compiles"] >= 0.8 * 30 and plain["ahead"] == 0, (ahead, plain)
     assert ahead["compiles"] == plain["compiles"]
     # The same programs run in the same order on the same values.
     assert ahead["losses"] == plain["losses"]
