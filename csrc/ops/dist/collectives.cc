@@ -51,9 +51,11 @@ runtime::BufferPtr whole_buffer(const at::Tensor& t) {
 }
 
 // A flat buffer holding `t`'s values (a copy only where `t` is a view or
-// was never written).
-runtime::BufferPtr input_buffer(const at::Tensor& t) {
-  if (auto b = whole_buffer(t)) return b;
+// was never written); `*whole` says whether it is `t`'s own buffer.
+runtime::BufferPtr input_buffer(const at::Tensor& t, bool* whole) {
+  auto own = whole_buffer(t);
+  *whole = own != nullptr;
+  if (own) return own;
   at::Tensor c = t.clone(at::MemoryFormat::Contiguous);
   if (auto b = whole_buffer(c)) return b;
   std::vector<char> zeros(t.numel() * t.element_size(), 0);  // a never-written tensor reads as zeros
@@ -90,14 +92,12 @@ Value combine(Builder& b, Value x, Reduce r, const ir::ReplicaGroups& groups, in
   });
 }
 
-}  // namespace
-
-std::vector<at::Tensor> device_collective(Collective kind, const std::vector<at::Tensor>& inputs,
-                                          const std::string& reduce, int64_t root, bool in_place) {
-  const char* what = kind_name(kind);
-  TORCH_CHECK_VALUE(!inputs.empty(), what, ": expected at least one tensor");
+// The errors PyTorch's collectives raise, before any program is built.
+void check_inputs(Collective kind, const char* what, const std::vector<at::Tensor>& inputs, Reduce r,
+                  const std::string& reduce, int64_t root) {
   const int64_t n = static_cast<int64_t>(inputs.size());
   const at::Tensor& first = inputs[0];
+  const c10::ScalarType dtype = first.scalar_type();
   std::set<int64_t> devices;
   for (const at::Tensor& t : inputs) {
     TORCH_CHECK(t.defined() && t.device().type() == c10::DeviceType::PrivateUse1, what,
@@ -109,8 +109,6 @@ std::vector<at::Tensor> device_collective(Collective kind, const std::vector<at:
     TORCH_CHECK(t.sizes() == first.sizes(), what, ": expected tensors of one shape, got ", first.sizes(), " and ",
                 t.sizes());
   }
-  Reduce r = parse_reduce(reduce);
-  const c10::ScalarType dtype = first.scalar_type();
   const bool reduces = kind == Collective::kAllReduce || kind == Collective::kReduceScatter;
   if (reduces) {
     TORCH_CHECK(!(c10::isComplexType(dtype) && (r == Reduce::kMin || r == Reduce::kMax || r == Reduce::kProduct)), what,
@@ -124,6 +122,19 @@ std::vector<at::Tensor> device_collective(Collective kind, const std::vector<at:
   const int64_t d0 = first.dim() ? first.size(0) : 1;
   TORCH_CHECK(!splits || (first.dim() > 0 && d0 % n == 0), what, ": dimension 0 (size ", d0,
               ") must split evenly across ", n, " devices");
+}
+
+}  // namespace
+
+std::vector<at::Tensor> device_collective(Collective kind, const std::vector<at::Tensor>& inputs,
+                                          const std::string& reduce, int64_t root, bool in_place) {
+  const char* what = kind_name(kind);
+  TORCH_CHECK_VALUE(!inputs.empty(), what, ": expected at least one tensor");
+  const int64_t n = static_cast<int64_t>(inputs.size());
+  const at::Tensor& first = inputs[0];
+  const Reduce r = parse_reduce(reduce);
+  check_inputs(kind, what, inputs, r, reduce, root);
+  const c10::ScalarType dtype = first.scalar_type();
 
   const ElemType elem = to_elem(dtype);
   const int64_t numel = first.numel();
@@ -189,10 +200,11 @@ std::vector<at::Tensor> device_collective(Collective kind, const std::vector<at:
   // inputs are run by whole_buffer(). tests/test_device_collectives.py checks both.
   std::vector<runtime::BufferPtr> keep;
   std::vector<std::vector<PJRT_Buffer*>> args;
-  std::vector<bool> whole;
-  for (const at::Tensor& t : inputs) {
-    whole.push_back(whole_buffer(t) != nullptr);
-    keep.push_back(input_buffer(t));
+  std::vector<char> whole(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    bool own = false;
+    keep.push_back(input_buffer(inputs[i], &own));
+    whole[i] = own;
     args.push_back({keep.back()->get()});
   }
   // One collective launch in flight at a time. Each replica of a launch

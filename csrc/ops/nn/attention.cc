@@ -76,7 +76,7 @@ at::Tensor empty_matching(const at::Tensor& like, std::vector<int64_t> sizes) {
 Value scores(Builder& b, Value q, Value k, const std::optional<Value>& mask, MaskKind mk, bool causal, double scale,
              ElemType ce, const char* prec) {
   Value s = b.dot_general(q, k, {0, 1}, {0, 1}, {3}, {3}, ce, prec);
-  const Dims& d = b.dims(s);
+  const Dims d = b.dims(s);
   s = b.mul(s, b.constant(scale, ce, d));
   Value neg_inf = b.constant(-INFINITY, ce, d);
   if (causal) {
@@ -126,9 +126,9 @@ void attention_forward(const at::Tensor& q, const at::Tensor& k, const at::Tenso
     std::optional<Value> m;
     if (mk != kNoMask) m = in[3];
     Value s = scores(b, b.convert(in[0], ce), b.convert(in[1], ce), m, mk, is_causal, sc, ce, prec);
-    const Dims& d = b.dims(s);
+    const Dims d = b.dims(s);
     Value mx = b.reduce(s, lowest(b, ce), {3}, BinaryOp::kMax);
-    const Dims& rows = b.dims(mx);
+    const Dims rows = b.dims(mx);
     Value zero_rows = b.constant(0, ce, rows), neg_inf_rows = b.constant(-INFINITY, ce, rows);
     // A fully masked row has max -inf; it gives zeros (as _safe_softmax) and lse -inf.
     Value mx_safe = b.select(b.compare(mx, neg_inf_rows, Direction::kEq), zero_rows, mx);
@@ -172,7 +172,7 @@ void attention_backward(const at::Tensor& grad_out, const at::Tensor& q, const a
     std::optional<Value> m;
     if (mk != kNoMask) m = in[6];
     Value s = scores(b, qv, kv, m, mk, is_causal, sc, ce, prec);
-    const Dims& d = b.dims(s);
+    const Dims d = b.dims(s);
     Value lse_v = b.convert(in[5], ce);
     Value empty_row = bcast_rows(b, b.compare(lse_v, b.constant(-INFINITY, ce, b.dims(lse_v)), Direction::kEq), d);
     Value p = b.select(empty_row, b.constant(0, ce, d), b.exp(b.sub(s, bcast_rows(b, lse_v, d))));
