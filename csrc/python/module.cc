@@ -170,14 +170,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_mem_get_info", [](int d) { return device_memory_info(d); });
   m.def("_device_collective", [](const std::string& kind, const std::vector<at::Tensor>& inputs,
                                  const std::string& reduce, int64_t root, bool in_place) {
-    static const std::pair<const char*, ops::Collective> kinds[] = {{"all_reduce", ops::Collective::kAllReduce},
-                                                                    {"broadcast", ops::Collective::kBroadcast},
-                                                                    {"all_gather", ops::Collective::kAllGather},
-                                                                    {"reduce_scatter", ops::Collective::kReduceScatter},
-                                                                    {"all_to_all", ops::Collective::kAllToAll}};
-    for (auto& [name, k] : kinds)
-      if (kind == name) return ops::device_collective(k, inputs, reduce, root, in_place);
-    throw std::invalid_argument("unknown collective '" + kind + "'");
+    return ops::device_collective(ops::parse_collective(kind), inputs, reduce, root, in_place);
   });
   m.def("_eh_frame_guard_stats", []() {
     auto s = runtime::eh_frame_guard_stats();

@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <iterator>
 #include <mutex>
 #include <set>
 
@@ -14,20 +15,10 @@
 namespace torch_tpu::ops {
 namespace {
 
-const char* kind_name(Collective k) {
-  switch (k) {
-    case Collective::kAllReduce:
-      return "all_reduce";
-    case Collective::kBroadcast:
-      return "broadcast";
-    case Collective::kAllGather:
-      return "all_gather";
-    case Collective::kReduceScatter:
-      return "reduce_scatter";
-    default:
-      return "all_to_all";
-  }
-}
+// Each collective's name, in enum order (Python passes the name).
+constexpr const char* kNames[] = {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all"};
+
+const char* kind_name(Collective k) { return kNames[static_cast<int>(k)]; }
 
 enum class Reduce { kSum, kAvg, kMin, kMax, kProduct };
 
@@ -125,6 +116,12 @@ void check_inputs(Collective kind, const char* what, const std::vector<at::Tenso
 }
 
 }  // namespace
+
+Collective parse_collective(const std::string& name) {
+  for (int i = 0; i < static_cast<int>(std::size(kNames)); ++i)
+    if (name == kNames[i]) return static_cast<Collective>(i);
+  TORCH_CHECK_VALUE(false, "unknown collective '", name, "'");
+}
 
 std::vector<at::Tensor> device_collective(Collective kind, const std::vector<at::Tensor>& inputs,
                                           const std::string& reduce, int64_t root, bool in_place) {

@@ -12,6 +12,9 @@
 namespace torch_tpu::ops {
 
 enum class Collective { kAllReduce, kBroadcast, kAllGather, kReduceScatter, kAllToAll };
+// "all_reduce", "broadcast", "all_gather", "reduce_scatter" or "all_to_all"
+// (ValueError otherwise).
+Collective parse_collective(const std::string& name);
 
 // `inputs`: one tensor per device (distinct tpu devices), in group order,
 // all of one dtype and shape. `reduce` is "sum", "avg", "min", "max" or
