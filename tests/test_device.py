@@ -280,6 +280,33 @@ def test_launch_blocking_subprocess():
     assert "OK" in r.stdout
 
 
+@pytest.mark.parametrize("env", ["0", "1"])
+def test_backward_thread(env):
+    """Backward runs its tpu nodes on the calling thread by default (no
+    hand-off to the engine's device thread); TORCH_TPU_BACKWARD_THREAD=1
+    keeps PyTorch's device thread. Gradients are CPU's either way."""
+    code = (
+        "import threading, torch, torch_tpu\n"
+        "seen = []\n"
+        "w = torch.randn(3, 4, requires_grad=True)\n"
+        "x = torch.randn(5, 3)\n"
+        "wt = w.detach().to('tpu').requires_grad_()\n"
+        "y = (x.to('tpu') @ wt).tanh().sum()\n"
+        "y.grad_fn.register_hook(lambda *a: seen.append(threading.get_ident()))\n"
+        "y.backward()\n"
+        "(x @ w).tanh().sum().backward()\n"
+        "torch.testing.assert_close(wt.grad.cpu(), w.grad)\n"
+        "print('SAME' if seen == [threading.get_ident()] else 'OTHER')\n"
+        # A thread started later keeps PyTorch's default (the switch is thread-local).
+        "t = threading.Thread(target=lambda: seen.append(torch._C._is_multithreading_enabled()))\n"
+        "t.start(); t.join(); print('THREAD', seen[-1])\n"
+    )
+    r = run_py(code, TORCH_TPU_BACKWARD_THREAD=env)
+    assert r.returncode == 0, r.stderr
+    assert ("SAME" if env == "0" else "OTHER") in r.stdout, r.stdout
+    assert "THREAD True" in r.stdout, r.stdout
+
+
 def test_multiple_cpu_devices_in_a_subprocess():
     import subprocess
     import sys
