@@ -248,6 +248,138 @@ def test_backward_traced_into_the_graph_replays_two_programs_per_step():
     _compare_with_aot_eager_on_cpu(run)
 
 
+def test_has_grad_hooks_sees_every_kind_of_gradient_hook():
+    from torch_tpu import _C
+
+    p = torch.nn.Parameter(torch.ones(3, device=TPU))
+    assert not _C._has_grad_hooks(p)
+    assert not _C._has_grad_hooks(torch.ones(3, device=TPU))  # no grad at all
+    h = p.register_hook(lambda g: g)
+    assert _C._has_grad_hooks(p)
+    h.remove()
+    assert not _C._has_grad_hooks(p)
+    h = p.register_post_accumulate_grad_hook(lambda t: None)
+    assert _C._has_grad_hooks(p)
+    h.remove()
+    assert not _C._has_grad_hooks(p)
+    # A hook on the gradient accumulator node (how DDP and FSDP1 attach
+    # theirs): visible while its owner holds the node.
+    acc = p.view_as(p).grad_fn.next_functions[0][0]
+    h = acc.register_hook(lambda gi, go: None)
+    assert _C._has_grad_hooks(p)
+    h.remove()
+    assert not _C._has_grad_hooks(p)
+    acc.register_prehook(lambda go: None)
+    assert _C._has_grad_hooks(p)
+    del acc
+    assert not _C._has_grad_hooks(p)  # the node (and its hook) are gone
+
+
+def _hook_scenario(kind, when):
+    """A step compiled with options={"trace_backward": True}, a gradient hook
+    added before the first call or after two; returns the gradients of four
+    steps, the hook's calls, or the error registering it raised."""
+    def make(dev):
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3)).to(dev)
+        x = torch.randn(5, 6, generator=torch.Generator().manual_seed(1)).to(dev)
+        return m, x
+
+    calls, keep = [], []
+
+    def add_hook(m, record):
+        w = m[0].weight
+        if kind == "tensor":
+            w.register_hook(lambda g: (record and calls.append(1)) or g * 2)
+        elif kind == "post_accumulate":
+            def post(t):
+                record and calls.append(1)
+                with torch.no_grad():
+                    t.grad.mul_(2)
+            w.register_post_accumulate_grad_hook(post)
+        else:
+            acc = w.view_as(w).grad_fn.next_functions[0][0]
+            keep.append(acc)  # as DDP keeps its accumulators
+
+            def post_acc(grad_inputs, grad_outputs):
+                record and calls.append(1)
+            acc.register_hook(post_acc)
+
+    def run(dev, record):
+        m, x = make(dev)
+
+        def step():
+            m.zero_grad()
+            loss = m(x).square().sum()
+            out = loss.detach()
+            loss.backward()
+            return out
+
+        fn = torch.compile(step, backend="tpu", options={"trace_backward": True}) if dev == TPU else step
+        grads = []
+        for i in range(4):
+            if i == (0 if when == "before" else 2):
+                try:
+                    add_hook(m, record)
+                except RuntimeError as e:
+                    return str(e)
+            fn()
+            grads.append([p.grad.detach().cpu().clone() for p in m.parameters()])
+        return grads
+
+    return run("cpu", False), run(TPU, True), len(calls)
+
+
+@pytest.mark.parametrize("kind, when", [
+    ("tensor", "before"), ("post_accumulate", "before"), ("accumulator", "before"),
+    ("tensor", "after"), ("post_accumulate", "after"),
+])
+def test_gradient_hooks_are_never_skipped_by_the_traced_backward(kind, when):
+    # dynamo's traced backward would skip hooks on the leaves: a hook present
+    # when the step is traced keeps backward in the autograd engine (the
+    # reference is CPU eager with the same hook, which doubles the gradient);
+    # registering one after the first steps raises (a hook on the accumulator
+    # node then is not seen: docs/execution_modes.md). In a subprocess: the
+    # traced function leaves dynamo unable to compile some later functions in
+    # the process (see _compile.py).
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = ("import pickle, sys, torch\nfrom tests.test_compile import _hook_scenario\n"
+            f"sys.stdout.buffer.write(pickle.dumps(_hook_scenario({kind!r}, {when!r})))\n")
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=300, cwd=root)
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    ref, got, calls = pickle.loads(r.stdout)
+    if when == "after":
+        assert "cannot register a gradient hook" in got, got
+        assert calls == 0
+        return
+    for g, q in zip(got, ref):
+        for a, b in zip(g, q):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    assert calls == 4
+
+
+def test_backward_runs_in_the_autograd_engine_by_default():
+    m = torch.nn.Linear(4, 2).to(TPU)
+    x = torch.randn(3, 4).to(TPU)
+
+    def step():
+        m.zero_grad()
+        loss = m(x).sum()
+        loss.backward()
+        return loss.detach()
+
+    f = torch.compile(step, backend="tpu")
+    f()
+    torch.testing.assert_close(m.weight.grad.cpu(), x.cpu().sum(0).expand(2, 4))
+    assert any("backward" in b.lower() for b in torch._dynamo.utils.counters["graph_break"])
+
+
 def test_replay_refuses_inputs_that_differ_from_the_capture():
     from torch_tpu import _C
 

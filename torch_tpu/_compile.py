@@ -12,7 +12,8 @@ Options (``torch.compile(..., options={...})``): ``debug_callback``, called
 with each ATen graph (an ``fx.GraphModule``) before it first runs;
 ``name``, a label for the graphs in logs and metrics; ``trace_backward``,
 which traces ``loss.backward()`` into the graph (dynamo's
-``trace_autograd_ops``, for this compiled function only).
+``trace_autograd_ops``, for this compiled function only) where no gradient
+hook would be skipped.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import importlib.abc
 import importlib.util
 import logging
 import sys
+import weakref
 from typing import Any
 
 from torch_tpu import _C, _buckets
@@ -245,29 +247,43 @@ class _trace_backward_ctx:
     """dynamo's trace_autograd_ops on for one call of a compiled function (a
     plain set and restore: config.patch costs 4x more per call)."""
 
-    __slots__ = ("prev",)
+    __slots__ = ("prev", "prev_ours")
 
     def __enter__(self):
         from torch._dynamo import config
 
-        self.prev = config.trace_autograd_ops
-        config.trace_autograd_ops = True
+        global _ours
+        self.prev, self.prev_ours = config.trace_autograd_ops, _ours
+        config.trace_autograd_ops = _ours = True
 
     def __exit__(self, *exc):
         from torch._dynamo import config
 
-        config.trace_autograd_ops = self.prev
+        global _ours
+        config.trace_autograd_ops, _ours = self.prev, self.prev_ours
+
+
+_ours = False  # inside a call of a function compiled with trace_backward
 
 
 # options={"trace_backward": True}: dynamo traces loss.backward() (as
 # autograd.grad plus .grad updates) into the forward's graph, so a training
 # step is two programs (forward+backward, optimizer) and the autograd engine
-# never runs. Opt-in: dynamo's rewrite skips gradient hooks registered
-# outside the compiled function (Tensor.register_hook, post-accumulate
-# hooks, so DDP's and FSDP's too; the same on CPU). A backend scopes dynamo's config with a
-# `backend_ctx_ctor` (entered around every call of the compiled function,
-# tracing included), but torch.compile's wrapper does not pass its
-# backend's on; this sets it on the wrapper, for the tpu backend only.
+# never runs. dynamo's rewrite would skip gradient hooks on the leaves
+# (Tensor.register_hook, post-accumulate hooks, DDP's and FSDP's hooks on the
+# gradient accumulator; the same on CPU), so it is used only for leaves
+# without any (checked in C++, _has_grad_hooks) and never in a distributed
+# job; otherwise backward graph-breaks and runs in the autograd engine, hooks
+# included. Registering a hook on a leaf after its backward was traced raises
+# (_check_hook_target). Opt-in, because dynamo 2.14's traced backward is
+# fragile: after one such function had run, a later unrelated compile in the
+# process failed ("'m' not in cell_and_freevars", a stale side effect on the
+# first function's module), and recompiling a traced function without it
+# fails with a .grad size mismatch (also with aot_eager on CPU). A backend
+# scopes dynamo's config with a `backend_ctx_ctor` (entered around every call
+# of the compiled function, tracing included), but torch.compile's wrapper
+# does not pass its backend's on; this sets it on the wrapper, for the tpu
+# backend only.
 def _patch_compile_wrapper() -> None:
     import torch
 
@@ -285,10 +301,93 @@ def _patch_compile_wrapper() -> None:
     cls.__init__ = __init__
 
 
+# Leaves whose gradient a traced backward writes (id -> weakref): a hook
+# registered on one later would be skipped, so registering it raises. Not a
+# guard and a recompile: dynamo (2.14) cannot recompile a function whose
+# backward it traced into one that graph-breaks there while the leaves hold
+# the .grad tensors the traced graph wrote (a .grad size mismatch, on CPU
+# too), and the failed compile breaks later compiles in the process.
+_traced_leaves: dict = {}
+
+
+def _check_hook_target(t) -> None:
+    ref = _traced_leaves.get(id(t))
+    if ref is not None and ref() is t:
+        raise RuntimeError(
+            "cannot register a gradient hook on a tensor whose gradient a compiled function computes with "
+            "loss.backward() traced into its graph (the traced backward would skip the hook). Register hooks "
+            'before the function is first called, or compile it without options={"trace_backward": True}.')
+
+
+def _patch_hook_registration() -> None:
+    import torch
+
+    for name in ("register_hook", "register_post_accumulate_grad_hook"):
+        orig = getattr(torch.Tensor, name)
+        if getattr(orig, "_torch_tpu", False):
+            continue
+
+        def make(orig):
+            def register(self, hook):
+                if _traced_leaves:
+                    _check_hook_target(self)
+                return orig(self, hook)
+
+            register._torch_tpu = True
+            register.__doc__ = orig.__doc__
+            register.__name__ = orig.__name__
+            return register
+
+        setattr(torch.Tensor, name, make(orig))
+
+
+def _patch_dynamo_backward(mod) -> None:
+    """Checks the leaves of a traced backward() for gradient hooks (see
+    above)."""
+    cls = getattr(mod, "TensorVariable", None)
+    orig = getattr(cls, "_collect_backward_inputs", None)
+    if orig is None or getattr(orig, "_torch_tpu", False):
+        return
+
+    def _collect_backward_inputs(self, vars_iter, error_on_non_leaf=False):
+        found = orig(self, vars_iter, error_on_non_leaf)
+        if not _ours or not found:  # other backends' traces are left as they are
+            return found
+        import torch
+        from torch._dynamo.exc import unimplemented
+
+        def fall_back(why):
+            unimplemented(
+                gb_type="tpu: backward() left to the autograd engine", context=why,
+                explanation=f"loss.backward() is not traced into the graph: {why}, whose hooks "
+                            "only the autograd engine runs.",
+                hints=["Nothing to do: this is the same as without the option."])
+
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            fall_back("a distributed job (DDP and FSDP synchronise gradients in hooks)")
+        for var in found:
+            arg = var.proxy.node.meta.get("grapharg")
+            real = arg.example if arg is not None else None
+            if not isinstance(real, torch.Tensor):
+                continue
+            if _C._has_grad_hooks(real):
+                fall_back("a leaf tensor has gradient hooks")
+        for var in found:
+            arg = var.proxy.node.meta.get("grapharg")
+            real = arg.example if arg is not None else None
+            if isinstance(real, torch.Tensor):
+                _traced_leaves[id(real)] = weakref.ref(real, lambda _r, k=id(real): _traced_leaves.pop(k, None))
+        return found
+
+    _collect_backward_inputs._torch_tpu = True
+    cls._collect_backward_inputs = _collect_backward_inputs
+
+
 # Module name -> what to run right after it is imported.
 _AFTER_IMPORT = {
     "torch._inductor.codegen.common": _guard_inductor,
     "torch._dynamo.variables.optimizer": _patch_dynamo_optimizer,
+    "torch._dynamo.variables.tensor": _patch_dynamo_backward,
 }
 
 
@@ -319,6 +418,7 @@ class _AfterImportHook(importlib.abc.MetaPathFinder):
 
 def _install() -> None:
     _patch_compile_wrapper()
+    _patch_hook_registration()
     pending = False
     for name, patch in _AFTER_IMPORT.items():
         mod = sys.modules.get(name)

@@ -269,29 +269,33 @@ def compile_report(top: int = 20) -> str:
 def _user_frame():
     import os
     import traceback
+
+    import torch
+
     here = os.path.dirname(os.path.abspath(__file__))
-    torch_dir = os.path.dirname(os.path.abspath(__import__("torch").__file__))
+    torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
+    line = None
     for fr in reversed(traceback.extract_stack()[:-1]):  # frames in torch and torch_tpu are skipped below
         f = os.path.abspath(fr.filename)
         if not f.startswith(here) and not f.startswith(torch_dir):
-            return f"{fr.filename}:{fr.lineno} ({fr.line})"
-    # Inside backward no user frame is on the stack: name the autograd node,
-    # and the forward line that made it when anomaly mode recorded one.
-    import torch
-
+            line = f"{fr.filename}:{fr.lineno} ({fr.line})"
+            break
+    # Inside backward: name the autograd node, and the forward line that made
+    # it when anomaly mode recorded one. (The user's backward() call is on the
+    # stack only where backward runs on the calling thread, tpu's default.)
     node = torch._C._current_autograd_node()
-    if node is not None:
-        where = f"the backward of {node.name()}"
-        tb = node.metadata.get("traceback_") if hasattr(node, "metadata") else None
-        if tb:
-            user = [ln for ln in "".join(tb).splitlines() if ln.strip().startswith("File") and
-                    here not in ln and torch_dir not in ln]
-            if user:
-                where += f" (forward: {user[-1].strip()})"
-        else:
-            where += " (torch.autograd.set_detect_anomaly(True) also names the forward line)"
-        return where
-    return "<unknown>"
+    if node is None:
+        return line or "<unknown>"
+    where = f"the backward of {node.name()}"
+    tb = node.metadata.get("traceback_") if hasattr(node, "metadata") else None
+    if tb:
+        user = [ln for ln in "".join(tb).splitlines() if ln.strip().startswith("File") and
+                here not in ln and torch_dir not in ln]
+        if user:
+            where += f" (forward: {user[-1].strip()})"
+    else:
+        where += " (torch.autograd.set_detect_anomaly(True) also names the forward line)"
+    return where + (f", in the backward called at {line}" if line else "")
 
 
 def _nan_mode_class():

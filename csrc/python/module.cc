@@ -24,8 +24,9 @@
 namespace py = pybind11;
 
 namespace torch_tpu {
-void register_graph_impl();  // aten/graph.cc
-}
+void register_graph_impl();                  // aten/graph.cc
+void bind_grad_hooks(pybind11::module_& m);  // python/grad_hooks.cc
+}  // namespace torch_tpu
 using namespace torch_tpu;
 
 PYBIND11_MODULE(_C, m) {
@@ -37,6 +38,7 @@ PYBIND11_MODULE(_C, m) {
     configure(c);
   });
   m.def("_init", []() { client(); });
+  bind_grad_hooks(m);
   m.def("_is_initialized", &runtime_initialized);
   m.def("_device_count", &device_count);
   m.def("_platform_name", []() { return client().platform_name(); });
