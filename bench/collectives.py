@@ -2,10 +2,11 @@
 group on tpu tensors against PyTorch's Gloo on CPU tensors, side by side in
 one run.
 
-    python bench/collectives.py [--nproc 2] [--max-mb 64] [--out bench/results]
+    python bench/collectives.py [--nproc 2] [--max-mb 64] [--rounds 5] [--out bench/results]
 
 It re-launches itself under torchrun. For all_reduce and all_gather from
-1 KB to --max-mb it reports the mean time per call and the bus bandwidth
+1 KB to --max-mb it reports the time per call (the median of --rounds
+rounds that alternate tpu and Gloo) and the bus bandwidth
 (NCCL-tests' definition: all_reduce moves 2(n-1)/n of the buffer per rank,
 all_gather (n-1)/n of the output), and the tpu/Gloo time ratio. Writes
 collectives.json and collectives.png to --out.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -54,6 +56,7 @@ def rank_main(args):
         for nbytes in sizes:
             n = nbytes // 4
             row = {"op": op, "bytes": nbytes}
+            cases = []
             for name, device, group in (("tpu", "tpu", None), ("gloo_cpu", "cpu", gloo)):
                 x = torch.ones(n, device=device)
                 if op == "all_reduce":
@@ -71,13 +74,23 @@ def rank_main(args):
                     if device == "tpu":
                         torch.tpu.synchronize()
                     dist.barrier(group=gloo)
-                t = _time(fn, sync, iters=max(3, min(100, 2**25 // nbytes)))
-                # Ranks agree on the slowest rank's time.
-                tt = torch.tensor([t])
-                dist.all_reduce(tt, op=dist.ReduceOp.MAX, group=gloo)
-                t = float(tt)
+                cases.append((name, fn, sync, moved))
+            # Rounds alternate tpu and Gloo, and each side reports its median
+            # round: this VM's speed drifts by tens of percent over seconds,
+            # and a single back-to-back pair turns that drift into the ratio.
+            times = {name: [] for name, *_ in cases}
+            for _ in range(args.rounds):
+                for name, fn, sync, moved in cases:
+                    t = _time(fn, sync, iters=max(3, min(100, 2**25 // nbytes)))
+                    # Ranks agree on the slowest rank's time.
+                    tt = torch.tensor([t])
+                    dist.all_reduce(tt, op=dist.ReduceOp.MAX, group=gloo)
+                    times[name].append(float(tt))
+            for name, fn, sync, moved in cases:
+                t = statistics.median(times[name])
                 row[f"{name}_us"] = t * 1e6
                 row[f"{name}_busbw_gbs"] = moved / t / 1e9
+                row[f"{name}_us_rounds"] = [v * 1e6 for v in times[name]]
             row["ratio"] = row["tpu_us"] / row["gloo_cpu_us"]
             rows.append(row)
             if dist.get_rank() == 0:
@@ -85,7 +98,7 @@ def rank_main(args):
                       f"gloo {row['gloo_cpu_us']:9.1f} us  ratio {row['ratio']:.2f}", flush=True)
     if dist.get_rank() == 0:
         with open(os.path.join(args.out, "collectives.json"), "w") as f:
-            json.dump({"world": world, "rows": rows}, f, indent=1)
+            json.dump({"world": world, "rounds": args.rounds, "rows": rows}, f, indent=1)
     dist.destroy_process_group()
 
 
@@ -163,7 +176,8 @@ def report(args):
     with open(os.path.join(args.out, "collectives.json")) as f:
         data = json.load(f)
     rows = data["rows"]
-    print(f"\n{data['world']} ranks; time per call (us), bus bandwidth (GB/s), tpu / Gloo-on-CPU time ratio\n")
+    print(f"\n{data['world']} ranks; time per call (us, median of {data.get('rounds', 1)} alternating rounds), "
+          "bus bandwidth (GB/s), tpu / Gloo-on-CPU time ratio\n")
     print("| op | size | tpu us | Gloo CPU us | tpu GB/s | Gloo GB/s | tpu / Gloo |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
@@ -215,6 +229,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nproc", type=int, default=2)
     ap.add_argument("--max-mb", type=int, default=64)
+    ap.add_argument("--rounds", type=int, default=5, help="alternating tpu/Gloo rounds per size (median reported)")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--rank", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--in-process", choices=("tpu", "jax"), help=argparse.SUPPRESS)
@@ -227,7 +242,8 @@ def main():
         in_process_main(args)
         return
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={args.nproc}",
-           os.path.abspath(__file__), "--rank", "--max-mb", str(args.max_mb), "--out", args.out]
+           os.path.abspath(__file__), "--rank", "--max-mb", str(args.max_mb), "--rounds", str(args.rounds),
+           "--out", args.out]
     subprocess.run(cmd, check=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
     # The in-process comparison, each side in a fresh process.
     tpu_rows = run_in_process(args, "tpu")
