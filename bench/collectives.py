@@ -46,7 +46,9 @@ def rank_main(args):
     import torch.distributed as dist
 
     import torch_tpu  # noqa: F401
+    import torch_tpu.distributed as tpu_dist
 
+    check = tpu_dist._CHECK
     dist.init_process_group("tpu")
     gloo = dist.new_group(backend="gloo")
     world = dist.get_world_size()
@@ -57,7 +59,7 @@ def rank_main(args):
             n = nbytes // 4
             row = {"op": op, "bytes": nbytes}
             cases = []
-            for name, device, group in (("tpu", "tpu", None), ("gloo_cpu", "cpu", gloo)):
+            for name, device, group in (("tpu", "tpu", None), ("tpu_nocheck", "tpu", None), ("gloo_cpu", "cpu", gloo)):
                 x = torch.ones(n, device=device)
                 if op == "all_reduce":
                     def fn(x=x, group=group):
@@ -81,7 +83,12 @@ def rank_main(args):
             times = {name: [] for name, *_ in cases}
             for _ in range(args.rounds):
                 for name, fn, sync, moved in cases:
+                    # tpu_nocheck: without the cross-rank shape check that the
+                    # tpu group runs before each collective by default (one
+                    # small Gloo all-reduce; TORCH_TPU_DIST_CHECK=0).
+                    tpu_dist._CHECK = check and name != "tpu_nocheck"
                     t = _time(fn, sync, iters=max(3, min(100, 2**25 // nbytes)))
+                    tpu_dist._CHECK = check
                     # Ranks agree on the slowest rank's time.
                     tt = torch.tensor([t])
                     dist.all_reduce(tt, op=dist.ReduceOp.MAX, group=gloo)
@@ -92,6 +99,7 @@ def rank_main(args):
                 row[f"{name}_busbw_gbs"] = moved / t / 1e9
                 row[f"{name}_us_rounds"] = [v * 1e6 for v in times[name]]
             row["ratio"] = row["tpu_us"] / row["gloo_cpu_us"]
+            row["ratio_nocheck"] = row["tpu_nocheck_us"] / row["gloo_cpu_us"]
             rows.append(row)
             if dist.get_rank() == 0:
                 print(f"{op:10s} {nbytes / 1024:10.0f} KiB  tpu {row['tpu_us']:9.1f} us  "
@@ -178,12 +186,15 @@ def report(args):
     rows = data["rows"]
     print(f"\n{data['world']} ranks; time per call (us, median of {data.get('rounds', 1)} alternating rounds), "
           "bus bandwidth (GB/s), tpu / Gloo-on-CPU time ratio\n")
-    print("| op | size | tpu us | Gloo CPU us | tpu GB/s | Gloo GB/s | tpu / Gloo |")
-    print("|---|---|---|---|---|---|---|")
+    print("| op | size | tpu us | tpu us, no shape check | Gloo CPU us | tpu GB/s | Gloo GB/s | tpu / Gloo "
+          "| no check / Gloo |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         size = f"{r['bytes'] // 1024} KiB" if r["bytes"] < 2**20 else f"{r['bytes'] // 2**20} MiB"
-        print(f"| {r['op']} | {size} | {r['tpu_us']:.0f} | {r['gloo_cpu_us']:.0f} | {r['tpu_busbw_gbs']:.2f} | "
-              f"{r['gloo_cpu_busbw_gbs']:.2f} | {r['ratio']:.2f} |")
+        nc = r.get("tpu_nocheck_us")
+        print(f"| {r['op']} | {size} | {r['tpu_us']:.0f} | {nc if nc is None else round(nc)} | "
+              f"{r['gloo_cpu_us']:.0f} | {r['tpu_busbw_gbs']:.2f} | {r['gloo_cpu_busbw_gbs']:.2f} | "
+              f"{r['ratio']:.2f} | {r.get('ratio_nocheck', float('nan')):.2f} |")
     inp = data.get("in_process")
     if inp:
         has_jax = any("jax_us" in r for r in inp)
@@ -208,6 +219,8 @@ def report(args):
         rs = [r for r in rows if r["op"] == op]
         xs = [r["bytes"] for r in rs]
         ax.loglog(xs, [r["tpu_busbw_gbs"] for r in rs], "o-", label="tpu (staged through Gloo)")
+        if rs and "tpu_nocheck_busbw_gbs" in rs[0]:
+            ax.loglog(xs, [r["tpu_nocheck_busbw_gbs"] for r in rs], "d-.", label="tpu, no shape check")
         ax.loglog(xs, [r["gloo_cpu_busbw_gbs"] for r in rs], "s--", label="Gloo, CPU tensors")
         ip = [r for r in (inp or []) if r["op"] == op]
         if ip:
