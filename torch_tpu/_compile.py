@@ -17,6 +17,7 @@ hook would be skipped.
 """
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.util
 import logging
@@ -328,14 +329,13 @@ def _patch_hook_registration() -> None:
             continue
 
         def make(orig):
+            @functools.wraps(orig)
             def register(self, hook):
                 if _traced_leaves:
                     _check_hook_target(self)
                 return orig(self, hook)
 
             register._torch_tpu = True
-            register.__doc__ = orig.__doc__
-            register.__name__ = orig.__name__
             return register
 
         setattr(torch.Tensor, name, make(orig))
@@ -365,18 +365,12 @@ def _patch_dynamo_backward(mod) -> None:
 
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             fall_back("a distributed job (DDP and FSDP synchronise gradients in hooks)")
-        for var in found:
-            arg = var.proxy.node.meta.get("grapharg")
-            real = arg.example if arg is not None else None
-            if not isinstance(real, torch.Tensor):
-                continue
-            if _C._has_grad_hooks(real):
-                fall_back("a leaf tensor has gradient hooks")
-        for var in found:
-            arg = var.proxy.node.meta.get("grapharg")
-            real = arg.example if arg is not None else None
-            if isinstance(real, torch.Tensor):
-                _traced_leaves[id(real)] = weakref.ref(real, lambda _r, k=id(real): _traced_leaves.pop(k, None))
+        args = (var.proxy.node.meta.get("grapharg") for var in found)
+        leaves = [a.example for a in args if a is not None and isinstance(a.example, torch.Tensor)]
+        if any(_C._has_grad_hooks(t) for t in leaves):
+            fall_back("a leaf tensor has gradient hooks")
+        for t in leaves:
+            _traced_leaves[id(t)] = weakref.ref(t, lambda _r, k=id(t): _traced_leaves.pop(k, None))
         return found
 
     _collect_backward_inputs._torch_tpu = True
