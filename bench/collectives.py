@@ -191,8 +191,8 @@ def report(args):
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         size = f"{r['bytes'] // 1024} KiB" if r["bytes"] < 2**20 else f"{r['bytes'] // 2**20} MiB"
-        nc = r.get("tpu_nocheck_us")
-        print(f"| {r['op']} | {size} | {r['tpu_us']:.0f} | {nc if nc is None else round(nc)} | "
+        nc = f"{r['tpu_nocheck_us']:.0f}" if "tpu_nocheck_us" in r else "-"
+        print(f"| {r['op']} | {size} | {r['tpu_us']:.0f} | {nc} | "
               f"{r['gloo_cpu_us']:.0f} | {r['tpu_busbw_gbs']:.2f} | {r['gloo_cpu_busbw_gbs']:.2f} | "
               f"{r['ratio']:.2f} | {r.get('ratio_nocheck', float('nan')):.2f} |")
     inp = data.get("in_process")
