@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 
 import pytest
 import torch
@@ -364,7 +365,8 @@ def test_gradient_hooks_are_never_skipped_by_the_traced_backward(kind, when):
     assert calls == 4
 
 
-def test_backward_runs_in_the_autograd_engine_by_default():
+@pytest.mark.parametrize("trace", [None, False])
+def test_backward_is_traced_by_default_and_can_be_left_to_the_engine(trace):
     m = torch.nn.Linear(4, 2).to(TPU)
     x = torch.randn(3, 4).to(TPU)
 
@@ -374,10 +376,60 @@ def test_backward_runs_in_the_autograd_engine_by_default():
         loss.backward()
         return loss.detach()
 
-    f = torch.compile(step, backend="tpu")
+    torch._dynamo.utils.counters.clear()
+    f = torch.compile(step, backend="tpu", **({} if trace is None else {"options": {"trace_backward": trace}}))
     f()
     torch.testing.assert_close(m.weight.grad.cpu(), x.cpu().sum(0).expand(2, 4))
-    assert any("backward" in b.lower() for b in torch._dynamo.utils.counters["graph_break"])
+    broke = any("backward" in b.lower() for b in torch._dynamo.utils.counters["graph_break"])
+    assert broke == (trace is False)
+
+
+def _training_patterns_step(pattern, m, opt, x, y):
+    if pattern != "accumulate":
+        opt.zero_grad(set_to_none=pattern != "zero_grad_keeps_tensors")
+    out = m(x)
+    loss = (out - y).square().mean()
+    if pattern == "two_losses":
+        aux = out.abs().mean()
+        (loss + aux).backward()
+    else:
+        loss.backward(retain_graph=pattern == "retain_graph")
+    if pattern == "clip":
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 0.1)
+    if pattern != "accumulate":
+        opt.step()
+    if pattern == "item":
+        return loss.item()
+    return loss  # returned after backward, as most training loops do
+
+
+@pytest.mark.parametrize("pattern", ["plain", "item", "accumulate", "zero_grad_keeps_tensors", "two_losses",
+                                     "retain_graph", "clip"])
+def test_compiled_training_step_patterns_match_cpu_eager(pattern):
+    # Common ways to write a step, with BatchNorm buffers and a batch-size
+    # change (a recompile) part way, under the default compile (backward
+    # traced where it can be): losses, weights, gradients and buffers as CPU
+    # eager's.
+    def run(dev):
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.BatchNorm1d(8),
+                                torch.nn.Linear(8, 3)).to(dev)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+        fn = functools.partial(_training_patterns_step, pattern)
+        if dev == TPU:
+            fn = torch.compile(fn, backend="tpu")
+        losses = []
+        for b in (5, 5, 5, 7, 7, 5):
+            g = torch.Generator().manual_seed(b)
+            x, y = torch.randn(b, 6, generator=g).to(dev), torch.randn(b, 3, generator=g).to(dev)
+            v = fn(m, opt, x, y)
+            losses.append(torch.as_tensor(v.detach().cpu() if isinstance(v, torch.Tensor) else v))
+        state = [p.detach().cpu() for p in m.parameters()] + [p.grad.cpu() for p in m.parameters()]
+        return losses, state + [b.cpu() for b in m.buffers()]
+
+    ref, got = run("cpu"), run(TPU)
+    for a, b in zip(got[0] + got[1], ref[0] + ref[1]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
 
 
 def test_replay_refuses_inputs_that_differ_from_the_capture():

@@ -10,10 +10,10 @@ so a fresh process with a warm disk cache compiles nothing.
 
 Options (``torch.compile(..., options={...})``): ``debug_callback``, called
 with each ATen graph (an ``fx.GraphModule``) before it first runs;
-``name``, a label for the graphs in logs and metrics; ``trace_backward``,
-which traces ``loss.backward()`` into the graph (dynamo's
-``trace_autograd_ops``, for this compiled function only) where no gradient
-hook would be skipped.
+``name``, a label for the graphs in logs and metrics; ``trace_backward``
+(default True, or ``TORCH_TPU_COMPILE_TRACE_BACKWARD``), which traces
+``loss.backward()`` into the graph (dynamo's ``trace_autograd_ops``, for this
+compiled function only) where no gradient hook would be skipped.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ import functools
 import importlib.abc
 import importlib.util
 import logging
+import os
 import sys
 import weakref
 from typing import Any
@@ -276,15 +277,20 @@ _ours = False  # inside a call of a function compiled with trace_backward
 # without any (checked in C++, _has_grad_hooks) and never in a distributed
 # job; otherwise backward graph-breaks and runs in the autograd engine, hooks
 # included. Registering a hook on a leaf after its backward was traced raises
-# (_check_hook_target). Opt-in, because dynamo 2.14's traced backward is
-# fragile: after one such function had run, a later unrelated compile in the
-# process failed ("'m' not in cell_and_freevars", a stale side effect on the
-# first function's module), and recompiling a traced function without it
-# fails with a .grad size mismatch (also with aot_eager on CPU). A backend
+# (_check_hook_target): dynamo 2.14 fails to recompile a traced function into
+# one that breaks at backward (a .grad size mismatch, also with aot_eager on
+# CPU), and that failed compile broke later unrelated compiles in the process
+# ("'m' not in cell_and_freevars"). On by default since the sixth session
+# (docs/execution_modes.md); options={"trace_backward": False} or
+# TORCH_TPU_COMPILE_TRACE_BACKWARD=0 leaves backward to the engine. A backend
 # scopes dynamo's config with a `backend_ctx_ctor` (entered around every call
 # of the compiled function, tracing included), but torch.compile's wrapper
 # does not pass its backend's on; this sets it on the wrapper, for the tpu
 # backend only.
+def _trace_backward_default() -> bool:
+    return os.environ.get("TORCH_TPU_COMPILE_TRACE_BACKWARD", "1") != "0"
+
+
 def _patch_compile_wrapper() -> None:
     import torch
 
@@ -295,7 +301,8 @@ def _patch_compile_wrapper() -> None:
 
     def __init__(self, backend, mode, options, dynamic):
         init(self, backend, mode, options, dynamic)
-        if getattr(self, "compiler_fn", None) is tpu_backend and (options or {}).get("trace_backward"):
+        if getattr(self, "compiler_fn", None) is tpu_backend and (options or {}).get(
+                "trace_backward", _trace_backward_default()):
             self.backend_ctx_ctor = _trace_backward_ctx
 
     __init__._torch_tpu = True

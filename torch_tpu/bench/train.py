@@ -8,8 +8,9 @@ For every (model, mode) a fresh process trains with an empty compilation
 cache and reports the first step's time (compiles included) and steps/s
 after warm-up. Modes: PyTorch CPU eager and Inductor (cpu-eager,
 cpu-inductor), tpu strict eager, fused eager and torch.compile (tpu-strict,
-tpu-fused, tpu-compile; tpu-compile-bw also traces loss.backward() into the
-graph, options={"trace_backward": True}), the whole step captured once with torch.tpu.graph
+tpu-fused, tpu-compile, which traces loss.backward() into the graph;
+tpu-compile-engine leaves it to the autograd engine, options={"trace_backward":
+False}), the whole step captured once with torch.tpu.graph
 and replayed (tpu-graph: one warm-up step in fused eager, then the capture;
 its first-step time is the warm-up step's), and JAX jit of the same model on XLA:CPU (jax-jit;
 on torch_tpu's own XLA:CPU plugin, and jax-jit-bundled on jaxlib's own
@@ -51,7 +52,7 @@ EXAMPLES = {
     "ex-unet": ("unet", 16, 5, "examples/unet: DDPM UNet, 16 channels, 16x16 shapes, AdamW"),
 }
 MODELS.update({name: f"{e[3]}, batch {e[1]}" for name, e in EXAMPLES.items()})
-MODES = ["cpu-eager", "cpu-inductor", "tpu-strict", "tpu-fused", "tpu-compile", "tpu-compile-bw", "tpu-graph",
+MODES = ["cpu-eager", "cpu-inductor", "tpu-strict", "tpu-fused", "tpu-compile", "tpu-compile-engine", "tpu-graph",
          "jax-jit", "jax-jit-bundled"]
 GPT = dict(vocab=512, d=256, layers=4, heads=4, seq=128, batch=8)
 
@@ -144,7 +145,7 @@ def torch_setup(name: str, device: str, capturable: bool = False):
     def step():
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model(x), y)
-        out = loss.detach()  # before backward, so that dynamo can trace backward (tpu-compile-bw)
+        out = loss.detach()  # before backward, so that dynamo can trace backward (tpu-compile)
         loss.backward()
         opt.step()
         return out
@@ -168,8 +169,8 @@ def run_torch(name: str, mode: str, steps: int, warmup: int) -> dict:
         step = torch.compile(step)
     elif mode == "tpu-compile":
         step = torch.compile(step, backend="tpu")
-    elif mode == "tpu-compile-bw":
-        step = torch.compile(step, backend="tpu", options={"trace_backward": True})
+    elif mode == "tpu-compile-engine":
+        step = torch.compile(step, backend="tpu", options={"trace_backward": False})
     elif mode == "tpu-fused":
         torch.tpu.eager_mode = torch.tpu.EagerMode.DEFER_AND_FUSE
     sync = (lambda v: v.cpu()) if device == "tpu" else (lambda v: v)
@@ -483,7 +484,7 @@ def plot(results, models, modes, path) -> None:
         names = [mode for mode in modes if results[m].get(mode)]
         vals = [results[m][mode]["steps_per_s"] for mode in names]
         palette = {"cpu-eager": "#888", "cpu-inductor": "#aaa", "tpu-strict": "#4a7", "tpu-fused": "#2a5",
-                   "tpu-compile": "#075", "tpu-compile-bw": "#064", "tpu-graph": "#053", "jax-jit": "#c63",
+                   "tpu-compile": "#075", "tpu-compile-engine": "#064", "tpu-graph": "#053", "jax-jit": "#c63",
                    "jax-jit-bundled": "#e96"}
         ax.bar(range(len(names)), vals, color=[palette.get(n, "#555") for n in names])
         ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=8)
