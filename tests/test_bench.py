@@ -47,3 +47,49 @@ def test_bench_runs_the_examples_models(tmp_path):
         assert float(r["steps_per_s"]) > 0 and float(r["items_per_s"]) > 0, r
         if r["mode"] == "tpu-strict":
             assert int(r["compiles"]) > 0, r
+
+
+def test_bench_jax_resnet18_is_torchvisions_resnet18():
+    # The bench's JAX ResNet-18 (the jax-jit column) must be the model the
+    # tpu columns train: torchvision's weights loaded into it give the same
+    # training-mode loss and BatchNorm running statistics. JAX is an optional
+    # bench dependency (requirements-bench.txt).
+    import pytest
+
+    jax = pytest.importorskip("jax")
+    import numpy as np
+    import torch
+    import torchvision
+
+    from torch_tpu.bench.train import _jax_resnet18
+
+    params, bufs, loss_fn = _jax_resnet18(jax.random.PRNGKey(0))
+    torch.manual_seed(0)
+    m = torchvision.models.resnet18(num_classes=10).train()
+    sd = {k: v.detach().numpy() for k, v in m.state_dict().items()}
+
+    def bn(k):
+        return {"g": sd[k + ".weight"], "b": sd[k + ".bias"]}
+
+    p = {"conv1": sd["conv1.weight"].transpose(2, 3, 1, 0), "bn1": bn("bn1"),
+         "fc": {"w": sd["fc.weight"].T, "b": sd["fc.bias"]}}
+    names = {"bn1": m.bn1}
+    for s in range(4):
+        for i in range(2):
+            n, blk = f"l{s}b{i}", m.get_submodule(f"layer{s + 1}.{i}")
+            t = f"layer{s + 1}.{i}"
+            p[n + "c1"], p[n + "c2"] = (sd[t + c].transpose(2, 3, 1, 0) for c in (".conv1.weight", ".conv2.weight"))
+            p[n + "n1"], p[n + "n2"] = bn(t + ".bn1"), bn(t + ".bn2")
+            names[n + "n1"], names[n + "n2"] = blk.bn1, blk.bn2
+            if blk.downsample is not None:
+                p[n + "dc"], p[n + "dn"] = sd[t + ".downsample.0.weight"].transpose(2, 3, 1, 0), bn(t + ".downsample.1")
+                names[n + "dn"] = blk.downsample[1]
+    assert jax.tree_util.tree_structure(p) == jax.tree_util.tree_structure(params)
+    x, y = torch.randn(16, 3, 32, 32), torch.randint(0, 10, (16,))
+    with jax.default_matmul_precision("highest"):
+        loss, new = loss_fn(p, bufs, x.numpy().transpose(0, 2, 3, 1), y.numpy())
+    ref = torch.nn.functional.cross_entropy(m(x), y)
+    torch.testing.assert_close(torch.tensor(float(loss)), ref.detach(), rtol=1e-5, atol=1e-5)
+    for n, mod in names.items():
+        torch.testing.assert_close(torch.from_numpy(np.asarray(new[n]["mean"])), mod.running_mean, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(torch.from_numpy(np.asarray(new[n]["var"])), mod.running_var, rtol=1e-5, atol=1e-6)

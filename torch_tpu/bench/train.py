@@ -230,6 +230,74 @@ def use_plugin_for_jax() -> None:
     jax.config.update("jax_platforms", "torch_tpu_xla_cpu")
 
 
+def _jax_resnet18(key):
+    """torchvision's ResNet-18 (BasicBlock [2, 2, 2, 2], 10 classes) in plain
+    jax.lax, NHWC: training-mode BatchNorm over the batch, running statistics
+    updated as PyTorch does (momentum 0.1, unbiased variance)."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    keys = iter(jax.random.split(key, 64))
+
+    def conv_p(k, cin, cout):
+        std = math.sqrt(2.0 / (cout * k * k))  # kaiming_normal_, fan_out, as torchvision
+        return jax.random.normal(next(keys), (k, k, cin, cout)) * std
+
+    def bn_p(c):
+        return {"g": jnp.ones(c), "b": jnp.zeros(c)}, {"mean": jnp.zeros(c), "var": jnp.ones(c)}
+
+    params, bufs = {"conv1": conv_p(7, 3, 64)}, {}
+    params["bn1"], bufs["bn1"] = bn_p(64)
+    cin, blocks = 64, []
+    for stage, cout in enumerate((64, 128, 256, 512)):
+        for i in range(2):
+            stride = 2 if stage > 0 and i == 0 else 1
+            name = f"l{stage}b{i}"
+            params[name + "c1"], params[name + "c2"] = conv_p(3, cin, cout), conv_p(3, cout, cout)
+            params[name + "n1"], bufs[name + "n1"] = bn_p(cout)
+            params[name + "n2"], bufs[name + "n2"] = bn_p(cout)
+            down = stride != 1 or cin != cout
+            if down:
+                params[name + "dc"] = conv_p(1, cin, cout)
+                params[name + "dn"], bufs[name + "dn"] = bn_p(cout)
+            blocks.append((name, stride, down))
+            cin = cout
+    bound = 1 / math.sqrt(512)
+    params["fc"] = {"w": jax.random.uniform(next(keys), (512, 10), minval=-bound, maxval=bound),
+                    "b": jax.random.uniform(next(keys), (10,), minval=-bound, maxval=bound)}
+
+    def conv(x, w, stride):
+        pad = (w.shape[0] - 1) // 2
+        return lax.conv_general_dilated(x, w, (stride, stride), [(pad, pad), (pad, pad)],
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    def bn(p, b, x, new):
+        mean = x.mean((0, 1, 2))
+        var = ((x - mean) ** 2).mean((0, 1, 2))
+        n = x.size // x.shape[-1]
+        new.append({"mean": 0.9 * b["mean"] + 0.1 * mean, "var": 0.9 * b["var"] + 0.1 * var * n / (n - 1)})
+        return (x - mean) / jnp.sqrt(var + 1e-5) * p["g"] + p["b"]
+
+    def loss_fn(p, b, x, y):
+        new, names = [], ["bn1"]
+        h = jax.nn.relu(bn(p["bn1"], b["bn1"], conv(x, p["conv1"], 2), new))
+        h = lax.reduce_window(h, -jnp.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), [(0, 0), (1, 1), (1, 1), (0, 0)])
+        for name, stride, down in blocks:
+            out = jax.nn.relu(bn(p[name + "n1"], b[name + "n1"], conv(h, p[name + "c1"], stride), new))
+            out = bn(p[name + "n2"], b[name + "n2"], conv(out, p[name + "c2"], 1), new)
+            names += [name + "n1", name + "n2"]
+            if down:
+                h = bn(p[name + "dn"], b[name + "dn"], conv(h, p[name + "dc"], stride), new)
+                names.append(name + "dn")
+            h = jax.nn.relu(out + h)
+        logits = h.mean((1, 2)) @ p["fc"]["w"] + p["fc"]["b"]
+        loss = -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=-1))
+        return loss, dict(zip(names, new))
+
+    return params, bufs, loss_fn
+
+
 def run_jax(name: str, steps: int, warmup: int) -> dict:
     import jax
     import jax.numpy as jnp
@@ -293,16 +361,26 @@ def run_jax(name: str, steps: int, warmup: int) -> dict:
                 h = h + lin(blk["proj"], a)
                 h = h + lin(blk["fc2"], jax.nn.gelu(lin(blk["fc1"], ln(blk["ln2"], h)), approximate=False))
             return xent(ln(p["ln"], h) @ p["head"], y)
+    elif name == "resnet18":
+        params, bufs, loss_fn = _jax_resnet18(key)
+        kx, ky = jax.random.split(jax.random.fold_in(key, 1))
+        x = jax.random.normal(kx, (16, 32, 32, 3))  # NHWC, as JAX models are written
+        y = jax.random.randint(ky, (16,), 0, 10)
     else:
         raise NotImplementedError(f"no JAX version of {name}")
+    if name != "resnet18":
+        bufs, plain = {}, loss_fn
 
-    sgd = name == "mlp"
+        def loss_fn(p, b, x, y):
+            return plain(p, x, y), b
+
+    sgd = name in ("mlp", "resnet18")
     state = jax.tree_util.tree_map(jnp.zeros_like, params)
     state2 = jax.tree_util.tree_map(jnp.zeros_like, params)
 
     @jax.jit
-    def step(p, m, v, t, x, y):
-        loss, g = jax.value_and_grad(loss_fn)(p, x, y)
+    def step(p, b, m, v, t, x, y):
+        (loss, b), g = jax.value_and_grad(loss_fn, has_aux=True)(p, b, x, y)
         if sgd:  # momentum 0.9, lr 0.01
             m = jax.tree_util.tree_map(lambda m, g: 0.9 * m + g, m, g)
             p = jax.tree_util.tree_map(lambda p, m: p - 0.01 * m, p, m)
@@ -312,18 +390,18 @@ def run_jax(name: str, steps: int, warmup: int) -> dict:
             bc1, bc2 = 1 - 0.9 ** t, 1 - 0.999 ** t
             p = jax.tree_util.tree_map(
                 lambda p, m, v: p * (1 - 1e-5) - 1e-3 * (m / bc1) / (jnp.sqrt(v / bc2) + 1e-8), p, m, v)
-        return p, m, v, loss
+        return p, b, m, v, loss
 
     t0 = time.perf_counter()
-    params, state, state2, loss = step(params, state, state2, 1.0, x, y)
+    params, bufs, state, state2, loss = step(params, bufs, state, state2, 1.0, x, y)
     loss.block_until_ready()
     first = time.perf_counter() - t0
     for i in range(warmup):
-        params, state, state2, loss = step(params, state, state2, float(i + 2), x, y)
+        params, bufs, state, state2, loss = step(params, bufs, state, state2, float(i + 2), x, y)
     loss.block_until_ready()
     t0 = time.perf_counter()
     for i in range(steps):
-        params, state, state2, loss = step(params, state, state2, float(i + 2 + warmup), x, y)
+        params, bufs, state, state2, loss = step(params, bufs, state, state2, float(i + 2 + warmup), x, y)
     loss.block_until_ready()
     dt = time.perf_counter() - t0
     return dict(first_step_s=first, steps_per_s=steps / dt, final_loss=float(loss))
@@ -411,9 +489,8 @@ def main(argv=None) -> None:
     default_steps = {"mlp-demo": 200, "mlp": 50, "gpt": 10, "resnet18": 10,
                      **{name: e[2] for name, e in EXAMPLES.items()}}
     results: dict = {}
-    # No JAX version of ResNet-18 or of the examples' models.
-    jobs = [(m, mode) for m in models for mode in modes
-            if not (mode.startswith("jax") and (m == "resnet18" or m in EXAMPLES))]
+    # No JAX version of the examples' models.
+    jobs = [(m, mode) for m in models for mode in modes if not (mode.startswith("jax") and m in EXAMPLES)]
     for m, mode in tqdm(jobs, desc="train-step bench", unit="run"):
         results.setdefault(m, {})[mode] = measure(m, mode, a.steps or default_steps.get(m, 10), a.warmup)
 
