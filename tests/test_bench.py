@@ -31,6 +31,14 @@ def test_bench_train_writes_its_outputs(tmp_path):
     assert os.path.getsize(tmp_path / "train_step.png") > 0
 
 
+def test_bench_repeats_report_the_median_round(tmp_path):
+    out = bench("--models", "mlp-demo", "--modes", "cpu-eager", "--steps", "3", "--warmup", "1", "--repeats", "3",
+                "--out", str(tmp_path))
+    assert "over 3 rounds" in out, out
+    r = json.load(open(tmp_path / "train_step.json"))["results"]["mlp-demo"]["cpu-eager"]
+    assert len(r["steps_per_s_runs"]) == 3 and sorted(r["steps_per_s_runs"])[1] == r["steps_per_s"], r
+
+
 def test_bench_ops_prints_its_table():
     out = bench("ops", "--iters", "5", "--repeats", "1")
     assert "matmul 64x64" in out and "tpu/cpu" in out, out

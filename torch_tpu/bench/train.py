@@ -22,7 +22,9 @@ The ex-* models (from a source checkout only) are the examples' own models,
 losses, optimizers and generated data, through each example's bench_setup()
 in examples/<name>/train.py; one fixed batch, no learning-rate schedule. Prints a table with
 ratios and writes train_step.{json,csv,png} to --out (bench/results in a
-source checkout, else ./bench_results).
+source checkout, else ./bench_results). On a machine whose speed drifts,
+--repeats R runs R interleaved rounds over every (model, mode) and reports
+each mode's median round, with the range beside it.
 """
 from __future__ import annotations
 
@@ -467,6 +469,9 @@ def main(argv=None) -> None:
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--steps", type=int, default=0, help="timed steps (default: per model)")
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="rounds over every (model, mode), interleaved so that drift of the machine hits every mode "
+                         "alike; each figure is the round with the median steps/s")
     ap.add_argument("--out", default=default_out())
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -491,8 +496,12 @@ def main(argv=None) -> None:
     results: dict = {}
     # No JAX version of the examples' models.
     jobs = [(m, mode) for m in models for mode in modes if not (mode.startswith("jax") and m in EXAMPLES)]
-    for m, mode in tqdm(jobs, desc="train-step bench", unit="run"):
-        results.setdefault(m, {})[mode] = measure(m, mode, a.steps or default_steps.get(m, 10), a.warmup)
+    rounds: dict = {}
+    for _, (m, mode) in tqdm([(r, j) for r in range(max(a.repeats, 1)) for j in jobs], desc="train-step bench",
+                             unit="run"):
+        rounds.setdefault((m, mode), []).append(measure(m, mode, a.steps or default_steps.get(m, 10), a.warmup))
+    for (m, mode), runs in rounds.items():
+        results.setdefault(m, {})[mode] = median_run(runs)
 
     os.makedirs(a.out, exist_ok=True)
     lines = []
@@ -515,14 +524,30 @@ def main(argv=None) -> None:
             vj = f"{sps / jax_sps:.2f}x" if jax_sps else "-"
             peak = r.get("peak_bytes")
             peak = f"{peak / 2**20:.0f}" if peak is not None else "-"
+            spread = r.get("steps_per_s_runs")
+            spread = f"  ({min(spread):.1f}-{max(spread):.1f} over {len(spread)} rounds)" if spread else ""
             lines.append(f"{mode:<16}{sps:>10.1f}{sps * n_items:>12.0f}{r['first_step_s']:>14.2f}{vs:>11}{vj:>9}"
-                         f"{r.get('compiles', '-'):>10}{peak:>10}")
+                         f"{r.get('compiles', '-'):>10}{peak:>10}{spread}")
     text = "\n".join(lines)
     print(text)
     with open(os.path.join(a.out, "train_step.json"), "w") as f:
         json.dump({"machine": machine(), "results": results}, f, indent=1)
     write_csv(results, models, modes, os.path.join(a.out, "train_step.csv"))
     plot(results, models, modes, os.path.join(a.out, "train_step.png"))
+
+
+def median_run(runs: list):
+    """The run with the median steps/s of several rounds (None if any failed),
+    with every round's steps/s and first-step time beside it."""
+    if any(r is None for r in runs):
+        return None
+    if len(runs) == 1:
+        return runs[0]
+    ordered = sorted(runs, key=lambda r: r["steps_per_s"])
+    best = dict(ordered[(len(ordered) - 1) // 2])
+    best["steps_per_s_runs"] = [r["steps_per_s"] for r in runs]
+    best["first_step_s_runs"] = [r["first_step_s"] for r in runs]
+    return best
 
 
 def write_csv(results, models, modes, path) -> None:
