@@ -340,9 +340,9 @@ def test_gradient_hooks_are_never_skipped_by_the_traced_backward(kind, when):
     # when the step is traced keeps backward in the autograd engine (the
     # reference is CPU eager with the same hook, which doubles the gradient);
     # registering one after the first steps raises (a hook on the accumulator
-    # node then is not seen: docs/execution_modes.md). In a subprocess: the
-    # traced function leaves dynamo unable to compile some later functions in
-    # the process (see _compile.py).
+    # node then is not seen: docs/execution_modes.md). In a subprocess, so
+    # that the hooks and the traced leaves these scenarios leave behind reach
+    # no later test.
     import os
     import pickle
     import subprocess

@@ -497,8 +497,7 @@ def main(argv=None) -> None:
     # No JAX version of the examples' models.
     jobs = [(m, mode) for m in models for mode in modes if not (mode.startswith("jax") and m in EXAMPLES)]
     rounds: dict = {}
-    for _, (m, mode) in tqdm([(r, j) for r in range(max(a.repeats, 1)) for j in jobs], desc="train-step bench",
-                             unit="run"):
+    for m, mode in tqdm(jobs * max(a.repeats, 1), desc="train-step bench", unit="run"):
         rounds.setdefault((m, mode), []).append(measure(m, mode, a.steps or default_steps.get(m, 10), a.warmup))
     for (m, mode), runs in rounds.items():
         results.setdefault(m, {})[mode] = median_run(runs)
