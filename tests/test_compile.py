@@ -625,3 +625,23 @@ def test_dynamic_shapes_capture_each_size_once():
     after = debug.metrics()
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1  # one symbolic graph
     assert after["replays"] - before["replays"] == 3  # the repeated sizes 4, 5, 6
+
+
+def test_tpu_compiles_skip_dynamos_guard_latency_profile(monkeypatch):
+    # Dynamo times each frame's guards once after a cache flush, for a log
+    # line; tpu compiles skip it (a tenth of a small model's first compiled
+    # step), other backends keep it.
+    import torch._dynamo.guards as guards
+
+    calls = []
+    monkeypatch.setattr(guards.profile_guard_manager, "__wrapped__", lambda *a, **k: calls.append(a) or 0.0)
+
+    def f(x):
+        return (x * 2).sum()
+
+    x = torch.randn(6)
+    torch.testing.assert_close(torch.compile(f, backend="tpu")(x.to(TPU)).cpu(), f(x))
+    assert calls == []
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(f, backend="aot_eager")(x), f(x))
+    assert len(calls) >= 1

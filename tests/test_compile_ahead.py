@@ -12,7 +12,9 @@ import sys
 
 import pytest
 import torch
+import torch._dynamo
 
+import torch_tpu
 from torch_tpu import _C, debug
 
 TPU = "tpu"
@@ -155,11 +157,75 @@ def test_metrics_count_finished_work():
     y.cpu()
 
 
+def test_a_fused_graph_that_misses_is_queued_not_compiled_in_place():
+    # Fused eager's flush queues a graph whose program misses, so Python
+    # records the next ops (dynamo traces the next frame) while it compiles.
+    n = _fresh(9)
+    x = torch.randn(n)
+    before = debug.metrics()
+    with torch.tpu.set_eager_mode(torch.tpu.EagerMode.DEFER_AND_FUSE):
+        outs = []
+        for _ in range(2):  # the second graph is the same program, still compiling
+            t = x.to(TPU)
+            y = (t.sin() * 2 + 1).exp()
+            torch_tpu.mark_step()
+            assert queued() >= 1
+            outs.append(y)
+        z = outs[0] + outs[1]  # a fused op reading both queued values
+    torch.testing.assert_close(z.cpu(), 2 * (x.sin() * 2 + 1).exp())
+    after = debug.metrics()
+    assert after["compiles_ahead"] - before["compiles_ahead"] >= 1
+    # One compile for the two identical graphs (the second waits for the
+    # first's), one for the sum.
+    assert after["compiles"] - before["compiles"] == 2
+
+
+def test_a_compiled_graph_runs_from_the_queue_and_then_replays():
+    torch._dynamo.reset()
+    n = _fresh(10) % 53 + 7
+    model = torch.nn.Sequential(torch.nn.Linear(n, 11), torch.nn.GELU(), torch.nn.Linear(11, 3))
+    ref = torch.nn.Sequential(torch.nn.Linear(n, 11), torch.nn.GELU(), torch.nn.Linear(11, 3))
+    ref.load_state_dict(model.state_dict())
+    model.to(TPU)
+    opt, ropt = torch.optim.SGD(model.parameters(), lr=0.1), torch.optim.SGD(ref.parameters(), lr=0.1)
+    x, y = torch.randn(5, n), torch.randn(5, 3)
+    xt, yt = x.to(TPU), y.to(TPU)
+
+    @torch.compile(backend="tpu")
+    def step():
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(xt), yt)
+        out = loss.detach()
+        loss.backward()
+        opt.step()
+        return out
+
+    before = debug.metrics()
+    for i in range(3):
+        got = step()
+        if i == 0:
+            assert queued() >= 1  # the step's last program is still compiling
+        ropt.zero_grad()
+        expected = torch.nn.functional.mse_loss(ref(x), y)
+        expected.backward()
+        ropt.step()
+        torch.testing.assert_close(got.cpu(), expected.detach(), rtol=1e-5, atol=1e-5)
+    after = debug.metrics()
+    assert after["replays"] - before["replays"] >= 2  # the captures from the queued run replay
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.detach().cpu(), q.detach(), rtol=1e-5, atol=1e-5)
+    torch._dynamo.reset()
+
+
 _TRAIN = r"""
-import json, torch, torch_tpu
+import json, os, torch, torch_tpu
 from torch_tpu.bench.train import torch_setup
 torch.manual_seed(0)
 step = torch_setup("gpt", "tpu")
+if os.environ["MODE"] == "fused":
+    torch.tpu.eager_mode = torch.tpu.EagerMode.DEFER_AND_FUSE
+elif os.environ["MODE"] == "compile":
+    step = torch.compile(step, backend="tpu")
 losses = [step().cpu().item() for _ in range(3)]
 m = torch_tpu.debug.metrics()
 torch_tpu.cache.flush()
@@ -167,8 +233,9 @@ print(json.dumps({"losses": losses, "ahead": m["compiles_ahead"], "compiles": m[
 """
 
 
-def _train(tmp_path, threads):
-    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path / f"cache{threads}"), TORCH_TPU_COMPILE_THREADS=threads)
+def _train(tmp_path, threads, mode="strict"):
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path / f"cache{threads}"), TORCH_TPU_COMPILE_THREADS=threads,
+               MODE=mode)
     env.pop("TORCH_TPU_TIERED_COMPILE", None)
     p = subprocess.run([sys.executable, "-c", _TRAIN], env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -183,6 +250,17 @@ def test_training_is_bit_identical_with_and_without_compile_ahead(tmp_path):
     assert ahead["ahead"] >= 0.8 * ahead["compiles"] >= 0.8 * 30 and plain["ahead"] == 0, (ahead, plain)
     assert ahead["compiles"] == plain["compiles"]
     # The same programs run in the same order on the same values.
+    assert ahead["losses"] == plain["losses"]
+
+
+@pytest.mark.parametrize("mode", ["fused", "compile"])
+def test_queued_graphs_train_bit_identically(tmp_path, mode):
+    # Fused eager's and torch.compile's graphs go through the same queue:
+    # the same programs on the same values as compiling each in place.
+    ahead = _train(tmp_path, "2", mode)
+    plain = _train(tmp_path, "0", mode)
+    assert ahead["ahead"] >= 1 and plain["ahead"] == 0, (ahead, plain)
+    assert ahead["compiles"] == plain["compiles"]
     assert ahead["losses"] == plain["losses"]
 
 

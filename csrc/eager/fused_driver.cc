@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <deque>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -70,6 +71,7 @@ struct CapturedGraph {
   };
   int device = 0;
   ProgramPtr prog;
+  std::shared_future<ProgramPtr> pending_prog;  // set instead of prog while the program compiles on the pool
   std::vector<Input> inputs;
   std::vector<Arg> args;
   std::vector<Result> results;
@@ -287,7 +289,10 @@ class FusedDriver final : public Driver {
   void sync_point(SyncReason why, std::string_view op) override {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     flush_locked(why, op);
-    drain_compile_ahead();  // values strict eager queued before this mode began
+    // Values strict eager queued before this mode began, and graphs queued
+    // while their programs compile. A step boundary reads nothing on the
+    // host: what it flushed may stay queued (Python records the next step).
+    if (why != SyncReason::kMarkStep) drain_compile_ahead();
   }
 
   void deactivate() override {
@@ -330,7 +335,7 @@ class FusedDriver final : public Driver {
     flush_locked(SyncReason::kMarkStep, "compiled graph", want ? cap.get() : nullptr);
     cap_in_ = cap_out_ = nullptr;
     cap_why_ = nullptr;
-    if (!want || !cap->prog) {
+    if (!want || (!cap->prog && !cap->pending_prog.valid())) {
       if (why_not.empty()) why_not = "the graph has no live result";
       return nullptr;
     }
@@ -341,6 +346,7 @@ class FusedDriver final : public Driver {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     flush_locked(SyncReason::kMarkStep, "before a replay");
     drain_compile_ahead();
+    if (!c.prog) c.prog = c.pending_prog.get();  // compiled by now (the queue has run); a failed compile rethrows
     RECORD_FUNCTION("tpu::compiled_graph_replay", std::vector<c10::IValue>());
     // Guards first: nothing (not even the generator) changes unless all pass.
     if (in.size() != c.inputs.size()) return std::nullopt;
@@ -715,7 +721,16 @@ class FusedDriver final : public Driver {
     if (cap)
       for (auto [j, k] : aliases) cap->donated.push_back(j);
     try {
-      ProgramPtr prog = program_for(*p, outs, aliases, nullptr);
+      CacheKey key = finish_key(*p, outs);
+      auto emit = emitter(*p, outs, aliases);
+      if (dumping()) set_program_origin(p->origin);
+      ProgramPtr prog = cached(key);
+      int64_t out_bytes = 0;
+      if (!prog && !graph_capturing_ && queue_instead(*p, outs, out_bytes)) {
+        queue_graph(*p, outs, aliases, key, emit, out_bytes, cap);
+        return;
+      }
+      if (!prog) prog = compile_now(*p, key, emit);
       if (cap) cap->prog = prog;
       resolve_queued(*p);
       std::vector<PJRT_Buffer*> argv;
@@ -785,37 +800,102 @@ class FusedDriver final : public Driver {
   // compile. `text`, when given, receives the StableHLO (emitted even on a hit).
   ProgramPtr program_for(Pending& p, const std::vector<int>& outs, const std::vector<std::pair<int, int>>& aliases,
                          std::string* text) {
-    auto& mt = metrics();
+    CacheKey key = finish_key(p, outs);
+    auto emit = emitter(p, outs, aliases);
+    if (text) *text = emit();
+    if (dumping()) set_program_origin(p.origin);
+    if (ProgramPtr prog = cached(key)) return prog;
+    if (text) emit = [text]() { return *text; };
+    return compile_now(p, key, emit);
+  }
+
+  static CacheKey finish_key(Pending& p, const std::vector<int>& outs) {
     for (int i : outs) p.key.add(static_cast<uint64_t>(i) | (1ull << 40));
     p.key.add(0xd0a7ed);  // programs with donation; older cache entries had none
-    CacheKey key = p.key.finish();
-    auto emit = [&]() {
+    return p.key.finish();
+  }
+
+  static std::function<std::string()> emitter(Pending& p, const std::vector<int>& outs,
+                                              const std::vector<std::pair<int, int>>& aliases) {
+    return [&p, &outs, &aliases]() {
       std::vector<ir::Value> vals;
       for (int i : outs) vals.push_back(p.slots[i].value);
       p.g.set_outputs(vals);
       for (auto [j, k] : aliases) p.g.alias(j, k);
       return p.g.to_mlir();
     };
-    if (text) *text = emit();
-    if (dumping()) set_program_origin(p.origin);
-    auto& cache = ExecutableCache::get();
-    ProgramPtr prog = cache.lookup(key);
+  }
+
+  static ProgramPtr cached(const CacheKey& key) {
+    ProgramPtr prog = ExecutableCache::get().lookup(key);
     if (prog) {
-      bump(mt.cache_hits);
-      bump(mt.fused_cache_hits);
-      return prog;
+      bump(metrics().cache_hits);
+      bump(metrics().fused_cache_hits);
     }
-    bump(mt.cache_misses);
+    return prog;
+  }
+
+  ProgramPtr compile_now(Pending& p, const CacheKey& key, const std::function<std::string()>& emit) {
+    bump(metrics().cache_misses);
     std::string name = "fused[" + std::to_string(p.ops) + " ops]";
     if (has_queued(p)) {
       // Strict eager's queue must run before this graph can: compile it on
       // the pool meanwhile, ahead of the queue's remaining compiles (it is
       // the longest).
-      auto fut = compile_on_pool(key, name, text ? *text : emit(), /*tiered=*/false, /*urgent=*/true);
+      auto fut = compile_on_pool(key, name, emit(), /*tiered=*/false, /*urgent=*/true);
       drain_compile_ahead();
       return fut.get();
     }
-    return cache.compile_and_insert(client(), key, name, [&]() { return text ? *text : emit(); });
+    return ExecutableCache::get().compile_and_insert(client(), key, name, emit);
+  }
+
+  // A flush whose program must be compiled: queued (enqueue_graph) rather
+  // than compiled here, unless its results need a large share of the
+  // device's memory (running out raises at the flush, as in strict eager).
+  static bool queue_instead(const Pending& p, const std::vector<int>& outs, int64_t& out_bytes) {
+    if (!compile_ahead_enabled()) return false;
+    out_bytes = 0;
+    for (int k : outs) out_bytes += static_cast<int64_t>(p.slots[k].slot->nbytes);
+    return out_bytes < (int64_t{64} << 20) || static_cast<size_t>(out_bytes) <= device_memory_info(p.device).first / 4;
+  }
+
+  // Queues the flushed graph behind strict eager's compile-ahead queue;
+  // its written storages stay pending there until it has run.
+  void queue_graph(Pending& p, const std::vector<int>& outs, const std::vector<std::pair<int, int>>& aliases,
+                   const CacheKey& key, const std::function<std::string()>& emit, int64_t out_bytes,
+                   CapturedGraph* cap) {
+    bump(metrics().cache_misses);
+    const bool urgent = has_queued(p);  // as compile_now: it reads the queue, compile it first
+    QueuedGraph g;
+    g.name = cap ? "a compiled graph" : "a fused graph";
+    g.program = "fused[" + std::to_string(p.ops) + " ops]";
+    g.device = p.device;
+    g.out_bytes = out_bytes;
+    // As in the flush below: a donated buffer has no third holder. One still
+    // in the queue (no buffer yet) is copied, not consumed.
+    std::vector<runtime::BufferPtr> donated;
+    for (auto [j, k] : aliases) {
+      if (p.params[j].buffer.use_count() != 2)
+        g.keep.push_back(j);
+      else
+        donated.push_back(p.params[j].buffer);
+    }
+    for (Param& pr : p.params) {
+      g.bufs.push_back(pr.buffer);
+      g.from_queue.push_back(std::move(pr.queued));
+    }
+    for (int k : outs) {
+      const GraphSlot& gs = p.slots[k];
+      g.outs.push_back(QueuedGraph::Out{gs.slot, gs.slot->elem, gs.slot->numel, gs.elem0, gs.numel0});
+    }
+    const auto n_donated = static_cast<int64_t>(donated.size());
+    g.launched = [donated = std::move(donated), n_donated](const std::vector<runtime::BufferPtr>& results) mutable {
+      DonatedHandles::get().add(std::move(donated), results);
+      bump(metrics().donated, n_donated);
+    };
+    clear_pending(p);  // the outputs become the queue's pending storages
+    auto fut = enqueue_graph(key, emit, urgent, std::move(g));
+    if (cap) cap->pending_prog = std::move(fut);
   }
 
   static bool has_queued(const Pending& p) {
@@ -942,9 +1022,12 @@ class FusedDriver final : public Driver {
     return true;
   }
 
+  // The graph's own pending marks. A storage it only read may still be
+  // pending in strict eager's queue (a graph queued before this one): that
+  // mark is the queue's, which must hear when the storage is freed.
   static void clear_pending(Pending& p) {
     for (auto& gs : p.slots)
-      if (gs.slot) gs.slot->pending = false;
+      if (gs.slot && gs.written) gs.slot->pending = false;
   }
 
   std::recursive_mutex mu_;

@@ -41,6 +41,11 @@ namespace {
 
 class StrictDriver final : public Driver {
  public:
+  static bool ahead_enabled() {
+    static const bool pool = CompilePool::get().threads() > 0;
+    return pool && !launch_blocking() && !check_keys() && !dumping();
+  }
+
   const char* name() const override { return "strict"; }
 
   void dispatch(OpCall& call, const Lowering& lower) override {
@@ -92,6 +97,52 @@ class StrictDriver final : public Driver {
     forget(s);
   }
 
+  std::shared_future<ProgramPtr> enqueue_graph(const CacheKey& key, const std::function<std::string()>& emit,
+                                               bool urgent, QueuedGraph g) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    RECORD_FUNCTION("tpu::compile_ahead_enqueue", std::vector<c10::IValue>());
+    Queued q;
+    q.name = std::move(g.name);
+    q.device = g.device;
+    q.out_bytes = g.out_bytes;
+    if (auto it = inflight_.find(key); it != inflight_.end()) {
+      q.prog = it->second;  // the same graph, recorded again before its first compile finished
+    } else {
+      q.prog = compile_on_pool(key, g.program, emit(), /*tiered=*/false, urgent);
+      inflight_.emplace(key, q.prog);
+      bump(metrics().compiles_ahead);
+    }
+    q.bufs = std::move(g.bufs);
+    q.fns = std::move(g.from_queue);
+    q.cells.assign(q.bufs.size(), nullptr);
+    q.keep = std::move(g.keep);
+    q.launched = std::move(g.launched);
+    for (const QueuedGraph::Out& o : g.outs) {
+      auto cell = std::make_shared<Cell>();
+      cell->slot = o.slot;
+      cell->elem = o.elem;
+      cell->numel = o.numel;
+      auto [it, fresh] = pending_.try_emplace(o.slot);
+      if (fresh) {
+        it->second.run_elem = o.elem0;
+        it->second.run_numel = o.numel0;
+      } else {
+        it->second.cell->slot = nullptr;
+      }
+      it->second.cell = cell;
+      o.slot->pending = true;
+      o.slot->elem = o.elem;
+      o.slot->numel = o.numel;
+      q.outs.push_back(std::move(cell));
+    }
+    auto prog = q.prog;
+    queue_.push_back(std::move(q));
+    queued_.fetch_add(1, std::memory_order_release);
+    owner_pid_ = ::getpid();
+    pump(false);
+    return prog;
+  }
+
   std::function<runtime::BufferPtr()> queued_value(StorageSlot* s) {
     if (queued_.load(std::memory_order_acquire) == 0) return {};
     std::lock_guard<std::recursive_mutex> lock(mu_);
@@ -139,6 +190,11 @@ class StrictDriver final : public Driver {
     std::vector<runtime::BufferPtr> bufs;
     std::vector<std::shared_ptr<Cell>> cells;
     std::vector<std::shared_ptr<Cell>> outs;  // the written storages' new values, in slot order
+    // A deferred driver's graph (enqueue_graph): arguments read from the
+    // queue through its own accessors, donation, and what runs after the launch.
+    std::vector<std::function<runtime::BufferPtr()>> fns;
+    std::vector<int64_t> keep;
+    std::function<void(const std::vector<runtime::BufferPtr>&)> launched;
   };
   // A storage whose value is still queued: the cell that will hold it, and
   // the type of the buffer the storage holds now (restored if the queue fails).
@@ -149,11 +205,6 @@ class StrictDriver final : public Driver {
   };
 
   StrictDriver() { set_queue_slot_hooks(&StrictDriver::on_free, &StrictDriver::on_materialize); }
-
-  static bool ahead_enabled() {
-    static const bool pool = CompilePool::get().threads() > 0;
-    return pool && !launch_blocking() && !check_keys() && !dumping();
-  }
 
   // A call whose results need a large share of the device's free memory
   // runs at once, so that running out of memory raises at the op itself.
@@ -267,10 +318,19 @@ class StrictDriver final : public Driver {
   void launch(Queued& q, const CompiledProgram& prog) {
     std::vector<PJRT_Buffer*> argv;
     argv.reserve(q.bufs.size());
-    for (size_t k = 0; k < q.bufs.size(); ++k)
-      argv.push_back(q.cells[k] ? q.cells[k]->buffer->get() : q.bufs[k]->get());
-    auto outs = execute_on(*prog.exe, argv, q.device, q.name, {}, q.out_bytes);
+    for (size_t k = 0; k < q.bufs.size(); ++k) {
+      if (q.cells[k]) {
+        argv.push_back(q.cells[k]->buffer->get());
+      } else if (k < q.fns.size() && q.fns[k]) {
+        q.bufs[k] = q.fns[k]();  // held until the launch is done
+        argv.push_back(q.bufs[k]->get());
+      } else {
+        argv.push_back(q.bufs[k]->get());
+      }
+    }
+    auto outs = execute_on(*prog.exe, argv, q.device, q.name, q.keep, q.out_bytes);
     bump(metrics().executions);
+    if (q.launched) q.launched(outs);
     for (size_t k = 0; k < q.outs.size(); ++k) {
       Cell& c = *q.outs[k];
       c.buffer = outs[k];
@@ -285,6 +345,7 @@ class StrictDriver final : public Driver {
     // The arguments are held by the launched program now.
     q.bufs.clear();
     q.cells.clear();
+    q.fns.clear();
   }
 
   // A queued call failed (its compile or launch): the calls from it on are
@@ -347,5 +408,12 @@ int64_t compile_ahead_queued() { return StrictDriver::get().queued(); }
 std::function<runtime::BufferPtr()> queued_value(StorageSlot* s) { return StrictDriver::get().queued_value(s); }
 
 void forget_queued(StorageSlot* s) { StrictDriver::get().forget_queued(s); }
+
+bool compile_ahead_enabled() { return StrictDriver::ahead_enabled(); }
+
+std::shared_future<ProgramPtr> enqueue_graph(const CacheKey& key, const std::function<std::string()>& emit, bool urgent,
+                                             QueuedGraph g) {
+  return StrictDriver::get().enqueue_graph(key, emit, urgent, std::move(g));
+}
 
 }  // namespace torch_tpu::record

@@ -66,6 +66,41 @@ std::function<runtime::BufferPtr()> queued_value(StorageSlot* s);
 // A deferred driver writes `s`: the queue's value for it no longer lands there.
 void forget_queued(StorageSlot* s);
 
+// A deferred driver's graph whose program is in no cache tier, queued in
+// that same queue instead of compiled on the recording thread: Python goes
+// on (dynamo traces the next frame, fused eager records the next ops) while
+// a pool thread compiles it, and the written storages stay pending until it
+// has run.
+struct QueuedGraph {
+  std::string name;     // for errors and traces ("a fused graph")
+  std::string program;  // the program's name in metrics and logs ("fused[12 ops]")
+  int device = 0;
+  int64_t out_bytes = -1;
+  // Per program argument: its buffer, or (null) the queued value `from_queue[k]` returns.
+  std::vector<runtime::BufferPtr> bufs;
+  std::vector<std::function<runtime::BufferPtr()>> from_queue;
+  std::vector<int64_t> keep;  // donatable arguments another holder still needs
+  struct Out {
+    StorageSlot* slot;
+    ir::ElemType elem;
+    int64_t numel;
+    ir::ElemType elem0;  // what the storage held before (restored if the graph fails)
+    int64_t numel0;
+  };
+  std::vector<Out> outs;  // in result order
+  // Called with the results right after the launch (donated handles, metrics).
+  std::function<void(const std::vector<runtime::BufferPtr>&)> launched;
+};
+// Whether graphs may be queued (a compile pool, no launch blocking, key
+// checks or program dumps: those need errors and programs at their op).
+bool compile_ahead_enabled();
+// Queues `g` behind the calls already queued. Its program compiles on the
+// pool (`emit` gives the StableHLO, called here and only if no compile of
+// `key` is in flight); urgent compiles go ahead of the queued ones.
+// Returns the program's future (a capture keeps it).
+std::shared_future<ProgramPtr> enqueue_graph(const CacheKey& key, const std::function<std::string()>& emit, bool urgent,
+                                             QueuedGraph g);
+
 // A kernel's host synchronisation point, declared once at file scope:
 //   const record::SyncSite kNonzeroSync{"nonzero", SyncReason::kDataDependentShape};
 // and called where the kernel reads: kNonzeroSync(). Declaring it registers
