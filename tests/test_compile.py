@@ -645,3 +645,20 @@ def test_tpu_compiles_skip_dynamos_guard_latency_profile(monkeypatch):
     torch._dynamo.reset()
     torch.testing.assert_close(torch.compile(f, backend="aot_eager")(x), f(x))
     assert len(calls) >= 1
+
+
+def test_tpu_compiles_skip_dynamos_function_name_lookup(monkeypatch):
+    # Dynamo tokenizes each traced source file to name functions in a log
+    # line it builds even with the log off; tpu compiles skip it.
+    import torch._dynamo.symbolic_convert as sc
+
+    calls = []
+    monkeypatch.setattr(sc.get_funcname, "__wrapped__", lambda *a: calls.append(a))
+    m = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU())
+    x = torch.randn(2, 4)
+    ref = m(x)
+    torch.testing.assert_close(torch.compile(m.to(TPU), backend="tpu")(x.to(TPU)).cpu(), ref)
+    assert calls == []
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(m.cpu(), backend="aot_eager")(x), ref)
+    assert len(calls) >= 1

@@ -425,12 +425,35 @@ def _patch_guard_profile(mod) -> None:
     mod.profile_guard_manager = profile_guard_manager
 
 
+# Dynamo names the function around each traced call for its trace_call log
+# (TORCH_LOGS=trace_call), building the line even with the log off; the
+# name comes from tokenizing the whole source file, once per file: 0.1 s of
+# a small model's first compiled step (torch/optim/adamw.py, nn modules).
+# For tpu compiles it is looked up only when one of those logs is on.
+def _patch_funcname(mod) -> None:
+    orig = getattr(mod, "get_funcname", None)
+    if orig is None or getattr(orig, "_torch_tpu", False):
+        return
+    logs = [getattr(mod, n, None) for n in ("trace_call_log", "trace_source_log")]
+    logs = [lg for lg in logs if lg is not None]
+
+    def get_funcname(filename, lineno):
+        if _in_call and not any(lg.isEnabledFor(logging.DEBUG) for lg in logs):
+            return None  # the header reads "file:line in code" without "(function)"
+        return get_funcname.__wrapped__(filename, lineno)
+
+    get_funcname.__wrapped__ = orig
+    get_funcname._torch_tpu = True
+    mod.get_funcname = get_funcname
+
+
 # Module name -> what to run right after it is imported.
 _AFTER_IMPORT = {
     "torch._inductor.codegen.common": _guard_inductor,
     "torch._dynamo.variables.optimizer": _patch_dynamo_optimizer,
     "torch._dynamo.variables.tensor": _patch_dynamo_backward,
     "torch._dynamo.guards": _patch_guard_profile,
+    "torch._dynamo.symbolic_convert": _patch_funcname,
 }
 
 
