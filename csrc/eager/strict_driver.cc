@@ -117,24 +117,7 @@ class StrictDriver final : public Driver {
     q.cells.assign(q.bufs.size(), nullptr);
     q.keep = std::move(g.keep);
     q.launched = std::move(g.launched);
-    for (const QueuedGraph::Out& o : g.outs) {
-      auto cell = std::make_shared<Cell>();
-      cell->slot = o.slot;
-      cell->elem = o.elem;
-      cell->numel = o.numel;
-      auto [it, fresh] = pending_.try_emplace(o.slot);
-      if (fresh) {
-        it->second.run_elem = o.elem0;
-        it->second.run_numel = o.numel0;
-      } else {
-        it->second.cell->slot = nullptr;
-      }
-      it->second.cell = cell;
-      o.slot->pending = true;
-      o.slot->elem = o.elem;
-      o.slot->numel = o.numel;
-      q.outs.push_back(std::move(cell));
-    }
+    for (const QueuedGraph::Out& o : g.outs) q.outs.push_back(mark_pending(o.slot, o.elem, o.numel, o.elem0, o.numel0));
     auto prog = q.prog;
     queue_.push_back(std::move(q));
     queued_.fetch_add(1, std::memory_order_release);
@@ -228,6 +211,29 @@ class StrictDriver final : public Driver {
     pending_.erase(it);
   }
 
+  // Storage `s` takes the value a queued call or graph will write (type
+  // elem x numel); if the queue fails it reads as what it held before
+  // (run_elem x run_numel).
+  std::shared_ptr<Cell> mark_pending(StorageSlot* s, ir::ElemType elem, int64_t numel, ir::ElemType run_elem,
+                                     int64_t run_numel) {
+    auto cell = std::make_shared<Cell>();
+    cell->slot = s;
+    cell->elem = elem;
+    cell->numel = numel;
+    auto [it, fresh] = pending_.try_emplace(s);
+    if (fresh) {
+      it->second.run_elem = run_elem;
+      it->second.run_numel = run_numel;
+    } else {
+      it->second.cell->slot = nullptr;  // superseded: only the last write lands in the storage
+    }
+    it->second.cell = cell;
+    s->pending = true;
+    s->elem = elem;
+    s->numel = numel;
+    return cell;
+  }
+
   void enqueue(OpCall& call, const Lowering& lower, ProgramPtr hit) {
     RECORD_FUNCTION("tpu::compile_ahead_enqueue", std::vector<c10::IValue>());
     Queued q;
@@ -265,21 +271,8 @@ class StrictDriver final : public Driver {
     for (size_t i = 0; i < call.num_slots(); ++i) {
       if (!call.writes(i)) continue;
       StorageSlot* s = call.slot(i);
-      auto cell = std::make_shared<Cell>();
-      cell->slot = s;
-      std::tie(cell->elem, cell->numel) = call.result_elem(i);
-      auto [it, fresh] = pending_.try_emplace(s);
-      if (fresh) {
-        it->second.run_elem = s->elem;
-        it->second.run_numel = s->numel;
-      } else {
-        it->second.cell->slot = nullptr;  // superseded: only the last write lands in the storage
-      }
-      it->second.cell = cell;
-      s->pending = true;
-      s->elem = cell->elem;
-      s->numel = cell->numel;
-      q.outs.push_back(std::move(cell));
+      auto [elem, numel] = call.result_elem(i);
+      q.outs.push_back(mark_pending(s, elem, numel, s->elem, s->numel));
     }
     queue_.push_back(std::move(q));
     queued_.fetch_add(1, std::memory_order_release);
