@@ -404,47 +404,44 @@ def _patch_dynamo_backward(mod) -> None:
     cls._collect_backward_inputs = _collect_backward_inputs
 
 
+def _skip_for_tpu(mod, name: str, logs: tuple, value) -> None:
+    """Replaces ``mod.name``, work dynamo does only for the loggers ``logs``,
+    with one that returns ``value`` inside calls of tpu-compiled functions
+    while none of those loggers is on. The original stays reachable as
+    ``__wrapped__`` (tests swap it)."""
+    orig = getattr(mod, name, None)
+    if orig is None or getattr(orig, "_torch_tpu", False):
+        return
+    loggers = [lg for lg in (getattr(mod, n, None) for n in logs) if lg is not None]
+
+    def skipped(*args, **kwargs):
+        if _in_call and not any(lg.isEnabledFor(logging.DEBUG) for lg in loggers):
+            return value
+        return skipped.__wrapped__(*args, **kwargs)
+
+    skipped.__name__ = name
+    skipped.__wrapped__ = orig
+    skipped._torch_tpu = True
+    setattr(mod, name, skipped)
+
+
 # After building a frame's guards, dynamo times one evaluation of them for a
 # debug log line and a compile metric, after flushing the CPU caches with a
 # large buffer: 26-150 ms per compiled frame on these VMs, a tenth to a third
 # of a small model's first compiled step. For tpu compiles it is skipped
 # unless guard logging is on (TORCH_LOGS=guards), when the figure is read.
 def _patch_guard_profile(mod) -> None:
-    orig = getattr(mod, "profile_guard_manager", None)
-    if orig is None or getattr(orig, "_torch_tpu", False):
-        return
-    log = getattr(mod, "guards_log", None)
-
-    def profile_guard_manager(*args, **kwargs):
-        if _in_call and not (log is not None and log.isEnabledFor(logging.DEBUG)):
-            return 0.0
-        return profile_guard_manager.__wrapped__(*args, **kwargs)
-
-    profile_guard_manager.__wrapped__ = orig
-    profile_guard_manager._torch_tpu = True
-    mod.profile_guard_manager = profile_guard_manager
+    _skip_for_tpu(mod, "profile_guard_manager", ("guards_log",), 0.0)
 
 
 # Dynamo names the function around each traced call for its trace_call log
 # (TORCH_LOGS=trace_call), building the line even with the log off; the
 # name comes from tokenizing the whole source file, once per file: 0.1 s of
 # a small model's first compiled step (torch/optim/adamw.py, nn modules).
-# For tpu compiles it is looked up only when one of those logs is on.
+# For tpu compiles it is looked up only when one of those logs is on; the
+# header then reads "file:line in code" without "(function)".
 def _patch_funcname(mod) -> None:
-    orig = getattr(mod, "get_funcname", None)
-    if orig is None or getattr(orig, "_torch_tpu", False):
-        return
-    logs = [getattr(mod, n, None) for n in ("trace_call_log", "trace_source_log")]
-    logs = [lg for lg in logs if lg is not None]
-
-    def get_funcname(filename, lineno):
-        if _in_call and not any(lg.isEnabledFor(logging.DEBUG) for lg in logs):
-            return None  # the header reads "file:line in code" without "(function)"
-        return get_funcname.__wrapped__(filename, lineno)
-
-    get_funcname.__wrapped__ = orig
-    get_funcname._torch_tpu = True
-    mod.get_funcname = get_funcname
+    _skip_for_tpu(mod, "get_funcname", ("trace_call_log", "trace_source_log"), None)
 
 
 # Module name -> what to run right after it is imported.
