@@ -735,14 +735,8 @@ class FusedDriver final : public Driver {
       resolve_queued(*p);
       std::vector<PJRT_Buffer*> argv;
       for (auto& a : p->params) argv.push_back(a.buffer->get());
-      // The slot and its parameter hold a donated buffer; a third holder
-      // (another storage sharing it) keeps it alive.
       std::vector<int64_t> keep;
-      for (auto [j, k] : aliases)
-        if (p->params[j].buffer.use_count() != 2) keep.push_back(j);
-      std::vector<runtime::BufferPtr> donated;
-      for (auto [j, k] : aliases)
-        if (std::find(keep.begin(), keep.end(), j) == keep.end()) donated.push_back(p->params[j].buffer);
+      std::vector<runtime::BufferPtr> donated = split_donations(*p, aliases, keep);
       auto results = execute_on(*prog->exe, argv, p->device, "a fused graph", keep);
       DonatedHandles::get().add(std::move(donated), results);
       bump(mt.donated, static_cast<int64_t>(aliases.size() - keep.size()));
@@ -849,6 +843,22 @@ class FusedDriver final : public Driver {
     return ExecutableCache::get().compile_and_insert(client(), key, name, emit);
   }
 
+  // The donatable parameters whose buffer the program may consume (returned)
+  // and those it must copy (`keep`): the slot and its parameter hold a
+  // donated buffer; a third holder (another storage sharing it) keeps it.
+  static std::vector<runtime::BufferPtr> split_donations(const Pending& p,
+                                                         const std::vector<std::pair<int, int>>& aliases,
+                                                         std::vector<int64_t>& keep) {
+    std::vector<runtime::BufferPtr> donated;
+    for (auto [j, k] : aliases) {
+      if (p.params[j].buffer.use_count() != 2)
+        keep.push_back(j);
+      else
+        donated.push_back(p.params[j].buffer);
+    }
+    return donated;
+  }
+
   // A flush whose program must be compiled: queued (enqueue_graph) rather
   // than compiled here, unless its results need a large share of the
   // device's memory (running out raises at the flush, as in strict eager).
@@ -871,15 +881,8 @@ class FusedDriver final : public Driver {
     g.program = "fused[" + std::to_string(p.ops) + " ops]";
     g.device = p.device;
     g.out_bytes = out_bytes;
-    // As in the flush below: a donated buffer has no third holder. One still
-    // in the queue (no buffer yet) is copied, not consumed.
-    std::vector<runtime::BufferPtr> donated;
-    for (auto [j, k] : aliases) {
-      if (p.params[j].buffer.use_count() != 2)
-        g.keep.push_back(j);
-      else
-        donated.push_back(p.params[j].buffer);
-    }
+    // A parameter still in the queue (no buffer yet) is copied, not consumed.
+    std::vector<runtime::BufferPtr> donated = split_donations(p, aliases, g.keep);
     for (Param& pr : p.params) {
       g.bufs.push_back(pr.buffer);
       g.from_queue.push_back(std::move(pr.queued));
