@@ -102,6 +102,7 @@ def _optimizer_step_begin(optimizer, args, kwargs) -> None:
         # go back to the mode the user had.
         _C._set_eager_mode(int(_step_modes[0]))
         _step_modes.clear()
+        _C._set_optimizer_step(False)
     mode = _C._eager_mode()
     _step_modes.append(mode)
     if mode == EagerMode.DEFER_AND_FUSE:
@@ -112,13 +113,16 @@ def _optimizer_step_begin(optimizer, args, kwargs) -> None:
         # reads, once per consumer. ResNet-18's fused step ran 2.5x faster
         # split here, the MLP's 1.2x; the GPT step was unchanged.
         _C._mark_step("before optimizer step")
+        _C._set_optimizer_step(True)
     elif mode == EagerMode.DEFER_NEVER and _fuse_optimizer and _on_tpu(optimizer):
         _C._set_eager_mode(int(EagerMode.DEFER_AND_FUSE))
+        _C._set_optimizer_step(True)
 
 
 def _optimizer_step_done(optimizer, args, kwargs) -> None:
     if torch.compiler.is_compiling() or _C._graph_capturing():
         return
+    _C._set_optimizer_step(False)
     prev = _step_modes.pop() if _step_modes else _C._eager_mode()
     if _C._eager_mode() == EagerMode.DEFER_AND_FUSE:
         _C._mark_step("optimizer step")

@@ -29,7 +29,8 @@ void Metrics::reset() {
                   &background_compiles,
                   &background_compile_ns,
                   &compiles_ahead,
-                  &compile_ahead_drains})
+                  &compile_ahead_drains,
+                  &host_fills})
     c->store(0);
   std::lock_guard<std::mutex> lock(mu);
   fallbacks.clear();

@@ -37,6 +37,8 @@ struct Metrics {
   // recording thread went on, and times the queue had to be run to the end.
   std::atomic<int64_t> compiles_ahead{0};
   std::atomic<int64_t> compile_ahead_drains{0};
+  // Whole-storage fills done on the host instead of by a program (OpCall::try_host_fill).
+  std::atomic<int64_t> host_fills{0};
 
   std::mutex mu;
   std::map<std::string, int64_t> fallbacks;      // by op name

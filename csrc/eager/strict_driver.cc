@@ -55,6 +55,7 @@ class StrictDriver final : public Driver {
         call.execute_and_swap(*prog);
         return;
       }
+      if (call.try_host_fill(lower)) return;
       bump(metrics().cache_misses);
       if (!ahead_enabled() || large(call)) {
         call.execute_and_swap(*call.compile(lower));
@@ -68,6 +69,17 @@ class StrictDriver final : public Driver {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     pump(false);
     ProgramPtr prog = call.lookup(lower);
+    if (!prog && !reads_pending(call)) {
+      // A fill reads nothing: it can land now, ahead of the queue, which
+      // no longer writes the storages it overwrites.
+      std::vector<StorageSlot*> written;
+      for (size_t i = 0; i < call.num_slots(); ++i)
+        if (call.writes(i)) written.push_back(call.slot(i));
+      if (call.try_host_fill(lower)) {
+        for (StorageSlot* w : written) forget(w);
+        return;
+      }
+    }
     if (!prog) bump(metrics().cache_misses);
     if (prog && !reads_pending(call)) {
       // Independent of the queue: run now. A storage it overwrites whole

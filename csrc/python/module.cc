@@ -81,6 +81,7 @@ PYBIND11_MODULE(_C, m) {
     record::set_current_driver(mode == 2 ? &record::fused_driver() : nullptr);
     record::set_launch_blocking(mode == 1);
   });
+  m.def("_set_optimizer_step", [](bool on) { record::set_optimizer_step(on); });
   m.def("_eager_mode", []() {
     if (&record::current_driver() == &record::fused_driver()) return 2;
     return record::launch_blocking() ? 1 : 0;
@@ -233,6 +234,7 @@ PYBIND11_MODULE(_C, m) {
     d["d2h_bytes"] = mt.d2h_bytes.load();
     d["sync_points"] = mt.sync_points.load();
     d["key_checks"] = mt.key_checks.load();
+    d["host_fills"] = mt.host_fills.load();
     py::dict fb;
     {
       std::lock_guard<std::mutex> lock(mt.mu);

@@ -47,6 +47,10 @@ Driver& current_driver();
 Driver* set_current_driver(Driver* d);
 Driver& strict_driver();
 Driver& fused_driver();
+// Python's optimizer hooks say when an optimizer.step() is being recorded by
+// the fused driver: ops that read no storage (the optimizer's lazily created
+// state) then run in strict eager, outside the step's graph.
+void set_optimizer_step(bool on);
 
 // Called before a kernel reads device values on the host.
 void sync_point(SyncReason why, std::string_view op);

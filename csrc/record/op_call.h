@@ -89,6 +89,11 @@ class OpCall {
   ProgramPtr lookup(const Lowering& lower) const;
   ProgramPtr compile(const Lowering& lower) const;
   std::string program_text(const Lowering& lower) const;
+  // A call whose program would only broadcast constants or scalars into
+  // the whole storages it writes (zeros_like, zero_, fill_, full): fills
+  // them on the host and transfers them, with no program. False (nothing
+  // done) for any other call. For a miss: never compiled, never cached.
+  bool try_host_fill(const Lowering& lower) const;
   // Whether a single-op miss may compile quick first (executable_cache.h).
   static bool tiered_allowed();
   // Bytes of the storages the call writes (for out-of-memory messages).
