@@ -11,7 +11,8 @@ def metrics() -> dict:
     Keys: ops_dispatched, compiles, compile_ms, cache_hits, cache_misses,
     executions, h2d_transfers, h2d_bytes, d2h_transfers, d2h_bytes,
     sync_points (kernels that read device values on the host), key_checks
-    (cache hits re-verified under TORCH_TPU_CHECK_KEYS=1), fallbacks (dict
+    (cache hits re-verified under TORCH_TPU_CHECK_KEYS=1), host_fills
+    (whole-storage fills done on the host, no program), fallbacks (dict
     op -> count), cached_executables; fused eager: flushes (graphs run),
     fused_ops (ops they held), fused_cache_hits, fused_max_ops (the largest
     graph), flush_reasons (dict reason -> count); torch.compile: replays
@@ -57,6 +58,8 @@ def metrics_report() -> str:
     if m["compiles_ahead"]:
         rows.append(("compiled ahead", f'{m["compiles_ahead"]} misses compiled on {_C._compile_threads()} threads '
                      "while ops went on recording"))
+    if m["host_fills"]:
+        rows.append(("fills on the host", f'{m["host_fills"]} (no program compiled or run)'))
     if m["key_checks"]:
         rows.append(("cache keys verified", m["key_checks"]))
     width = max(len(k) for k, _ in rows)
