@@ -227,8 +227,8 @@ class FusedDriver final : public Driver {
     // its first step only. Recorded into the step's graph, those fills made
     // step 1 a program of its own, compiled once and never run again (GPT
     // AdamW: 530 ops, then 424 from step 2 on, 340-370 ms each). Run in
-    // strict eager (small fill programs, keyed by size), the state enters
-    // the graph as parameters, exactly as it does from step 2 on.
+    // strict eager (a fill there needs no program: OpCall::try_host_fill),
+    // the state enters the graph as parameters, as it does from step 2 on.
     if (optimizer_step_ && !graph_capturing_ && reads_no_storage(call)) {
       strict_driver().dispatch(call, lower);
       return;

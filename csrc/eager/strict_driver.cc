@@ -69,16 +69,12 @@ class StrictDriver final : public Driver {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     pump(false);
     ProgramPtr prog = call.lookup(lower);
-    if (!prog && !reads_pending(call)) {
-      // A fill reads nothing: it can land now, ahead of the queue, which
-      // no longer writes the storages it overwrites.
-      std::vector<StorageSlot*> written;
+    if (!prog && call.try_host_fill(lower)) {
+      // A fill reads nothing: it lands now, ahead of the queue, which no
+      // longer writes the storages it overwrote.
       for (size_t i = 0; i < call.num_slots(); ++i)
-        if (call.writes(i)) written.push_back(call.slot(i));
-      if (call.try_host_fill(lower)) {
-        for (StorageSlot* w : written) forget(w);
-        return;
-      }
+        if (call.writes(i)) forget(call.slot(i));
+      return;
     }
     if (!prog) bump(metrics().cache_misses);
     if (prog && !reads_pending(call)) {
