@@ -6,7 +6,6 @@
 #include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 
-#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <atomic>
@@ -614,14 +613,9 @@ bool OpCall::try_host_fill(const Lowering& lower) const {
   if (oi != g.outputs().size()) return false;
   for (const Fill& f : fills) {
     const size_t bs = ir::byte_size(f.elem);
-    std::vector<unsigned char> host(static_cast<size_t>(f.numel) * bs);
-    unsigned char pattern[8];
-    std::memcpy(pattern, &f.bits, sizeof pattern);  // little-endian: the value's low bytes
-    if (std::all_of(pattern, pattern + bs, [](unsigned char c) { return c == 0; })) {
-      std::memset(host.data(), 0, host.size());
-    } else {
-      for (size_t k = 0; k < host.size(); k += bs) std::memcpy(host.data() + k, pattern, bs);
-    }
+    std::vector<unsigned char> host(static_cast<size_t>(f.numel) * bs);  // zeroed
+    if (f.bits != 0)  // little-endian: the value is the bits' low bytes
+      for (size_t k = 0; k < host.size(); k += bs) std::memcpy(host.data() + k, &f.bits, bs);
     f.slot->buffer = client().buffer_from_host(host.data(), to_pjrt(f.elem), {f.numel}, device_);
     f.slot->elem = f.elem;
     f.slot->numel = f.numel;
