@@ -12,8 +12,11 @@ both devices (object collectives, checkpoint metadata).
 """
 from __future__ import annotations
 
+import atexit
 import os
 import threading
+import time
+import weakref
 import zlib
 from datetime import timedelta
 
@@ -27,6 +30,39 @@ from torch.futures import Future
 __all__ = ["ProcessGroupTpu", "BACKEND_NAMES"]
 
 BACKEND_NAMES = ("tpu", "tpu_dist")
+
+
+# Gloo runs a future's Python callback on its own thread and then releases it,
+# which takes the GIL. If the process exits in between, that thread takes the
+# GIL after the interpreter began finalizing and is ended inside a noexcept
+# destructor: the process aborts ("terminate called without an active
+# exception"). So every callback we chain is tracked from the moment it runs
+# until it is released, and exit waits for those.
+_running_callbacks = set()  # weak references to tokens held by callbacks that ran
+
+
+class _Token:
+    __slots__ = ("__weakref__",)
+
+
+def _then(fut, fn):
+    """``fut.then(fn)``, tracked so that exit waits until Gloo's thread has let go of it."""
+    token = _Token()
+
+    def callback(f):
+        _running_callbacks.add(weakref.ref(token, _running_callbacks.discard))
+        return fn(f)
+
+    return fut.then(callback)  # once this returns, only the callback holds the token
+
+
+def _wait_for_callbacks(timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while _running_callbacks and time.monotonic() < deadline:
+        time.sleep(0.001)  # lets the callback's thread take the GIL and finish
+
+
+atexit.register(_wait_for_callbacks)
 
 
 def _check_tensors(tensors, what="Tensors"):
@@ -192,7 +228,7 @@ class _StagedWork(Work):
                     f.value()  # re-raises Gloo's error
                     self._finish()
                     return self._outputs
-                self._future = inner.then(done)
+                self._future = _then(inner, done)
         return self._future
 
 
@@ -461,7 +497,7 @@ class _Joined(Work):
 
     def get_future(self):
         futs = [w.get_future() for w in self._works]
-        return torch.futures.collect_all(futs).then(lambda _: self._outputs)
+        return _then(torch.futures.collect_all(futs), lambda _: self._outputs)
 
 
 def _empty_host(t):

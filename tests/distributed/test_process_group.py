@@ -136,3 +136,11 @@ def test_a_dead_rank_gives_an_error_not_a_hang(tmp_path):
     assert kind in ("RuntimeError", "DistBackendError"), got["error"]
     assert "closed" in msg.lower() or "timed out" in msg.lower() or "timeout" in msg.lower(), msg
     assert got["seconds"] < 60, got["seconds"]  # the group's timeout is 15 s
+
+
+def test_exit_right_after_a_collective_future_does_not_abort(tmp_path):
+    # Gloo's thread releases the Python callbacks it ran under the GIL; exit
+    # waits for it (torch_tpu/distributed.py), or the process aborts with
+    # "terminate called without an active exception".
+    for got in launch("exit_after_future", tmp_path):
+        torch.testing.assert_close(got["t"], torch.full((4,), 4.0))

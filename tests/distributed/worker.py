@@ -380,6 +380,31 @@ def rank_dies(out):
     os._exit(0)  # the group cannot be torn down cleanly without rank 1
 
 
+def exit_after_future(out):
+    """Waits on collective futures and exits at once, with Gloo's thread made
+    slow to release the Python callbacks it ran (as a loaded machine makes
+    it): the process must still exit cleanly, not abort at finalization."""
+    import time
+
+    class SlowRelease:
+        def __del__(self):
+            time.sleep(0.3)  # releases the GIL: the main thread reaches exit meanwhile
+
+    then = torch._C.Future.then
+
+    def slow_then(fut, callback):
+        def wrapped(f, _slow=SlowRelease()):
+            return callback(f)
+        return then(fut, wrapped)
+
+    torch._C.Future.then = slow_then
+    t = torch.ones(4, device=TPU)
+    dist.all_reduce(t, async_op=True).get_future().wait()
+    # The coalesced form's future chains several Gloo futures (torch_tpu's _Joined).
+    dist.all_reduce_coalesced([t, t.clone()], async_op=True).wait()
+    _save(out, "exit_after_future", {"t": t.cpu()})
+
+
 def _fsdp_model(mesh):
     from torch.distributed.fsdp import fully_shard
     model = make_gpt().to(TPU)
@@ -445,7 +470,8 @@ def main():
     try:
         globals()[scenario](out)
     finally:
-        dist.destroy_process_group()
+        if scenario != "exit_after_future":  # that one exits with the group alive, as scripts may
+            dist.destroy_process_group()
 
 
 if __name__ == "__main__":
