@@ -82,6 +82,25 @@ def test_host_read_in_the_middle_runs_the_queue():
     torch.testing.assert_close(y.cpu(), x.tanh() * mid)
 
 
+def test_a_host_read_runs_the_queue_only_up_to_its_value():
+    # A training loop's first loss is read while its backward and optimizer
+    # step still compile: the read waits for the calls up to the one that
+    # writes the value, not for the ones queued after it.
+    n = _fresh(40)
+    x = torch.randn(n)
+    t = x.to(TPU)
+    a = t.sin() * 2
+    later = (t.cos() + 3).exp()
+    assert queued() >= 5
+    torch.testing.assert_close(a.cpu(), x.sin() * 2)
+    assert queued() >= 3, "the calls after the value read must stay queued"
+    # A strided view of a queued value: its copy queues at the end, so the
+    # read runs everything before it.
+    torch.testing.assert_close(later[::3].cpu(), (x.cos() + 3).exp()[::3])
+    assert queued() == 0
+    torch.testing.assert_close(later.cpu(), (x.cos() + 3).exp())
+
+
 def test_an_independent_hit_overwrites_a_queued_value():
     n = _fresh(4)
     x = torch.randn(n)

@@ -157,6 +157,21 @@ class StrictDriver final : public Driver {
     drain();
   }
 
+  // Runs queued calls in order until the one that writes `s` has run (a
+  // host read of `s` needs no later call): the first loss of a training
+  // loop reads while its backward and optimizer step still compile.
+  void run_until(StorageSlot* s) {
+    if (queued_.load(std::memory_order_acquire) == 0) return;
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    if (!pending_.count(s)) return;
+    if (owner_pid_ != ::getpid()) {
+      fail();
+      return;
+    }
+    bump(metrics().compile_ahead_drains);
+    pump(true, s);
+  }
+
   int64_t queued() const { return queued_.load(std::memory_order_acquire); }
 
   static StrictDriver& get() {
@@ -288,9 +303,10 @@ class StrictDriver final : public Driver {
   }
 
   // Runs queued calls in order: all of them (`all`), or while their
-  // programs are ready.
-  void pump(bool all) {
+  // programs are ready; with `until`, only until that storage's value is in.
+  void pump(bool all, StorageSlot* until = nullptr) {
     while (!queue_.empty()) {
+      if (until && !pending_.count(until)) return;
       Queued& q = queue_.front();
       if (!all && q.prog.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
       try {
@@ -390,6 +406,8 @@ class StrictDriver final : public Driver {
 Driver& strict_driver() { return StrictDriver::get(); }
 
 void drain_compile_ahead() { StrictDriver::get().drain_all(); }
+
+void run_queued_until(StorageSlot* s) { StrictDriver::get().run_until(s); }
 
 std::shared_future<ProgramPtr> compile_on_pool(const CacheKey& key, std::string name, std::string text, bool tiered,
                                                bool urgent) {

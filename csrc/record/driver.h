@@ -57,6 +57,9 @@ void sync_point(SyncReason why, std::string_view op);
 // Runs every call waiting in strict eager's compile-ahead queue
 // (eager/strict_driver.cc): for code that reads storages directly.
 void drain_compile_ahead();
+// Runs strict eager's queued calls until the value of `s` is in its buffer;
+// the calls after it stay queued.
+void run_queued_until(StorageSlot* s);
 // Compiles (or loads from the persistent tiers) `text` on the compile pool,
 // into the executable cache under `key`; urgent jobs go first.
 std::shared_future<ProgramPtr> compile_on_pool(const CacheKey& key, std::string name, std::string text, bool tiered,

@@ -729,8 +729,14 @@ void copy_to_host(const at::Tensor& src, void* dst, size_t nbytes) {
   if (nbytes == 0) return;
   RECORD_FUNCTION("tpu::device_to_host", std::vector<c10::IValue>());
   // Every host read passes here: a deferred driver materialises first.
-  current_driver().sync_point(SyncReason::kHostRead, "copy_to_host");
+  // Strict eager runs its queue only up to the call that writes this value.
+  Driver& d = current_driver();
+  const bool strict = &d == &strict_driver();
   StorageSlot* s = slot_of(src.storage());
+  if (strict)
+    run_queued_until(s);
+  else
+    d.sync_point(SyncReason::kHostRead, "copy_to_host");
   ViewMeta v = view_of(src);
   if (s->buffer && s->elem == v.elem && v.covers(s->numel)) {
     s->buffer->to_host(dst, nbytes);
@@ -741,8 +747,11 @@ void copy_to_host(const at::Tensor& src, void* dst, size_t nbytes) {
     call.input(src);
     call.output(tmp);
     call.run([](ir::Builder&, const std::vector<Value>& in) { return std::vector<Value>{in[0]}; });
-    current_driver().sync_point(SyncReason::kHostRead, "copy_to_host");  // a deferred driver recorded it
     StorageSlot* t = slot_of(tmp.storage());
+    if (strict)
+      run_queued_until(t);  // it may have queued behind `src`
+    else
+      current_driver().sync_point(SyncReason::kHostRead, "copy_to_host");  // a deferred driver recorded it
     t->buffer->to_host(dst, nbytes);
   }
   bump(metrics().d2h_count);
