@@ -2,8 +2,9 @@
 
     python bench/cold_start.py [--models mlp,gpt] [--peer VENV]
 
-For each model and configuration: the first step's time (compiles
-included), the number of XLA programs compiled in that step, their total
+For each model and configuration: the time to the first step's loss on the
+host and to the whole first step (compiles included), the number of XLA
+programs compiled by then, their total
 compile time, and steady-state steps/s (so a trade-off is visible).
 Configurations:
   strict               strict eager as shipped (the optimizer step is one program; misses
@@ -15,8 +16,11 @@ Configurations:
                        after they have replaced the quick ones)
   strict-per-op-optim  strict eager with TORCH_TPU_FUSE_OPTIMIZER=0 (the optimizer op by op)
   fused                EagerMode.DEFER_AND_FUSE
+  strict-math-attention  strict eager with attention as matmuls and a softmax, as the peer runs it
   torchtpu-strict/-fused  Google's TorchTPU 0.2.0 on the same XLA:CPU plugin, when
-                       --peer names its venv (../shared/tools/torchtpu-peer-venv.sh)
+                       --peer names its venv (../shared/tools/torchtpu-peer-venv.sh); its
+                       scaled_dot_product_attention is a TPU-only kernel, so it runs the
+                       math form of attention
 The models are torch_tpu.bench.train's (MLP 784-512-512-10 with SGD, the GPT-style
 decoder with AdamW).
 """
@@ -37,7 +41,19 @@ CONFIGS = {
     "strict-tiered": {"TORCH_TPU_TIERED_COMPILE": "1"},
     "strict-per-op-optim": {"TORCH_TPU_FUSE_OPTIMIZER": "0"},
     "fused": {"TORCH_TPU_DEFER_AND_FUSE": "1"},
+    "strict-math-attention": {"MATH_ATTENTION": "1"},
 }
+
+
+def _math_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    import torch
+
+    assert attn_mask is None and dropout_p == 0.0, "the bench models use neither"
+    s = (q @ k.transpose(-2, -1)) * (scale or q.shape[-1] ** -0.5)
+    if is_causal:
+        keep = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    return s.softmax(-1) @ v
 
 
 def child(name: str, peer: bool, steady: int) -> None:
@@ -45,15 +61,35 @@ def child(name: str, peer: bool, steady: int) -> None:
         import torchtpu_peer  # noqa: F401  (points TorchTPU at the XLA:CPU plugin)
     import torch
 
-    from torch_tpu.bench.train import torch_setup
+    if peer:  # the peer is also named torch_tpu: load our model definitions by path
+        import importlib.util
 
+        spec = importlib.util.spec_from_file_location(
+            "_cold_start_train", os.path.join(os.path.dirname(HERE), "torch_tpu", "bench", "train.py"))
+        train = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(train)
+        torch_setup = train.torch_setup
+    else:
+        from torch_tpu.bench.train import torch_setup
+
+    if peer or os.environ.get("MATH_ATTENTION"):
+        # TorchTPU lowers scaled_dot_product_attention to a TPU-only custom
+        # call, which XLA:CPU cannot compile: the peer runs attention as
+        # matmuls and a softmax, and "strict-math-attention" runs ours the same way.
+        import torch.nn.functional as F
+
+        F.scaled_dot_product_attention = _math_attention
     if peer and os.environ.get("PEER_FUSED"):
         torch.tpu.eager_mode = torch.tpu.EagerMode.DEFER_AND_FUSE
     step = torch_setup(name, "tpu")
     t0 = time.perf_counter()
     float(step().cpu())
     first = time.perf_counter() - t0
-    out = {"first_step_s": first}
+    # The loss is back before the backward and the optimizer step have run
+    # (both torch_tpu and TorchTPU launch asynchronously): also time the
+    # whole step.
+    torch.accelerator.synchronize()
+    out = {"first_step_s": first, "first_step_done_s": time.perf_counter() - t0}
     if not peer:
         import torch_tpu
         from torch_tpu import debug
@@ -113,13 +149,14 @@ def main() -> None:
     results = {}
     for m, c, py, env, peer in tqdm(runs, desc="cold-start bench", unit="run"):
         results.setdefault(m, {})[c] = measure(py, m, env, peer, steady.get(m, 5))
-    print(f"\n{'model':<6}{'config':<22}{'first step s':>13}{'programs':>10}{'compile s':>11}"
+    print(f"\n{'model':<6}{'config':<22}{'first loss s':>13}{'step done s':>12}{'programs':>10}{'compile s':>11}"
           f"{'bg compile s':>13}{'full progs s':>13}{'steps/s':>9}")
     nan = float("nan")
     for m, rows in results.items():
         for c, r in rows.items():
             if r:
-                print(f"{m:<6}{c:<22}{r['first_step_s']:>13.2f}{r.get('programs', '-'):>10}"
+                print(f"{m:<6}{c:<22}{r['first_step_s']:>13.2f}{r['first_step_done_s']:>12.2f}"
+                      f"{r.get('programs', '-'):>10}"
                       f"{r.get('compile_s', nan):>11.2f}{r.get('background_compile_s', nan):>13.2f}"
                       f"{r.get('full_programs_s', nan):>13.2f}{r['steps_per_s']:>9.2f}")
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
