@@ -890,10 +890,6 @@ class FusedDriver final : public Driver {
                    const CacheKey& key, const std::function<std::string()>& emit, int64_t out_bytes,
                    CapturedGraph* cap) {
     bump(metrics().cache_misses);
-    // In queue order, not first: the optimizer step's graph put ahead of the
-    // backward's compiles delayed a first loss by 0.3-0.5 s and ended the
-    // step no sooner (GPT, 2 cores).
-    const bool urgent = false;
     QueuedGraph g;
     g.name = cap ? "a compiled graph" : "a fused graph";
     g.program = "fused[" + std::to_string(p.ops) + " ops]";
@@ -915,7 +911,10 @@ class FusedDriver final : public Driver {
       bump(metrics().donated, n_donated);
     };
     clear_pending(p);  // the outputs become the queue's pending storages
-    auto fut = enqueue_graph(key, emit, urgent, std::move(g));
+    // Compiled in queue order, not first: the optimizer step's graph put
+    // ahead of the backward's compiles delayed a first loss by 0.3-0.5 s and
+    // ended the step no sooner (GPT, 2 cores).
+    auto fut = enqueue_graph(key, emit, std::move(g));
     if (cap) cap->pending_prog = std::move(fut);
   }
 

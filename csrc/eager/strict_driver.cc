@@ -106,7 +106,7 @@ class StrictDriver final : public Driver {
   }
 
   std::shared_future<ProgramPtr> enqueue_graph(const CacheKey& key, const std::function<std::string()>& emit,
-                                               bool urgent, QueuedGraph g) {
+                                               QueuedGraph g) {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     RECORD_FUNCTION("tpu::compile_ahead_enqueue", std::vector<c10::IValue>());
     Queued q;
@@ -116,7 +116,7 @@ class StrictDriver final : public Driver {
     if (auto it = inflight_.find(key); it != inflight_.end()) {
       q.prog = it->second;  // the same graph, recorded again before its first compile finished
     } else {
-      q.prog = compile_on_pool(key, g.program, emit(), /*tiered=*/false, urgent);
+      q.prog = compile_on_pool(key, g.program, emit(), /*tiered=*/false, /*urgent=*/false);
       inflight_.emplace(key, q.prog);
       bump(metrics().compiles_ahead);
     }
@@ -430,9 +430,9 @@ void forget_queued(StorageSlot* s) { StrictDriver::get().forget_queued(s); }
 
 bool compile_ahead_enabled() { return StrictDriver::ahead_enabled(); }
 
-std::shared_future<ProgramPtr> enqueue_graph(const CacheKey& key, const std::function<std::string()>& emit, bool urgent,
+std::shared_future<ProgramPtr> enqueue_graph(const CacheKey& key, const std::function<std::string()>& emit,
                                              QueuedGraph g) {
-  return StrictDriver::get().enqueue_graph(key, emit, urgent, std::move(g));
+  return StrictDriver::get().enqueue_graph(key, emit, std::move(g));
 }
 
 }  // namespace torch_tpu::record

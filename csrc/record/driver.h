@@ -103,9 +103,9 @@ struct QueuedGraph {
 bool compile_ahead_enabled();
 // Queues `g` behind the calls already queued. Its program compiles on the
 // pool (`emit` gives the StableHLO, called here and only if no compile of
-// `key` is in flight); urgent compiles go ahead of the queued ones.
-// Returns the program's future (a capture keeps it).
-std::shared_future<ProgramPtr> enqueue_graph(const CacheKey& key, const std::function<std::string()>& emit, bool urgent,
+// `key` is in flight), in queue order. Returns the program's future (a
+// capture keeps it).
+std::shared_future<ProgramPtr> enqueue_graph(const CacheKey& key, const std::function<std::string()>& emit,
                                              QueuedGraph g);
 
 // A kernel's host synchronisation point, declared once at file scope:
