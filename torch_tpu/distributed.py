@@ -13,6 +13,8 @@ both devices (object collectives, checkpoint metadata).
 from __future__ import annotations
 
 import atexit
+import collections
+import ctypes
 import os
 import threading
 import time
@@ -32,37 +34,66 @@ __all__ = ["ProcessGroupTpu", "BACKEND_NAMES"]
 BACKEND_NAMES = ("tpu", "tpu_dist")
 
 
-# Gloo runs a future's Python callback on its own thread and then releases it,
-# which takes the GIL. If the process exits in between, that thread takes the
-# GIL after the interpreter began finalizing and is ended inside a noexcept
-# destructor: the process aborts ("terminate called without an active
-# exception"). So every callback we chain is tracked from the moment it runs
-# until it is released, and exit waits for those.
-_running_callbacks = set()  # weak references to tokens held by callbacks that ran
+# Exit safety. Gloo finishes a collective on its own worker thread. Whatever
+# Python that thread touches (our callbacks, a future's Python value, a tensor
+# whose Python object was dropped while Gloo still held it) needs the GIL; a
+# thread that takes the GIL once the interpreter is finalizing is ended inside
+# a noexcept destructor and the process aborts ("terminate called without an
+# active exception"). So:
+# - every callback we chain is tracked from the moment it is chained until
+#   Gloo's thread has released it, and exit waits for those (_wait_at_exit);
+# - the latest Gloo works (which hold the host tensors and Gloo's futures)
+#   and chained futures (whose value is a Python object) stay referenced from
+#   Python and are never released at exit, so a Gloo thread never drops their
+#   last reference once finalization begins.
+_pending_callbacks = set()  # weak references to the tokens of chained callbacks still alive
+_kept = collections.deque()  # Gloo works and chained futures, oldest first
+_kept_lock = threading.Lock()
+# Completed ones beyond the newest few are released while Python runs, which
+# is safe: a Gloo thread that drops a last reference then takes the GIL as usual.
+_KEEP_DONE = 8
 
 
 class _Token:
     __slots__ = ("__weakref__",)
 
 
-def _then(fut, fn):
-    """``fut.then(fn)``, tracked so that exit waits until Gloo's thread has let go of it."""
-    token = _Token()
+def _done(obj):
+    return obj.done() if isinstance(obj, torch._C.Future) else obj.is_completed()
 
-    def callback(f):
-        _running_callbacks.add(weakref.ref(token, _running_callbacks.discard))
+
+def _keep(obj):
+    with _kept_lock:
+        _kept.append(obj)
+        while len(_kept) > _KEEP_DONE and _done(_kept[0]):
+            _kept.popleft()
+    return obj
+
+
+def _then(fut, fn):
+    """``fut.then(fn)``, tracked so that exit waits until Gloo's thread has
+    let go of the callback, and kept so that Gloo's thread, which releases
+    the callback together with its reference to the result, never drops the
+    last reference to the result's Python value at exit."""
+    token = _Token()
+    _pending_callbacks.add(weakref.ref(token, _pending_callbacks.discard))
+
+    def callback(f, _token=token):  # the token dies with this function
         return fn(f)
 
-    return fut.then(callback)  # once this returns, only the callback holds the token
+    return _keep(fut.then(callback))
 
 
-def _wait_for_callbacks(timeout=10.0):
+def _wait_at_exit(timeout=10.0):
     deadline = time.monotonic() + timeout
-    while _running_callbacks and time.monotonic() < deadline:
-        time.sleep(0.001)  # lets the callback's thread take the GIL and finish
+    while (_pending_callbacks or not all(map(_done, list(_kept)))) and time.monotonic() < deadline:
+        time.sleep(0.001)  # lets Gloo's threads take the GIL and finish
+    # Never released: finalization then cannot leave a Gloo thread holding the
+    # last reference to a work, its tensors or a future's Python value.
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(_kept))
 
 
-atexit.register(_wait_for_callbacks)
+atexit.register(_wait_at_exit)
 
 
 def _check_tensors(tensors, what="Tensors"):
@@ -171,7 +202,7 @@ class _StagedWork(Work):
 
     def __init__(self, inner, copy_back, outputs, after=None):
         super().__init__()
-        self._inner = inner
+        self._inner = _keep(inner)
         self._copy_back = copy_back  # [(tpu_or_cpu_dst, host_src)]
         self._outputs = outputs
         self._after = after
@@ -281,7 +312,7 @@ class ProcessGroupTpu(_C10dBackend):
         t = torch.tensor([key, -key], dtype=torch.int64)
         opts = _c10d.AllreduceOptions()
         opts.reduceOp = ReduceOp.MAX
-        self._gloo.allreduce([t], opts).wait()
+        _keep(self._gloo.allreduce([t], opts)).wait()
         if int(t[0]) != -int(t[1]):
             raise RuntimeError(
                 f"tpu backend: ranks called {what} with different tensor shapes or dtypes (rank {self._rank}: "

@@ -144,3 +144,6 @@ def test_exit_right_after_a_collective_future_does_not_abort(tmp_path):
     # "terminate called without an active exception".
     for got in launch("exit_after_future", tmp_path):
         torch.testing.assert_close(got["t"], torch.full((4,), 4.0))
+        # Completed works beyond the newest 8 are released while Python runs
+        # (40 collectives ran): what exit keeps stays bounded.
+        assert 1 <= got["kept"] <= 8, got["kept"]

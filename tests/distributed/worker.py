@@ -402,7 +402,16 @@ def exit_after_future(out):
     dist.all_reduce(t, async_op=True).get_future().wait()
     # The coalesced form's future chains several Gloo futures (torch_tpu's _Joined).
     dist.all_reduce_coalesced([t, t.clone()], async_op=True).wait()
-    _save(out, "exit_after_future", {"t": t.cpu()})
+    # Exit keeps the latest Gloo works and futures referenced (never released
+    # by a Gloo thread once finalizing), but only a few once they complete.
+    from torch_tpu import distributed as td
+    for _ in range(40):
+        dist.all_reduce(torch.ones(1 << 14, device=TPU))
+    kept = len(td._kept)
+    # An async collective that nobody waits for, its tensor dropped at once:
+    # exit waits for it to complete instead of finalizing under Gloo's thread.
+    dist.all_reduce(torch.ones(1 << 16, device=TPU), async_op=True)
+    _save(out, "exit_after_future", {"t": t.cpu(), "kept": kept})
 
 
 def _fsdp_model(mesh):
