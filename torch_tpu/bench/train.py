@@ -7,7 +7,9 @@
 For every (model, mode) a fresh process trains with an empty compilation
 cache and reports the first step's time (compiles included) and steps/s
 after warm-up. Modes: PyTorch CPU eager and Inductor (cpu-eager,
-cpu-inductor), tpu strict eager, fused eager and torch.compile (tpu-strict,
+cpu-inductor), dynamo alone with its no-op backend on CPU (cpu-dynamo:
+its first step is what dynamo's own tracing costs, a floor for any
+torch.compile backend's first step), tpu strict eager, fused eager and torch.compile (tpu-strict,
 tpu-fused, tpu-compile, which traces loss.backward() into the graph;
 tpu-compile-engine leaves it to the autograd engine, options={"trace_backward":
 False}), the whole step captured once with torch.tpu.graph
@@ -54,8 +56,8 @@ EXAMPLES = {
     "ex-unet": ("unet", 16, 5, "examples/unet: DDPM UNet, 16 channels, 16x16 shapes, AdamW"),
 }
 MODELS.update({name: f"{e[3]}, batch {e[1]}" for name, e in EXAMPLES.items()})
-MODES = ["cpu-eager", "cpu-inductor", "tpu-strict", "tpu-fused", "tpu-compile", "tpu-compile-engine", "tpu-graph",
-         "jax-jit", "jax-jit-bundled"]
+MODES = ["cpu-eager", "cpu-inductor", "cpu-dynamo", "tpu-strict", "tpu-fused", "tpu-compile", "tpu-compile-engine",
+         "tpu-graph", "jax-jit", "jax-jit-bundled"]
 GPT = dict(vocab=512, d=256, layers=4, heads=4, seq=128, batch=8)
 
 
@@ -169,6 +171,12 @@ def run_torch(name: str, mode: str, steps: int, warmup: int) -> dict:
         step = torch_setup(name, device, capturable=mode == "tpu-graph")
     if mode == "cpu-inductor":
         step = torch.compile(step)
+    elif mode == "cpu-dynamo":
+        # Dynamo alone: its no-op backend runs each captured graph as it is,
+        # with backward traced as tpu-compile traces it. Its first step is
+        # the floor for any torch.compile backend's first step.
+        torch._dynamo.config.trace_autograd_ops = True
+        step = torch.compile(step, backend="eager")
     elif mode == "tpu-compile":
         step = torch.compile(step, backend="tpu")
     elif mode == "tpu-compile-engine":
@@ -507,26 +515,28 @@ def main(argv=None) -> None:
     for m in models:
         lines.append(f"\n{m}: {MODELS.get(m, m)}")
         n_items, unit = items_of(results, m)
-        lines.append(f"{'mode':<16}{'steps/s':>10}{unit + '/s':>12}{'first step s':>14}{'vs strict':>11}"
-                     f"{'vs JAX':>9}{'compiles':>10}{'peak MiB':>10}")
+        lines.append(f"{'mode':<19}{'steps/s':>10}{unit + '/s':>12}{'first step s':>14}{'1st / strict':>14}"
+                     f"{'vs strict':>11}{'vs JAX':>9}{'compiles':>10}{'peak MiB':>10}")
         base = (results[m].get("tpu-strict") or {}).get("steps_per_s")
+        base_first = (results[m].get("tpu-strict") or {}).get("first_step_s")
         jax_sps = (results[m].get("jax-jit") or {}).get("steps_per_s")
         for mode in modes:
             if mode not in results[m]:
                 continue
             r = results[m][mode]
             if r is None:
-                lines.append(f"{mode:<16}{'failed (the error is above)':>40}")
+                lines.append(f"{mode:<19}{'failed (the error is above)':>40}")
                 continue
             sps = r["steps_per_s"]
             vs = f"{sps / base:.2f}x" if base else "-"
             vj = f"{sps / jax_sps:.2f}x" if jax_sps else "-"
+            vf = f"{r['first_step_s'] / base_first:.2f}x" if base_first else "-"
             peak = r.get("peak_bytes")
             peak = f"{peak / 2**20:.0f}" if peak is not None else "-"
             spread = r.get("steps_per_s_runs")
             spread = f"  ({min(spread):.1f}-{max(spread):.1f} over {len(spread)} rounds)" if spread else ""
-            lines.append(f"{mode:<16}{sps:>10.1f}{sps * n_items:>12.0f}{r['first_step_s']:>14.2f}{vs:>11}{vj:>9}"
-                         f"{r.get('compiles', '-'):>10}{peak:>10}{spread}")
+            lines.append(f"{mode:<19}{sps:>10.1f}{sps * n_items:>12.0f}{r['first_step_s']:>14.2f}{vf:>14}{vs:>11}"
+                         f"{vj:>9}{r.get('compiles', '-'):>10}{peak:>10}{spread}")
     text = "\n".join(lines)
     print(text)
     with open(os.path.join(a.out, "train_step.json"), "w") as f:
@@ -584,7 +594,8 @@ def plot(results, models, modes, path) -> None:
     for ax, m in zip(axes[0], models):
         names = [mode for mode in modes if results[m].get(mode)]
         vals = [results[m][mode]["steps_per_s"] for mode in names]
-        palette = {"cpu-eager": "#888", "cpu-inductor": "#aaa", "tpu-strict": "#4a7", "tpu-fused": "#2a5",
+        palette = {"cpu-eager": "#888", "cpu-inductor": "#aaa", "cpu-dynamo": "#bbb", "tpu-strict": "#4a7",
+                   "tpu-fused": "#2a5",
                    "tpu-compile": "#075", "tpu-compile-engine": "#064", "tpu-graph": "#053", "jax-jit": "#c63",
                    "jax-jit-bundled": "#e96"}
         ax.bar(range(len(names)), vals, color=[palette.get(n, "#555") for n in names])
