@@ -662,3 +662,110 @@ def test_tpu_compiles_skip_dynamos_function_name_lookup(monkeypatch):
     torch._dynamo.reset()
     torch.testing.assert_close(torch.compile(m.cpu(), backend="aot_eager")(x), ref)
     assert len(calls) >= 1
+
+
+def _without_aot():
+    from torch_tpu import _compile
+
+    return _compile.stats["without_aot"]
+
+
+@pytest.mark.parametrize("force_aot", [False, True])
+def test_training_step_graphs_skip_aot_autograd_and_match_cpu(monkeypatch, force_aot):
+    # A traced training step's graphs need no autograd at run time: the
+    # forward+backward (autograd.grad inside) and the AdamW step (parameters
+    # and state read through get_attr, updated in place). They run as dynamo
+    # captured them, without AOTAutograd, and are captured and replayed as
+    # one program each; TORCH_TPU_COMPILE_AOT=1 sends them through it.
+    if force_aot:
+        monkeypatch.setenv("TORCH_TPU_COMPILE_AOT", "1")
+
+    def run(dev, compiled):
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(6, 16, bias=False), torch.nn.BatchNorm1d(16), torch.nn.ReLU(),
+                                torch.nn.Linear(16, 3)).to(dev)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+        g = torch.Generator().manual_seed(1)
+        x, y = torch.randn(8, 6, generator=g).to(dev), torch.randint(0, 3, (8,), generator=g).to(dev)
+
+        def step():
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(m(x), y)
+            out = loss.detach()
+            loss.backward()
+            opt.step()
+            return out
+
+        if compiled:
+            step = torch.compile(step, backend="tpu")
+        losses = torch.stack([step().cpu() for _ in range(5)])
+        return losses, [t.detach().cpu() for t in (*m.parameters(), *m.buffers())]
+
+    before, replays = _without_aot(), debug.metrics()["replays"]
+    got, got_state = run(TPU, True)
+    assert (_without_aot() - before >= 2) != force_aot
+    assert debug.metrics()["replays"] - replays >= 6  # two programs per step replayed from the second on
+    ref, ref_state = run("cpu", False)
+    torch.testing.assert_close(got, ref)
+    for a, b in zip(got_state, ref_state):  # weights, BatchNorm's running stats and its step count
+        torch.testing.assert_close(a, b)
+
+
+def test_graph_whose_output_needs_autograd_goes_through_aot_autograd():
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 2))
+    mt = copy.deepcopy(m).to(TPU)
+    cm = torch.compile(mt, backend="tpu")
+    before = _without_aot()
+    for _ in range(3):
+        x = torch.randn(3, 5)
+        cm(x.to(TPU)).square().sum().backward()
+        m(x).square().sum().backward()
+    assert _without_aot() == before  # the forward's output requires grad: AOTAutograd splits it
+    for p, q in zip(mt.parameters(), m.parameters()):
+        torch.testing.assert_close(p.grad.cpu(), q.grad)
+
+
+def test_metadata_mutations_match_cpu_and_go_through_aot_autograd():
+    # Dynamo runs a metadata change of an input (unsqueeze_) between graphs;
+    # one of an intermediate (t_) stays in the graph, which then goes
+    # through AOTAutograd (a capture replays values, not metadata changes).
+    def f(x, y):
+        y.add_(1)
+        x.unsqueeze_(0)
+        z = x * 2
+        z.t_()
+        return z + 1, z
+
+    cf = torch.compile(f, backend="tpu")
+    before = _without_aot()
+    for _ in range(3):
+        x, y = torch.randn(4), torch.randn(3)
+        xt, yt = x.to(TPU), y.to(TPU)
+        got, want = cf(xt, yt), f(x, y)
+        for a, b in zip(got, want):
+            assert a.shape == b.shape
+            torch.testing.assert_close(a.cpu(), b)
+        assert xt.shape == x.shape == (1, 4)
+        torch.testing.assert_close(yt.cpu(), y)
+    assert _without_aot() == before + 1  # y.add_ alone: the graph with t_ went through AOTAutograd
+
+
+def test_graph_without_aot_keeps_outputs_that_alias_inputs():
+    def f(x):
+        x.mul_(2)
+        return x[1:], x.sum()
+
+    cf = torch.compile(f, backend="tpu")
+    before, replays = _without_aot(), debug.metrics()["replays"]
+    for _ in range(3):
+        x = torch.randn(5)
+        xt = x.to(TPU)
+        (view, s), (view_c, s_c) = cf(xt), f(x)
+        torch.testing.assert_close(s.cpu(), s_c)
+        view.add_(1)  # writes through to the input, as on CPU
+        view_c.add_(1)
+        torch.testing.assert_close(xt.cpu(), x)
+        torch.testing.assert_close(view.cpu(), view_c)
+    assert _without_aot() == before + 1
+    assert debug.metrics()["replays"] - replays == 2

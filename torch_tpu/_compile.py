@@ -1,6 +1,8 @@
 """``torch.compile(model, backend="tpu")``.
 
-Dynamo captures the Python, AOTAutograd turns each captured region into
+Dynamo captures the Python. A captured graph that needs no autograd at run
+time (a traced training step, an optimizer step, inference) runs as dynamo
+captured it; the others go through AOTAutograd, which turns each into
 functional ATen graphs (forward, and backward when gradients are needed).
 A graph's first run goes through the same ATen kernels as eager, recorded
 by the fused-eager driver into one XLA program, which is captured; later
@@ -34,7 +36,14 @@ _KNOWN_OPTIONS = {"debug_callback", "name", "trace_backward"}
 _NO_OP = "the graph recorded no op"  # _end_capture's reason for a graph of views
 # For the metrics report: ATen graphs handed to the backend, how many were
 # captured for replay, and why the others run their ops on every call.
-stats = {"graphs": 0, "captured": 0, "bucketed": 0, "not_captured": {}}
+stats = {"graphs": 0, "captured": 0, "bucketed": 0, "without_aot": 0, "not_captured": {}}
+
+
+def _node_val(node):
+    """A node's example value: AOTAutograd's graphs keep it in meta["val"],
+    dynamo's in meta["example_value"]."""
+    meta = node.meta
+    return meta["val"] if "val" in meta else meta.get("example_value")
 
 
 def _replayable(gm) -> bool:
@@ -50,7 +59,7 @@ def _replayable(gm) -> bool:
             attr = getattr(gm, node.target, None)
             if isinstance(attr, torch.Tensor) and attr.device.type != "tpu":
                 return False
-        vals = node.meta.get("val")
+        vals = _node_val(node)
         for v in vals if isinstance(vals, (list, tuple)) else (vals,):
             if isinstance(v, torch.Tensor) and v.device.type != "tpu":
                 return False
@@ -77,8 +86,12 @@ class _GraphRunner:
 
     _MAX_CAPTURES = 8
 
-    def __init__(self, gm, label: str, kind: str):
+    def __init__(self, gm, label: str, kind: str, attrs: tuple = ()):
         self.gm = gm
+        # Tensors the graph reads from its module (a dynamo graph's get_attr
+        # nodes: optimizer state, parameters): captured and replayed as
+        # inputs after the call's own.
+        self.attrs = list(attrs)
         self.label = label
         self.why = f"compiled {kind}"
         self.last = None  # the capture that ran last: tried first
@@ -99,7 +112,7 @@ class _GraphRunner:
             # step makes), or the ops go into the tpu graph being captured.
             return self.gm(*args)
         if self.last is not None:
-            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            tensors = [a for a in args if isinstance(a, torch.Tensor)] + self.attrs
             scalars = [a for a in args if not isinstance(a, torch.Tensor)]
             for cap in (self.last, *(c for c in self.captures if c is not self.last)):
                 if cap.scalars == scalars:
@@ -126,7 +139,7 @@ class _GraphRunner:
             out = self.gm(*args)
             if capture:
                 tensors = [o for o in out if isinstance(o, torch.Tensor)]
-                inputs = [a for a in args if isinstance(a, torch.Tensor)]
+                inputs = [a for a in args if isinstance(a, torch.Tensor)] + self.attrs
                 handle, why = _C._end_capture(inputs, tensors)
                 if handle is not None:
                     stats["captured"] += 1
@@ -149,6 +162,69 @@ class _GraphRunner:
                 _C._set_eager_mode(prev)
 
 
+# In-place ops that change a tensor's metadata (sizes, strides, storage,
+# autograd flags) rather than its values: a capture replays values only, so
+# a graph with one goes through AOTAutograd, which re-applies them.
+_METADATA_MUTATIONS = frozenset({
+    "resize_", "resize_as_", "set_", "as_strided_", "t_", "transpose_", "squeeze_", "unsqueeze_", "swapdims_",
+    "swapaxes_", "detach_", "requires_grad_", "share_memory_", "_set_data", "set_data"})
+
+
+def _force_aot() -> bool:
+    return os.environ.get("TORCH_TPU_COMPILE_AOT", "0") == "1"
+
+
+def _aot_free_attrs(gm) -> tuple | None:
+    """The tensors a dynamo graph reads through get_attr, when the graph can
+    skip AOTAutograd, else None. It can when no result needs autograd (no
+    output requires grad: a traced training step's forward+backward, an
+    optimizer step, inference), every input is a plain tensor of static
+    shape, and no op mutates a tensor's metadata. The graph then runs as
+    dynamo captured it, through the same kernels as eager, under the fused
+    driver, and that run is captured as one program like an ATen graph's:
+    in-place updates of inputs and outputs that alias inputs are tracked by
+    storage. AOTAutograd's tracing with fake tensors and functionalisation
+    costs about a third of a compiled step's first call."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    attrs = []
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            v = _node_val(node)
+            if type(v) is not FakeTensor or not all(isinstance(d, int) for d in v.shape):
+                return None  # a SymInt, a tensor subclass, a dynamic size: AOTAutograd's job
+        elif node.op == "get_attr":
+            t = gm
+            for part in node.target.split("."):
+                t = getattr(t, part, None)
+            if isinstance(t, torch.Tensor):
+                if type(t) not in (torch.Tensor, torch.nn.Parameter):
+                    return None
+                attrs.append(t)
+        elif node.op in ("call_method", "call_function"):
+            name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+            if name in _METADATA_MUTATIONS:
+                return None
+        elif node.op == "call_module":
+            return None
+        elif node.op == "output":
+            for v in torch.utils._pytree.tree_leaves([_node_val(a) if isinstance(a, torch.fx.Node) else a
+                                                      for a in torch.utils._pytree.tree_leaves(node.args)]):
+                if isinstance(v, torch.Tensor):
+                    if type(v) is not FakeTensor or v.requires_grad:
+                        return None
+                elif v is not None and not isinstance(v, (bool, int, float)):
+                    return None  # a SymInt among others
+    # One tensor read by two get_attr nodes is one input.
+    seen, unique = set(), []
+    for t in attrs:
+        if id(t) not in seen:
+            seen.add(id(t))
+            unique.append(t)
+    return tuple(unique)
+
+
 def tpu_backend(gm, example_inputs, options: dict[str, Any] | None = None, mode: str | None = None, **kwargs):
     """The dynamo backend registered as ``"tpu"``."""
     from functorch.compile import make_boxed_func
@@ -163,6 +239,13 @@ def tpu_backend(gm, example_inputs, options: dict[str, Any] | None = None, mode:
     callback = opts.get("debug_callback")
     name = opts.get("name") or "graph"
     counter = [0]
+    # debug_callback is documented to see ATen graphs: those come from AOTAutograd.
+    attrs = None if callback is not None or _force_aot() else _aot_free_attrs(gm)
+    if attrs is not None and _replayable(gm):
+        stats["without_aot"] += 1
+        runner = _GraphRunner(gm, f"{name}_graph_{stats['without_aot']}", "graph", attrs)
+        logger.debug("tpu backend: %s runs without AOTAutograd", runner.label)
+        return runner
 
     def compiler(kind: str):
         def compile_graph(aten_gm, inputs):

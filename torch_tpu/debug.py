@@ -31,7 +31,7 @@ def reset_metrics() -> None:
 
     _C._reset_metrics()
     _C._clear_compile_records()
-    _compile.stats.update(graphs=0, captured=0, bucketed=0, not_captured={})
+    _compile.stats.update(graphs=0, captured=0, bucketed=0, without_aot=0, not_captured={})
 
 
 def metrics_report() -> str:
@@ -78,6 +78,8 @@ def metrics_report() -> str:
     if cs["graphs"]:
         lines.append(f"{'torch.compile graphs':<{width}}  {cs['graphs']} ({cs['captured']} captured, "
                      f"{m['replays']} replays)")
+        if cs["without_aot"]:
+            lines.append(f"  run as dynamo captured them, without AOTAutograd: {cs['without_aot']} graphs")
         if cs["bucketed"]:
             lines.append(f"  dynamic sizes padded to power-of-two buckets: {cs['bucketed']} graphs")
         for why, n in sorted(cs["not_captured"].items(), key=lambda kv: -kv[1]):
