@@ -168,3 +168,43 @@ def test_memory_tier_is_bounded_so_jit_mappings_do_not_run_out(tmp_path):
     assert entries <= 64 and evictions >= 400 * 2 - 64  # two programs per size (mul, add)
     # 400 sizes x 3 programs kept would add thousands of mappings.
     assert new_maps < 64 * 10, new_maps
+
+
+NEAR_THE_MAPPING_LIMIT = """
+import mmap, torch, torch_tpu
+def maps():
+    with open('/proc/self/maps') as f:
+        return sum(1 for _ in f)
+limit = int(open('/proc/sys/vm/max_map_count').read())
+x0 = torch.randn(1, device='tpu') * 2
+# Take the process to just under three quarters of vm.max_map_count with
+# mappings of its own (shared anonymous ones are never merged), as a long
+# process that compiled thousands of programs would be.
+held = [mmap.mmap(-1, 4096) for _ in range(limit * 3 // 4 - maps() - 200)]
+for n in range(1, 401):
+    x = torch.arange(float(n)).to('tpu')
+    assert (x * 3 + 1).cpu().equal(torch.arange(float(n)) * 3 + 1)
+mem = torch_tpu.cache.stats()['memory']
+print(mem['mapping_evictions'], mem['max_programs'], mem['entries'], maps() - limit * 3 // 4)
+"""
+
+
+def test_memory_tier_shrinks_when_the_process_nears_the_mapping_limit(tmp_path):
+    # How many mappings a program takes varies (3 for a small op, ~27 for a
+    # convolution's forward and backward), so a cap on programs alone cannot
+    # keep a process under vm.max_map_count: the whole suite reached 63,000
+    # of 65,530 with fewer than 8,192 programs. Near three quarters of the
+    # limit the tier drops its least recently used quarter and lowers its cap.
+    limit = int(open("/proc/sys/vm/max_map_count").read())
+    if limit > 400_000:
+        pytest.skip(f"vm.max_map_count is {limit}: too many mappings to fill in a test")
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path))
+    env.pop("TORCH_TPU_CACHE_MAX_PROGRAMS", None)
+    r = subprocess.run([sys.executable, "-c", NEAR_THE_MAPPING_LIMIT], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    shrinks, cap, entries, over = map(int, r.stdout.split())
+    assert shrinks >= 1 and cap < 8192 and entries <= cap, r.stdout
+    # 800 programs kept would add ~2,400 mappings past the threshold; the
+    # checks every 32 inserts let it overshoot by a few hundred at most.
+    assert over < 1000, r.stdout

@@ -294,6 +294,7 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
   prog->name = name;
   prog->compile_ns = ns;
   ProgramPtr out;
+  bool check_mappings = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     prog->last_use = ++use_counter_;
@@ -301,7 +302,9 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
     out = it->second;
     if (static_cast<int64_t>(map_.size()) > max_programs_) evict_locked();
     if (!inserted) quick = false;  // another thread's program won the race
+    check_mappings = ++inserts_ % kMappingCheckEvery == 0 && map_.size() >= kMappingCheckMinPrograms;
   }
+  if (check_mappings) bound_mappings();
   if (quick) {
     // A weak reference: a quick program evicted (and not running) before its
     // turn is not worth compiling again, and the queue must not keep the
@@ -401,6 +404,50 @@ void ExecutableCache::evict_locked() {
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   for (size_t i = 0; i < drop; ++i) map_.erase(by_use[i].second);
   evictions.fetch_add(static_cast<int64_t>(drop), std::memory_order_relaxed);
+}
+
+namespace {
+// The number of lines of /proc/self/maps (-1 where there is none).
+int64_t process_mappings() {
+  std::FILE* f = std::fopen("/proc/self/maps", "r");
+  if (!f) return -1;
+  int64_t lines = 0;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) lines += std::count(buf, buf + n, '\n');
+  std::fclose(f);
+  return lines;
+}
+
+int64_t mapping_limit() {
+  static const int64_t limit = [] {
+    int64_t v = 65530;  // Linux's default
+    if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
+      long long x = 0;
+      if (std::fscanf(f, "%lld", &x) == 1 && x > 0) v = x;
+      std::fclose(f);
+    }
+    return v;
+  }();
+  return limit;
+}
+}  // namespace
+
+// Past three quarters of the limit, the least recently used quarter goes,
+// and the cap on programs comes down to what is left: how many mappings a
+// program takes varies (3 for a small op; 27 on average for the conv tests'
+// forward and backward programs), so only the count itself bounds them.
+void ExecutableCache::bound_mappings() {
+  int64_t maps = process_mappings();
+  if (maps < 0 || maps * 4 < mapping_limit() * 3) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t keep = static_cast<int64_t>(map_.size()) * 3 / 4;
+  if (keep < kMappingCheckMinPrograms / 2) return;  // the mappings are someone else's
+  if (keep < max_programs_) {
+    max_programs_ = keep + keep / 7;  // evict_locked() keeps 7/8 of the cap: `keep`
+    evict_locked();
+    mapping_evictions.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 size_t ExecutableCache::size() {

@@ -90,6 +90,12 @@ class ExecutableCache {
   // Compiled programs the plugin could not serialise (kept in memory only).
   std::atomic<int64_t> unserializable{0};
   std::atomic<int64_t> evictions{0};
+  // Times the memory tier shrank because the process neared vm.max_map_count.
+  std::atomic<int64_t> mapping_evictions{0};
+  int64_t max_programs() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return max_programs_;
+  }
   // Time spent getting executables from the persistent tiers (read + deserialise).
   std::atomic<int64_t> load_ns{0};
 
@@ -100,6 +106,15 @@ class ExecutableCache {
   int64_t use_counter_ = 0;  // under mu_
   int64_t max_programs_ = max_programs_from_env();
   void evict_locked();
+  // Every kMappingCheckEvery inserts, once the tier holds at least
+  // kMappingCheckMinPrograms programs, the process's memory mappings are
+  // counted (a few ms at tens of thousands) and the tier shrinks if they
+  // near vm.max_map_count: a process past it fails in the JIT ("Cannot
+  // allocate memory") or crashes in the C++ unwinder.
+  static constexpr int64_t kMappingCheckEvery = 32;
+  static constexpr size_t kMappingCheckMinPrograms = 256;
+  int64_t inserts_ = 0;  // under mu_
+  void bound_mappings();
   std::mutex tiers_mu_;
   std::atomic<bool> tiers_configured_{false};
   void configure_once();

@@ -338,6 +338,8 @@ PYBIND11_MODULE(_C, m) {
     mem["misses"] = c.mem_misses.load();
     mem["entries"] = c.size();
     mem["evictions"] = c.evictions.load();
+    mem["mapping_evictions"] = c.mapping_evictions.load();
+    mem["max_programs"] = c.max_programs();
     d["memory"] = mem;
     int64_t saved = 0;
     for (auto* t : {c.disk(), c.shared()}) {
