@@ -163,6 +163,12 @@ def _take(shape, dtype):
     return buf
 
 
+def _release_alias(a):
+    from torch_tpu import _C
+
+    _C._release_host_alias(a)
+
+
 def _alias(t):
     """`t`'s device buffer as a CPU tensor where device memory is host memory
     (XLA:CPU), else None. Gloo then reads and writes the tpu tensor itself:
@@ -222,6 +228,12 @@ class _StagedWork(Work):
             for dst, src in self._copy_back:
                 if dst is not src and not any(src is a for a in self._aliases):
                     dst.copy_(src)  # synchronous host read: src is free after it
+            # Done with the device buffers: Gloo's kept work may still hold
+            # the aliases (_keep), but they no longer make those buffers
+            # shared, so the next collective on the same tensors aliases
+            # them again instead of staging a copy.
+            for a in self._aliases:
+                _release_alias(a)
             self._aliases = []
             _pool.give(self._release)
             self._release = []

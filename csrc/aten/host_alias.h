@@ -16,6 +16,11 @@ namespace torch_tpu {
 // a buffer another holder shares, or a storage whose buffer type differs
 // from `t`'s dtype. The alias keeps the buffer alive; a later write to `t`
 // replaces `t`'s buffer and leaves the alias behind.
+// An alias in use counts as a holder (a second alias is refused) until
+// release_host_alias(): then it only keeps the memory valid.
 std::optional<at::Tensor> host_alias(const at::Tensor& t);
+// Marks an alias from host_alias() as no longer written or read (its
+// collective has completed). Returns false for any other tensor.
+bool release_host_alias(const at::Tensor& alias);
 
 }  // namespace torch_tpu

@@ -70,6 +70,7 @@ PYBIND11_MODULE(_C, m) {
     if (!a) return py::none();
     return py::cast(*a);
   });
+  m.def("_release_host_alias", [](const at::Tensor& a) { return release_host_alias(a); });
   m.def("_work_in_flight", []() {
     py::gil_scoped_release nogil;
     return record::work_in_flight();

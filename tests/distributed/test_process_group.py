@@ -100,8 +100,18 @@ def test_host_alias_is_the_device_buffer_or_nothing():
     assert _C._host_alias(t[::2]) is None  # not contiguous
     assert _C._host_alias(t.view(torch.int32)) is None  # the buffer holds floats
     held = _C._host_alias(t)
-    assert held is not None and _C._host_alias(t) is None  # the first alias shares the buffer
-    del held
+    assert held is not None and _C._host_alias(t) is None  # the first alias, in use, shares the buffer
+    # Released (its collective done), it keeps the memory valid but no
+    # longer blocks a new alias: Gloo's kept works hold their tensors, and
+    # every collective after the first on one tensor would otherwise stage.
+    assert _C._release_host_alias(held) and not _C._release_host_alias(t.cpu())
+    again = _C._host_alias(t)
+    assert again is not None and again.data_ptr() == held.data_ptr()
+    again.add_(1)
+    torch.testing.assert_close(held, again)
+    torch.testing.assert_close(t.cpu(), torch.arange(6.0) * 10 + 2)
+    assert _C._host_alias(t) is None  # `again` is in use
+    del held, again
     assert _C._host_alias(torch.ones(4, device="tpu")[1:3]) is not None  # an offset view
     assert _C._host_alias(torch.ones(4, device="tpu")[1:3]).tolist() == [1.0, 1.0]
 

@@ -5,7 +5,8 @@
     (also: python bench/train_step.py ...)
 
 For every (model, mode) a fresh process trains with an empty compilation
-cache and reports the first step's time (compiles included) and steps/s
+cache and reports the first step's time (compiles included, until the
+updated parameters are there) and steps/s
 after warm-up. Modes: PyTorch CPU eager and Inductor (cpu-eager,
 cpu-inductor), dynamo alone with its no-op backend on CPU (cpu-dynamo:
 its first step is what dynamo's own tracing costs, a floor for any
@@ -188,6 +189,11 @@ def run_torch(name: str, mode: str, steps: int, warmup: int) -> dict:
         torch.tpu.eager_mode = torch.tpu.EagerMode.DEFER_AND_FUSE  # the warm-up step: two programs
     t0 = time.perf_counter()
     sync(step())
+    if device == "tpu":
+        # The whole step, not just its loss: strict eager and the compile-
+        # ahead queue still have the backward and optimizer programs to
+        # compile and run when the loss is read (JAX's one program has not).
+        torch.tpu.synchronize()
     first = time.perf_counter() - t0
     if mode == "tpu-graph":
         t0 = time.perf_counter()
