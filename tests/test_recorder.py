@@ -93,3 +93,38 @@ except RuntimeError as e:
     # check is what catches it.
     r = _run(code)
     assert r.returncode == 0 and "caught:" not in r.stdout
+
+
+def test_elementwise_ops_on_contiguous_tensors_share_one_program_per_element_count():
+    # Keyed on the element count, not the shape (ops/common.cc): four shapes
+    # of 24 elements compile one add and one in-place mul; a broadcast, a
+    # transposed view, and a slice at an offset each still get their own
+    # program, and every result matches CPU.
+    code = """
+import json, torch, torch_tpu
+from torch_tpu import _C
+n0 = len(_C._compile_records())
+for shape in [(4, 6), (2, 12), (3, 8), (2, 3, 4)]:
+    a, b = torch.randn(shape, dtype=torch.float64), torch.randn(shape, dtype=torch.float64)
+    x = a.to("tpu")
+    torch.testing.assert_close((x + b.to("tpu")).cpu(), a + b)
+    x.mul_(b.to("tpu"))
+    torch.testing.assert_close(x.cpu(), a * b)
+same = [r[0] for r in _C._compile_records()[n0:]]
+a, b = torch.randn(4, 6, dtype=torch.float64), torch.randn(6, dtype=torch.float64)
+big = torch.randn(5, 4, 6, dtype=torch.float64)
+torch.testing.assert_close((a.to("tpu") + b.to("tpu")).cpu(), a + b)
+torch.testing.assert_close((a.to("tpu").t() + a.t().contiguous().to("tpu")).cpu(), a.t() * 2)
+g = big.to("tpu")
+g[2].add_(a.to("tpu"))
+big[2] += a
+torch.testing.assert_close(g.cpu(), big)
+print(json.dumps({"same": same, "all": [r[0] for r in _C._compile_records()[n0:]]}))
+"""
+    import json
+    r = _run(code, TORCH_TPU_CACHE_DIR="disabled")
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert sorted(got["same"]) == ["add", "mul"], got
+    # broadcast add, add of a transposed view, in-place add at an offset
+    assert got["all"].count("add") == 4, got

@@ -1,5 +1,7 @@
 #include "ops/common.h"
 
+#include <algorithm>
+
 #include <ATen/Context.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
@@ -64,6 +66,14 @@ void pointwise(std::string_view name, const std::vector<Operand>& ins, const at:
                const PointwiseFn& fn, int64_t variant) {
   record::OpCall call(name);
   call.attr(static_cast<int64_t>(compute)).attr(variant);
+  // Elementwise work on contiguous tensors of one shape depends on the
+  // element count alone: key and read them as 1-D, so [8, 128, 256] and
+  // [1024, 256] share one program (fewer compiles on a cold start).
+  const bool flat = out.dim() > 1 && out.is_contiguous() && std::all_of(ins.begin(), ins.end(), [&](const Operand& o) {
+                      return !o.t.defined() || (o.t.dim() == 0 && o.t.device().is_cpu()) ||
+                             (o.t.sizes() == out.sizes() && o.t.is_contiguous());
+                    });
+  if (flat) call.flat_views();
   for (const Operand& o : ins) {
     if (o.t.defined())
       call.input(o.t);
@@ -72,7 +82,8 @@ void pointwise(std::string_view name, const std::vector<Operand>& ins, const at:
   }
   call.output(out);
   ElemType ce = to_elem(compute);
-  std::vector<int64_t> shape(out.sizes().begin(), out.sizes().end());
+  std::vector<int64_t> shape =
+      flat ? std::vector<int64_t>{out.numel()} : std::vector<int64_t>(out.sizes().begin(), out.sizes().end());
   call.run([&](Builder& b, const Values& in) {
     Values xs;
     for (Value v : in) xs.push_back(b.broadcast_to(b.convert(v, ce), shape));

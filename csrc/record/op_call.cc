@@ -235,6 +235,18 @@ ViewMeta view_of(const at::Tensor& t) {
   return v;
 }
 
+namespace {
+// A contiguous view as the 1-D view of the same elements.
+ViewMeta flat_view_of(const at::Tensor& t) {
+  ViewMeta v;
+  v.elem = to_elem(t.scalar_type());
+  v.sizes = {t.numel()};
+  v.strides = {1};
+  v.offset = t.storage_offset();
+  return v;
+}
+}  // namespace
+
 OpCall::OpCall(std::string_view name) : name_(name) {
   bump(metrics().ops_dispatched);
   key_.add(name);
@@ -265,7 +277,7 @@ int OpCall::input(const at::Tensor& t) {
                 " and tpu:", dev, "!");
     device_ = dev;
     a.kind = Arg::kView;
-    a.view = view_of(t);
+    a.view = flat_ ? flat_view_of(t) : view_of(t);
     a.elem = a.view.elem;
     a.slot = slot_index(slot_of(t.storage()));
     slots_[a.slot].read = true;
@@ -338,7 +350,7 @@ void OpCall::output(const at::Tensor& t) {
   // As CPU's TensorIterator: a write through a view whose elements share
   // memory (an expanded tensor) has no defined result.
   at::assert_no_internal_overlap(t);
-  ViewMeta v = view_of(t);
+  ViewMeta v = flat_ ? flat_view_of(t) : view_of(t);
   int s = slot_index(slot_of(t.storage()));
   key_.add(4);
   key_view(v, s);

@@ -67,6 +67,14 @@ class OpCall {
   // A tensor the op writes (functional result, in-place self or out=).
   // Lowering result i is converted to output i's dtype and stored into it.
   void output(const at::Tensor& t);
+  // From here on, tensor inputs and outputs are keyed and read as 1-D views
+  // of their element count. For elementwise calls whose tensors are all
+  // contiguous and of one shape: one program then serves every shape of
+  // that size. The caller checks that condition.
+  OpCall& flat_views() {
+    flat_ = true;
+    return *this;
+  }
   // Finishes the key and hands the call to the current driver.
   void run(const Lowering& lower);
 
@@ -156,6 +164,7 @@ class OpCall {
   std::vector<SlotUse> slots_;
   std::vector<std::pair<int, ViewMeta>> outs_;  // (slot index, view)
   int device_ = -1;
+  bool flat_ = false;
 };
 
 ViewMeta view_of(const at::Tensor& t);
