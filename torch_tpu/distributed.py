@@ -65,8 +65,14 @@ def _done(obj):
 def _keep(obj):
     with _kept_lock:
         _kept.append(obj)
-        while len(_kept) > _KEEP_DONE and _done(_kept[0]):
-            _kept.popleft()
+        if len(_kept) > _KEEP_DONE:
+            # Scan them all: a Gloo work marks itself completed only after its
+            # thread has run and released its future's callbacks, so an old
+            # one can stay incomplete while newer ones finish.
+            older = [o for o in list(_kept)[:-_KEEP_DONE] if not _done(o)]
+            newest = list(_kept)[-_KEEP_DONE:]
+            _kept.clear()
+            _kept.extend(older + newest)
     return obj
 
 

@@ -148,6 +148,32 @@ def test_a_dead_rank_gives_an_error_not_a_hang(tmp_path):
     assert got["seconds"] < 60, got["seconds"]  # the group's timeout is 15 s
 
 
+def test_completed_works_are_released_even_behind_an_incomplete_older_one(monkeypatch):
+    # A Gloo work marks itself completed only after its thread has released
+    # its future's callbacks, so an old work can stay incomplete while many
+    # newer ones finish (seen in CI on a fast machine: 82 works kept, not 8).
+    import collections
+
+    from torch_tpu import distributed as td
+
+    class FakeWork:
+        def __init__(self, done):
+            self.done = done
+
+        def is_completed(self):
+            return self.done
+
+    monkeypatch.setattr(td, "_kept", collections.deque())
+    slow = td._keep(FakeWork(False))
+    for _ in range(40):
+        td._keep(FakeWork(True))
+    assert len(td._kept) == 1 + td._KEEP_DONE
+    assert td._kept[0] is slow
+    slow.done = True
+    td._keep(FakeWork(True))
+    assert len(td._kept) == td._KEEP_DONE and slow not in td._kept
+
+
 def test_exit_right_after_a_collective_future_does_not_abort(tmp_path):
     # Gloo's thread releases the Python callbacks it ran under the GIL; exit
     # waits for it (torch_tpu/distributed.py), or the process aborts with
@@ -155,5 +181,7 @@ def test_exit_right_after_a_collective_future_does_not_abort(tmp_path):
     for got in launch("exit_after_future", tmp_path):
         torch.testing.assert_close(got["t"], torch.full((4,), 4.0))
         # Completed works beyond the newest 8 are released while Python runs
-        # (40 collectives ran): what exit keeps stays bounded.
-        assert 1 <= got["kept"] <= 8, got["kept"]
+        # (40 collectives ran): what exit keeps stays bounded. The first two
+        # collectives' Gloo works may still be incomplete (their thread is
+        # still releasing the slowed callbacks), so up to 8 + 2.
+        assert 1 <= got["kept"] <= 10, got["kept"]
