@@ -28,6 +28,8 @@ ratios and writes train_step.{json,csv,png} to --out (bench/results in a
 source checkout, else ./bench_results). On a machine whose speed drifts,
 --repeats R runs R interleaved rounds over every (model, mode) and reports
 each mode's median round, with the range beside it.
+Within each process, steps/s is the median of --windows (5) timed windows
+of --steps steps each.
 """
 from __future__ import annotations
 
@@ -158,7 +160,22 @@ def torch_setup(name: str, device: str, capturable: bool = False):
     return step
 
 
-def run_torch(name: str, mode: str, steps: int, warmup: int) -> dict:
+def _windows(run_window, steps: int, windows: int) -> dict:
+    """steps/s as the median over `windows` timed windows of `steps` steps
+    each (run_window() runs one window, synced, and returns its last loss).
+    A single window of the tiny models lasts a tenth of a second, which one
+    hiccup of a shared 2-vCPU VM could halve."""
+    import statistics
+
+    rates, final = [], None
+    for _ in range(max(windows, 1)):
+        t0 = time.perf_counter()
+        final = run_window()
+        rates.append(steps / (time.perf_counter() - t0))
+    return dict(steps_per_s=statistics.median(rates), window_steps_per_s=rates, final_loss=final)
+
+
+def run_torch(name: str, mode: str, steps: int, warmup: int, windows: int = 1) -> dict:
     import torch
 
     import torch_tpu
@@ -213,12 +230,13 @@ def run_torch(name: str, mode: str, steps: int, warmup: int) -> dict:
     if device == "tpu":
         # Tiered compiles: time the full programs, not the quick first ones.
         torch_tpu.cache.wait_background_compiles()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        loss = step()
-    final = float(sync(loss))
-    dt = time.perf_counter() - t0
-    out = dict(first_step_s=first, steps_per_s=steps / dt, final_loss=final, **extra)
+
+    def window():
+        for _ in range(steps):
+            loss = step()
+        return float(sync(loss))
+
+    out = dict(first_step_s=first, **_windows(window, steps, windows), **extra)
     if device == "tpu":
         m = torch_tpu.debug.metrics()
         out.update(compiles=m["compiles"], compile_ms=m["compile_ms"], flushes=m["flushes"],
@@ -314,7 +332,7 @@ def _jax_resnet18(key):
     return params, bufs, loss_fn
 
 
-def run_jax(name: str, steps: int, warmup: int) -> dict:
+def run_jax(name: str, steps: int, warmup: int, windows: int = 1) -> dict:
     import jax
     import jax.numpy as jnp
 
@@ -415,24 +433,33 @@ def run_jax(name: str, steps: int, warmup: int) -> dict:
     for i in range(warmup):
         params, bufs, state, state2, loss = step(params, bufs, state, state2, float(i + 2), x, y)
     loss.block_until_ready()
-    t0 = time.perf_counter()
-    for i in range(steps):
-        params, bufs, state, state2, loss = step(params, bufs, state, state2, float(i + 2 + warmup), x, y)
-    loss.block_until_ready()
-    dt = time.perf_counter() - t0
-    return dict(first_step_s=first, steps_per_s=steps / dt, final_loss=float(loss))
+    carry = [params, bufs, state, state2]
+    done = [2 + warmup]
+
+    def window():
+        p, b, m, v = carry
+        for i in range(steps):
+            p, b, m, v, loss = step(p, b, m, v, float(done[0] + i), x, y)
+        carry[:] = p, b, m, v
+        done[0] += steps
+        return float(loss)  # waits for it
+
+    return dict(first_step_s=first, **_windows(window, steps, windows))
 
 
 # --- driver -------------------------------------------------------------------
 
-def child(name: str, mode: str, steps: int, warmup: int) -> None:
+def child(name: str, mode: str, steps: int, warmup: int, windows: int = 1) -> None:
     if mode == "jax-jit":
         use_plugin_for_jax()
-    res = run_jax(name, steps, warmup) if mode.startswith("jax") else run_torch(name, mode, steps, warmup)
+    if mode.startswith("jax"):
+        res = run_jax(name, steps, warmup, windows)
+    else:
+        res = run_torch(name, mode, steps, warmup, windows)
     print("RESULT " + json.dumps(res))
 
 
-def measure(name: str, mode: str, steps: int, warmup: int) -> dict | None:
+def measure(name: str, mode: str, steps: int, warmup: int, windows: int = 1) -> dict | None:
     env = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="tt_bench_cache_") as cache:
         env["TORCH_TPU_CACHE_DIR"] = cache  # cold start: first-step time includes every compile
@@ -440,7 +467,7 @@ def measure(name: str, mode: str, steps: int, warmup: int) -> dict | None:
             env["JAX_PLATFORMS"] = "cpu"
         env["TF_CPP_MIN_LOG_LEVEL"] = "2"  # the plugin logs harmless "Unsupported fusion type" lines
         r = subprocess.run([sys.executable, "-m", "torch_tpu.bench.train", "--child", name, mode, str(steps),
-                            str(warmup)],
+                            str(warmup), str(windows)],
                            env=env, capture_output=True, text=True, timeout=1800)
     for line in r.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -483,14 +510,16 @@ def main(argv=None) -> None:
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--steps", type=int, default=0, help="timed steps (default: per model)")
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--windows", type=int, default=5,
+                    help="timed windows of --steps steps each, in every process; steps/s is their median")
     ap.add_argument("--repeats", type=int, default=1,
                     help="rounds over every (model, mode), interleaved so that drift of the machine hits every mode "
                          "alike; each figure is the round with the median steps/s")
     ap.add_argument("--out", default=default_out())
-    ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
-        child(a.child[0], a.child[1], int(a.child[2]), int(a.child[3]))
+        child(a.child[0], a.child[1], int(a.child[2]), int(a.child[3]), int(a.child[4]))
         return
     from tqdm import tqdm
 
@@ -512,7 +541,8 @@ def main(argv=None) -> None:
     jobs = [(m, mode) for m in models for mode in modes if not (mode.startswith("jax") and m in EXAMPLES)]
     rounds: dict = {}
     for m, mode in tqdm(jobs * max(a.repeats, 1), desc="train-step bench", unit="run"):
-        rounds.setdefault((m, mode), []).append(measure(m, mode, a.steps or default_steps.get(m, 10), a.warmup))
+        rounds.setdefault((m, mode), []).append(measure(m, mode, a.steps or default_steps.get(m, 10), a.warmup,
+                                                           a.windows))
     for (m, mode), runs in rounds.items():
         results.setdefault(m, {})[mode] = median_run(runs)
 
