@@ -19,12 +19,12 @@ def bench(*args):
 
 
 def test_bench_train_writes_its_outputs(tmp_path):
-    out = bench("--models", "mlp-demo", "--modes", "cpu-eager,cpu-dynamo,tpu-strict", "--steps", "3", "--warmup", "1",
-                "--out", str(tmp_path))
+    out = bench("--models", "mlp-demo", "--modes", "cpu-eager,cpu-dynamo,dynamo-floor,tpu-strict", "--steps", "3",
+                "--warmup", "1", "--windows", "2", "--out", str(tmp_path))
     assert "samples/s" in out and "peak MiB" in out and "1st / strict" in out, out
     rows = list(csv.DictReader(open(tmp_path / "train_step.csv")))
-    assert [r["mode"] for r in rows] == ["cpu-eager", "cpu-dynamo", "tpu-strict"], rows
-    tpu = rows[2]
+    assert [r["mode"] for r in rows] == ["cpu-eager", "cpu-dynamo", "dynamo-floor", "tpu-strict"], rows
+    tpu = rows[3]
     assert float(tpu["steps_per_s"]) > 0 and int(tpu["compiles"]) > 0 and int(tpu["peak_bytes"]) > 0, tpu
     data = json.load(open(tmp_path / "train_step.json"))
     res = data["results"]["mlp-demo"]
@@ -32,6 +32,11 @@ def test_bench_train_writes_its_outputs(tmp_path):
     # dynamo with its no-op backend trains the same model on the same CPU kernels as CPU eager (1e-5: the
     # traced backward may accumulate gradients in another order)
     assert abs(res["cpu-dynamo"]["final_loss"] - res["cpu-eager"]["final_loss"]) < 1e-5, res
+    # Each timed window is reported; steps/s is their median.
+    assert len(res["tpu-strict"]["window_steps_per_s"]) == 2, res
+    # dynamo-floor computes nothing after the first run of each graph: its
+    # loss stays the first step's, which trained models have left behind.
+    assert res["dynamo-floor"]["final_loss"] > res["cpu-eager"]["final_loss"], res
     assert os.path.getsize(tmp_path / "train_step.png") > 0
 
 

@@ -10,7 +10,11 @@ updated parameters are there) and steps/s
 after warm-up. Modes: PyTorch CPU eager and Inductor (cpu-eager,
 cpu-inductor), dynamo alone with its no-op backend on CPU (cpu-dynamo:
 its first step is what dynamo's own tracing costs, a floor for any
-torch.compile backend's first step), tpu strict eager, fused eager and torch.compile (tpu-strict,
+torch.compile backend's first step), dynamo with a backend that computes
+nothing (dynamo-floor: each graph returns its first outputs again, so the
+steps/s is the ceiling that dynamo's frames and guards and the optimizer's
+own Python leave any torch.compile backend; its loss does not train),
+tpu strict eager, fused eager and torch.compile (tpu-strict,
 tpu-fused, tpu-compile, which traces loss.backward() into the graph;
 tpu-compile-engine leaves it to the autograd engine, options={"trace_backward":
 False}), the whole step captured once with torch.tpu.graph
@@ -59,8 +63,8 @@ EXAMPLES = {
     "ex-unet": ("unet", 16, 5, "examples/unet: DDPM UNet, 16 channels, 16x16 shapes, AdamW"),
 }
 MODELS.update({name: f"{e[3]}, batch {e[1]}" for name, e in EXAMPLES.items()})
-MODES = ["cpu-eager", "cpu-inductor", "cpu-dynamo", "tpu-strict", "tpu-fused", "tpu-compile", "tpu-compile-engine",
-         "tpu-graph", "jax-jit", "jax-jit-bundled"]
+MODES = ["cpu-eager", "cpu-inductor", "cpu-dynamo", "dynamo-floor", "tpu-strict", "tpu-fused", "tpu-compile",
+         "tpu-compile-engine", "tpu-graph", "jax-jit", "jax-jit-bundled"]
 GPT = dict(vocab=512, d=256, layers=4, heads=4, seq=128, batch=8)
 
 
@@ -175,12 +179,25 @@ def _windows(run_window, steps: int, windows: int) -> dict:
     return dict(steps_per_s=statistics.median(rates), window_steps_per_s=rates, final_loss=final)
 
 
+def _replay_first_outputs(gm, example_inputs):
+    """A torch.compile backend that runs each graph once and then returns
+    those outputs again without computing (dynamo-floor)."""
+    first = []
+
+    def run(*args):
+        if not first:
+            first.append(gm(*args))
+        return first[0]
+
+    return run
+
+
 def run_torch(name: str, mode: str, steps: int, warmup: int, windows: int = 1) -> dict:
     import torch
 
     import torch_tpu
 
-    device = "cpu" if mode.startswith("cpu") else "tpu"
+    device = "tpu" if mode.startswith("tpu") or mode == "dynamo-floor" else "cpu"
     extra = {}
     if name in EXAMPLES:
         step, items, unit = example_setup(name, device, capturable=mode == "tpu-graph")
@@ -195,6 +212,9 @@ def run_torch(name: str, mode: str, steps: int, warmup: int, windows: int = 1) -
         # the floor for any torch.compile backend's first step.
         torch._dynamo.config.trace_autograd_ops = True
         step = torch.compile(step, backend="eager")
+    elif mode == "dynamo-floor":
+        torch._dynamo.config.trace_autograd_ops = True  # the graphs tpu-compile gets
+        step = torch.compile(step, backend=_replay_first_outputs)
     elif mode == "tpu-compile":
         step = torch.compile(step, backend="tpu")
     elif mode == "tpu-compile-engine":
@@ -630,7 +650,8 @@ def plot(results, models, modes, path) -> None:
     for ax, m in zip(axes[0], models):
         names = [mode for mode in modes if results[m].get(mode)]
         vals = [results[m][mode]["steps_per_s"] for mode in names]
-        palette = {"cpu-eager": "#888", "cpu-inductor": "#aaa", "cpu-dynamo": "#bbb", "tpu-strict": "#4a7",
+        palette = {"cpu-eager": "#888", "cpu-inductor": "#aaa", "cpu-dynamo": "#bbb", "dynamo-floor": "#ccc",
+                   "tpu-strict": "#4a7",
                    "tpu-fused": "#2a5",
                    "tpu-compile": "#075", "tpu-compile-engine": "#064", "tpu-graph": "#053", "jax-jit": "#c63",
                    "jax-jit-bundled": "#e96"}
