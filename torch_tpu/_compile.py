@@ -217,12 +217,7 @@ def _aot_free_attrs(gm) -> tuple | None:
                 elif v is not None and not isinstance(v, (bool, int, float)):
                     return None  # a SymInt among others
     # One tensor read by two get_attr nodes is one input.
-    seen, unique = set(), []
-    for t in attrs:
-        if id(t) not in seen:
-            seen.add(id(t))
-            unique.append(t)
-    return tuple(unique)
+    return tuple({id(t): t for t in attrs}.values())
 
 
 def tpu_backend(gm, example_inputs, options: dict[str, Any] | None = None, mode: str | None = None, **kwargs):

@@ -69,10 +69,9 @@ def _keep(obj):
             # Scan them all: a Gloo work marks itself completed only after its
             # thread has run and released its future's callbacks, so an old
             # one can stay incomplete while newer ones finish.
-            older = [o for o in list(_kept)[:-_KEEP_DONE] if not _done(o)]
-            newest = list(_kept)[-_KEEP_DONE:]
+            items = list(_kept)
             _kept.clear()
-            _kept.extend(older + newest)
+            _kept.extend([o for o in items[:-_KEEP_DONE] if not _done(o)] + items[-_KEEP_DONE:])
     return obj
 
 
@@ -169,12 +168,6 @@ def _take(shape, dtype):
     return buf
 
 
-def _release_alias(a):
-    from torch_tpu import _C
-
-    _C._release_host_alias(a)
-
-
 def _alias(t):
     """`t`'s device buffer as a CPU tensor where device memory is host memory
     (XLA:CPU), else None. Gloo then reads and writes the tpu tensor itself:
@@ -238,8 +231,10 @@ class _StagedWork(Work):
             # the aliases (_keep), but they no longer make those buffers
             # shared, so the next collective on the same tensors aliases
             # them again instead of staging a copy.
+            from torch_tpu import _C
+
             for a in self._aliases:
-                _release_alias(a)
+                _C._release_host_alias(a)
             self._aliases = []
             _pool.give(self._release)
             self._release = []

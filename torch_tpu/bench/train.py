@@ -453,15 +453,13 @@ def run_jax(name: str, steps: int, warmup: int, windows: int = 1) -> dict:
     for i in range(warmup):
         params, bufs, state, state2, loss = step(params, bufs, state, state2, float(i + 2), x, y)
     loss.block_until_ready()
-    carry = [params, bufs, state, state2]
-    done = [2 + warmup]
+    t = 2 + warmup  # the next step's AdamW step count
 
     def window():
-        p, b, m, v = carry
-        for i in range(steps):
-            p, b, m, v, loss = step(p, b, m, v, float(done[0] + i), x, y)
-        carry[:] = p, b, m, v
-        done[0] += steps
+        nonlocal params, bufs, state, state2, t
+        for _ in range(steps):
+            params, bufs, state, state2, loss = step(params, bufs, state, state2, float(t), x, y)
+            t += 1
         return float(loss)  # waits for it
 
     return dict(first_step_s=first, **_windows(window, steps, windows))
