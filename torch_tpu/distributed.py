@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import collections
 import ctypes
+import hashlib
 import os
 import threading
 import time
@@ -112,8 +113,12 @@ def _check_tensors(tensors, what="Tensors"):
 
 
 # Ranks agree on each collective's shapes and dtypes before Gloo runs it:
-# Gloo itself would return a wrong result on one rank and time out on the other.
-_CHECK = os.environ.get("TORCH_TPU_DIST_CHECK", "1") != "0"
+# given buffers of different sizes, Gloo aborts the process or times out.
+# Ranks on one host compare fingerprints in shared memory (_C._RankCheck,
+# microseconds); others, or all with TORCH_TPU_DIST_CHECK=gloo, run a small
+# Gloo all-reduce (0.4-0.6 ms on two vCPUs). 0 turns the check off.
+_CHECK_MODE = os.environ.get("TORCH_TPU_DIST_CHECK", "1").strip().lower()
+_CHECK = _CHECK_MODE != "0"
 
 
 def _sig(tensors):
@@ -301,10 +306,54 @@ class ProcessGroupTpu(_C10dBackend):
     ``torch.distributed.init_process_group("tpu")`` or ``new_group``."""
 
     def __init__(self, store, rank, size, timeout):
+        if _CHECK_MODE not in ("0", "1", "gloo"):
+            raise ValueError(f"TORCH_TPU_DIST_CHECK must be 0, 1 or gloo, not {_CHECK_MODE!r}")
         super().__init__(rank, size)
         self._rank, self._size = rank, size
         self._timeout = timeout
         self._gloo = dist.ProcessGroupGloo(dist.PrefixStore("tpu_gloo/", store), rank, size, timeout)
+        self._check_store = dist.PrefixStore("tpu_check/", store)
+        self._shm = None  # the shared-memory check; False where a rank cannot share it
+
+    def _shared_check(self):
+        """The ranks' shared-memory check, set up at the group's first check
+        (every rank reaches it with the same collective, or the check fails
+        anyway): rank 0 creates the region and names it in the store; each
+        rank opens it and says whether it could and sees the others'
+        processes. Any rank that cannot (another host, another pid or /dev/shm
+        namespace) makes the whole group use the Gloo check."""
+        if self._shm is not None:
+            return self._shm
+        from torch_tpu import _C
+
+        store, rank, world = self._check_store, self._rank, self._size
+        rc = None
+        if rank == 0:
+            name = f"/torch_tpu_check_{os.getpid()}_{os.urandom(8).hex()}"
+            try:
+                rc = _C._RankCheck(name, rank, world, True)
+            except (OSError, RuntimeError):
+                name = ""
+            store.set("name", name)
+        else:
+            store.wait(["name"], self._timeout)
+            name = store.get("name").decode()
+            if name:
+                try:
+                    rc = _C._RankCheck(name, rank, world, False)
+                except (OSError, RuntimeError):
+                    rc = None
+        try:
+            store.set(f"opened/{rank}", "1")
+            store.wait([f"opened/{r}" for r in range(world)], self._timeout)
+        finally:
+            if rank == 0 and name:
+                _C._RankCheck.unlink(name)  # every rank has opened it (or never will): no file outlives this
+        store.add("visible", int(rc is not None and rc.peers_visible()))
+        store.set(f"counted/{rank}", "1")
+        store.wait([f"counted/{r}" for r in range(world)], self._timeout)
+        self._shm = rc if store.add("visible", 0) == world else False
+        return self._shm
 
     # -- identity -----------------------------------------------------------------
     def getBackendName(self):  # noqa: N802 - c10d's name
@@ -317,16 +366,34 @@ class ProcessGroupTpu(_C10dBackend):
     # -- helpers --------------------------------------------------------------------
     def _agree(self, what, tensors=(), extra=""):
         """Raises on every rank unless all ranks called `what` with the same
-        tensor shapes and dtypes (one small Gloo all-reduce)."""
+        tensor shapes and dtypes (through shared memory on one host, else one
+        small Gloo all-reduce)."""
         if not _CHECK or self._size == 1:
             return
         sig = f"{what}|{extra}|{_sig(tensors)}"
-        key = zlib.crc32(sig.encode())
-        t = torch.tensor([key, -key], dtype=torch.int64)
-        opts = _c10d.AllreduceOptions()
-        opts.reduceOp = ReduceOp.MAX
-        _keep(self._gloo.allreduce([t], opts)).wait()
-        if int(t[0]) != -int(t[1]):
+        try:
+            shm = self._shared_check() if _CHECK_MODE == "1" else False
+        except RuntimeError as e:  # the store's wait timed out: a rank never came
+            raise RuntimeError(f"tpu backend: timed out after {self._timeout} waiting for the other ranks to reach "
+                               f"{what} (a rank exited or is stuck): {e}") from None
+        if shm:
+            key = int.from_bytes(hashlib.blake2b(sig.encode(), digest_size=8).digest(), "little")
+            sigs, late, gone = shm.check(key, self._timeout.total_seconds())
+            if gone:
+                raise RuntimeError(f"tpu backend: rank {gone[0]} exited (its process is gone) before it reached "
+                                   f"{what}; the collective cannot complete")
+            if late:
+                raise RuntimeError(f"tpu backend: timed out after {self._timeout} waiting for rank(s) {late} to "
+                                   f"reach {what} (a rank is stuck, or the ranks called different collectives)")
+            same = all(k == key for k in sigs)
+        else:
+            key = zlib.crc32(sig.encode())
+            t = torch.tensor([key, -key], dtype=torch.int64)
+            opts = _c10d.AllreduceOptions()
+            opts.reduceOp = ReduceOp.MAX
+            _keep(self._gloo.allreduce([t], opts)).wait()
+            same = int(t[0]) == -int(t[1])
+        if not same:
             raise RuntimeError(
                 f"tpu backend: ranks called {what} with different tensor shapes or dtypes (rank {self._rank}: "
                 f"{_sig(tensors) or 'no tensors'}); every rank must call the same collective with matching "

@@ -119,7 +119,8 @@ def test_host_alias_is_the_device_buffer_or_nothing():
 def test_bad_use_gets_clear_errors(ranks):
     errors = ranks[0]["errors"]
     for r in range(W):
-        for what in ("shape_mismatch", "dtype_mismatch"):
+        assert ranks[r]["check"] == "shared memory"  # both ranks on this host
+        for what in ("shape_mismatch", "dtype_mismatch", "shape_mismatch_gloo"):
             kind, msg = ranks[r]["errors"][what]
             assert kind == "RuntimeError" and "different tensor shapes or dtypes" in msg, (r, what, msg)
         torch.testing.assert_close(ranks[r]["after_errors"], torch.full((2,), float(W)))
@@ -146,6 +147,18 @@ def test_a_dead_rank_gives_an_error_not_a_hang(tmp_path):
     assert kind in ("RuntimeError", "DistBackendError"), got["error"]
     assert "closed" in msg.lower() or "timed out" in msg.lower() or "timeout" in msg.lower(), msg
     assert got["seconds"] < 60, got["seconds"]  # the group's timeout is 15 s
+
+
+def test_a_rank_that_dies_after_a_collective_is_seen_at_once(tmp_path):
+    import os
+    # The ranks share their check's memory by then; it watches the peers'
+    # processes, so rank 0 need not wait for the group's 15 s timeout.
+    launch("rank_dies_after_a_collective", tmp_path, check_files=False)
+    got = torch.load(os.path.join(tmp_path, "rank_dies_after_a_collective_rank0.pt"), weights_only=False)
+    assert got["error"] is not None, "the collective with a dead peer returned normally"
+    kind, msg = got["error"]
+    assert kind == "RuntimeError" and "rank 1 exited" in msg, got["error"]
+    assert got["seconds"] < 10, got["seconds"]
 
 
 def test_completed_works_are_released_even_behind_an_incomplete_older_one(monkeypatch):

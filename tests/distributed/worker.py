@@ -141,6 +141,16 @@ def collectives(out):
         dist.broadcast(torch.ones(2, device=TPU, dtype=torch.float32 if r == 0 else torch.int64), src=0)
     except Exception as e:  # noqa: BLE001
         errors["dtype_mismatch"] = (type(e).__name__, str(e))
+    # The same mismatch through the check that ranks on different hosts use.
+    import torch_tpu.distributed as tpu_dist
+    pg = dist.distributed_c10d._get_default_group()._get_backend(torch.device(TPU))
+    res["check"] = "shared memory" if pg._shm else "gloo"
+    tpu_dist._CHECK_MODE = "gloo"
+    try:
+        dist.all_reduce(torch.ones(2 + r, device=TPU))
+    except Exception as e:  # noqa: BLE001
+        errors["shape_mismatch_gloo"] = (type(e).__name__, str(e))
+    tpu_dist._CHECK_MODE = "1"
     t = torch.ones(2, device=TPU)
     dist.all_reduce(t)  # the group still works after those errors
     res["after_errors"] = t.cpu()
@@ -364,10 +374,13 @@ def default_backend(out):
     _save(out, "default_backend", {"backend": dist.get_backend_config(), "tpu": t.cpu(), "cpu_error": cpu_error})
 
 
-def rank_dies(out):
+def rank_dies(out, after_a_collective=False):
     """Rank 1 exits without a word; rank 0's next collective must fail with
-    a message within the group's timeout, not hang."""
+    a message within the group's timeout, not hang. after_a_collective: the
+    ranks have set up their shared-memory check first, which sees the exit."""
     import time
+    if after_a_collective:
+        dist.all_reduce(torch.ones(2, device=TPU))
     if dist.get_rank() == 1:
         os._exit(0)
     t0 = time.perf_counter()
@@ -376,8 +389,13 @@ def rank_dies(out):
         err = None
     except Exception as e:  # noqa: BLE001 - the message is what is checked
         err = (type(e).__name__, str(e))
-    torch.save({"error": err, "seconds": time.perf_counter() - t0}, os.path.join(out, "rank_dies_rank0.pt"))
+    name = "rank_dies_after_a_collective" if after_a_collective else "rank_dies"
+    torch.save({"error": err, "seconds": time.perf_counter() - t0}, os.path.join(out, f"{name}_rank0.pt"))
     os._exit(0)  # the group cannot be torn down cleanly without rank 1
+
+
+def rank_dies_after_a_collective(out):
+    rank_dies(out, after_a_collective=True)
 
 
 def exit_after_future(out):
@@ -475,7 +493,7 @@ def main():
     if scenario == "default_backend":
         dist.init_process_group()
     else:
-        dist.init_process_group("tpu", timeout=datetime.timedelta(seconds=60 if scenario != "rank_dies" else 15))
+        dist.init_process_group("tpu", timeout=datetime.timedelta(seconds=15 if scenario.startswith("rank_dies") else 60))
     try:
         globals()[scenario](out)
     finally:
