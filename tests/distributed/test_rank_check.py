@@ -6,7 +6,11 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from torch_tpu import _C
+
+pytestmark = pytest.mark.skipif(not os.access("/dev/shm", os.W_OK), reason="needs /dev/shm (POSIX shared memory)")
 
 CHILD = r"""
 import sys, time
