@@ -296,6 +296,8 @@ def _guard_inductor(common) -> None:
 # step counters keep the compiled optimizer step from replaying.
 def _patch_dynamo_optimizer(mod) -> None:
     cls = getattr(mod, "OptimizerVariable", None)
+    if cls is not None:
+        _patch_optimizer_init_group(cls)
     orig = getattr(cls, "_set_capturable", None)
     if orig is None or getattr(orig, "_torch_tpu", False):
         return
@@ -321,6 +323,123 @@ def _patch_dynamo_optimizer(mod) -> None:
 
         _is_static_for_cudagraphs._torch_tpu = True
         mod._is_static_for_cudagraphs = _is_static_for_cudagraphs
+
+
+# --- One program per training step -----------------------------------------
+# With backward traced into the step's graph, two things still split a step
+# at ``optimizer.step()``: an explicit ``torch._dynamo.graph_break()`` in the
+# optimizer's ``_use_grad`` wrapper (there so that Inductor's AOT sees the
+# optimizer as an inference graph), and dynamo's refusal to run the
+# optimizer's ``_init_group`` on the host while the traced backward's
+# ``.grad`` writes are still pending (the host ``.grad`` is stale, so the
+# group would read the wrong tensors). For trace_backward tpu compiles both
+# are lifted: the wrapper's break is dropped (we run the graph without AOT
+# and need no such split), and ``_init_group`` runs on the host with each
+# pending gradient stood in for by an empty tensor of its metadata, whose
+# place in the group's lists is then given to the traced gradient. Every
+# ``_init_group`` in torch.optim reads only a gradient's metadata (sparse or
+# not, shape, dtype, for new state), so the stand-ins give the same groups
+# and state. Any other pending write to a parameter (``p.data = ...``)
+# keeps dynamo's graph break. Measured: the demo MLP's compiled AdamW step
+# goes from two programs to one (docs/benchmarks.md, fourteenth session).
+_stand_ins: dict = {}  # id(stand-in tensor) -> the traced gradient's variable
+
+
+def _pending_grads(opt_var, tx):
+    """[(param, traced grad variable or None)] for the optimizer's parameters
+    whose only pending mutation in this trace is ``.grad``; None when a
+    parameter has another pending write (the caller then keeps dynamo's
+    graph break)."""
+    from torch._dynamo.variables import ConstantVariable, TensorVariable
+
+    se = tx.output.side_effects
+    out = []
+    for group in opt_var.value.param_groups:
+        for p in group["params"]:
+            var = se.id_to_variable.get(id(p))
+            if var is None or not se.has_pending_mutation(var):
+                continue
+            if set(se.store_attr_mutations.get(var, {})) != {"grad"}:
+                return None
+            g = se.load_attr(var, "grad", deleted_ok=True)
+            if isinstance(g, ConstantVariable) and g.as_python_constant() is None:
+                out.append((p, None))
+            elif isinstance(g, TensorVariable):
+                out.append((p, g))
+            else:
+                return None
+    return out
+
+
+def _stand_in(p, grad_var):
+    import torch
+
+    ev = grad_var.as_proxy().node.meta.get("example_value")
+    if (isinstance(ev, torch.Tensor) and ev.dtype == p.dtype
+            and all(isinstance(n, int) for n in (*ev.size(), *ev.stride()))):
+        return torch.empty_strided(tuple(ev.size()), tuple(ev.stride()), dtype=ev.dtype, device=p.device)
+    return torch.empty_like(p)
+
+
+def _patch_optimizer_init_group(cls) -> None:
+    call = getattr(cls, "call_method", None)
+    wrap = getattr(cls, "wrap_tensor", None)
+    check = getattr(cls, "graph_break_if_pending_mutation", None)
+    if call is None or wrap is None or check is None or getattr(call, "_torch_tpu", False):
+        return
+
+    def call_method(self, tx, name, args, kwargs):
+        if name != "_init_group" or not _ours:
+            return call(self, tx, name, args, kwargs)
+        pending = _pending_grads(self, tx)
+        if not pending:  # nothing pending, or a write dynamo must break for
+            return call(self, tx, name, args, kwargs)
+        saved = [(p, p.grad) for p, _ in pending]
+        try:
+            for p, g in pending:
+                s = None if g is None else _stand_in(p, g)
+                p.grad = s
+                if s is not None:
+                    _stand_ins[id(s)] = g
+            return call(self, tx, name, args, kwargs)
+        finally:
+            for p, g in saved:
+                p.grad = g
+            _stand_ins.clear()
+
+    def graph_break_if_pending_mutation(self, tx):
+        if _stand_ins:  # the pending writes are the gradients stood in for
+            return None
+        return check(self, tx)
+
+    def wrap_tensor(self, tx, tensor_value):
+        g = _stand_ins.get(id(tensor_value)) if _stand_ins else None
+        return g if g is not None else wrap(self, tx, tensor_value)
+
+    for f in (call_method, graph_break_if_pending_mutation, wrap_tensor):
+        f._torch_tpu = True
+        setattr(cls, f.__name__, f)
+
+
+def _patch_optimizer_graph_break(mod) -> None:
+    cls = getattr(mod, "SkipFunctionVariable", None)
+    call = getattr(cls, "call_function", None)
+    if call is None or getattr(call, "_torch_tpu", False):
+        return
+    import torch
+    from torch.optim import optimizer
+
+    use_grad = optimizer._use_grad_for_differentiable(lambda self: None).__code__
+
+    def call_function(self, tx, args, kwargs):
+        if _ours and self.value is torch._dynamo.graph_break and getattr(tx, "f_code", None) is use_grad:
+            from torch._dynamo.variables import ConstantVariable
+
+            return ConstantVariable.create(None)
+        return call(self, tx, args, kwargs)
+
+    call_function._torch_tpu = True
+    cls.call_function = call_function
 
 
 class _tpu_call_ctx:
@@ -527,6 +646,7 @@ _AFTER_IMPORT = {
     "torch._inductor.codegen.common": _guard_inductor,
     "torch._dynamo.variables.optimizer": _patch_dynamo_optimizer,
     "torch._dynamo.variables.tensor": _patch_dynamo_backward,
+    "torch._dynamo.variables.functions": _patch_optimizer_graph_break,
     "torch._dynamo.guards": _patch_guard_profile,
     "torch._dynamo.symbolic_convert": _patch_funcname,
 }
