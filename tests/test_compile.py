@@ -315,6 +315,49 @@ def test_optimizer_step_joins_the_traced_backward_in_one_program(optim, variant)
     _compare_with_aot_eager_on_cpu(_one_program_step_run(make, variant))
 
 
+_GLOBAL_STEP = """
+import torch
+torch.manual_seed(0)
+m = torch.nn.Sequential(torch.nn.Linear(6, 12), torch.nn.Tanh(), torch.nn.Linear(12, 3)).to(DEV)
+opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+g = torch.Generator().manual_seed(1)
+x, y = torch.randn(5, 6, generator=g).to(DEV), torch.randn(5, 3, generator=g).to(DEV)
+
+def step():
+    opt.zero_grad()
+    loss = (m(x) - y).square().mean()
+    out = loss.detach()
+    loss.backward()
+    opt.step()
+    return out
+"""
+
+
+def test_a_step_that_reads_module_globals_is_compiled_past_zero_grad():
+    # A script's step reads its model, optimizer and data as module globals.
+    # zero_grad() breaks the graph; dynamo's resume function for the rest
+    # has no tensor in its locals, which on its own makes dynamo run forward,
+    # backward and the optimizer eagerly. For tpu it is compiled: one program
+    # per step, no op dispatched, and CPU eager's losses and weights.
+    def run(dev):
+        ns = {"DEV": dev}
+        exec(_GLOBAL_STEP, ns)  # ns is the step's module globals
+        step = torch.compile(ns["step"], backend="tpu") if dev == TPU else ns["step"]
+        losses = [step() for _ in range(3)]
+        before = debug.metrics()
+        losses += [step() for _ in range(4)]
+        after = debug.metrics()
+        if dev == TPU:
+            assert after["replays"] - before["replays"] == 4
+            assert after["ops_dispatched"] == before["ops_dispatched"]
+        return torch.stack([v.cpu() for v in losses]), [p.detach().cpu() for p in ns["m"].parameters()]
+
+    (got, got_params), (ref, ref_params) = run(TPU), run("cpu")
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)
+    for p, q in zip(got_params, ref_params):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
 def test_has_grad_hooks_sees_every_kind_of_gradient_hook():
     from torch_tpu import _C
 

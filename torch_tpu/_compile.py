@@ -641,6 +641,29 @@ def _patch_funcname(mod) -> None:
     _skip_for_tpu(mod, "get_funcname", ("trace_call_log", "trace_source_log"), None)
 
 
+# After a graph break (a step's opt.zero_grad(), which torch.optim keeps
+# out of graphs) dynamo continues in a generated resume function, which it
+# compiles only if its frame holds a tensor or a module in its locals (or
+# imports torch.* by name). A step that reads its model, optimizer and data
+# from module globals, as most training scripts do, has none there, so
+# dynamo ran the rest of the step eagerly: forward and backward op by op
+# and the autograd engine, on CPU's backends as well. For functions
+# compiled for tpu, a resume function of that function is always compiled,
+# as the function itself is.
+def _patch_resume_frames(mod) -> None:
+    orig = getattr(mod, "has_tensor_in_frame", None)
+    if orig is None or getattr(orig, "_torch_tpu", False):
+        return
+
+    def has_tensor_in_frame(frame):
+        if _in_call and frame.f_code.co_name.startswith("torch_dynamo_resume_in_"):
+            return True
+        return orig(frame)
+
+    has_tensor_in_frame._torch_tpu = True
+    mod.has_tensor_in_frame = has_tensor_in_frame
+
+
 # Module name -> what to run right after it is imported.
 _AFTER_IMPORT = {
     "torch._inductor.codegen.common": _guard_inductor,
@@ -649,6 +672,7 @@ _AFTER_IMPORT = {
     "torch._dynamo.variables.functions": _patch_optimizer_graph_break,
     "torch._dynamo.guards": _patch_guard_profile,
     "torch._dynamo.symbolic_convert": _patch_funcname,
+    "torch._dynamo.convert_frame": _patch_resume_frames,
 }
 
 
