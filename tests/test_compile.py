@@ -259,17 +259,22 @@ def test_backward_traced_into_the_graph_replays_one_program_per_step():
     _compare_with_aot_eager_on_cpu(run)
 
 
+def _small_training_setup(dev, make_opt):
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(6, 12), torch.nn.Tanh(), torch.nn.Linear(12, 3)).to(dev)
+    unused = torch.nn.Parameter(torch.ones(4, device=dev))  # never gets a gradient: .grad stays None
+    opt = make_opt([*m.parameters(), unused])
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(5, 6, generator=g).to(dev), torch.randn(5, 3, generator=g).to(dev)
+    return m, unused, opt, x, y
+
+
 def _one_program_step_run(make_opt, variant):
     """run(device, backend, check) for _compare_with_aot_eager_on_cpu: a
     step whose optimizer joins the traced backward's graph, in `variant`."""
 
     def run(dev, backend, check):
-        torch.manual_seed(0)
-        m = torch.nn.Sequential(torch.nn.Linear(6, 12), torch.nn.Tanh(), torch.nn.Linear(12, 3)).to(dev)
-        unused = torch.nn.Parameter(torch.ones(4, device=dev))  # never gets a gradient: .grad stays None
-        opt = make_opt([*m.parameters(), unused])
-        g = torch.Generator().manual_seed(1)
-        x, y = torch.randn(5, 6, generator=g).to(dev), torch.randn(5, 3, generator=g).to(dev)
+        m, unused, opt, x, y = _small_training_setup(dev, make_opt)
 
         def step():
             opt.zero_grad()
@@ -315,24 +320,6 @@ def test_optimizer_step_joins_the_traced_backward_in_one_program(optim, variant)
     _compare_with_aot_eager_on_cpu(_one_program_step_run(make, variant))
 
 
-_GLOBAL_STEP = """
-import torch
-torch.manual_seed(0)
-m = torch.nn.Sequential(torch.nn.Linear(6, 12), torch.nn.Tanh(), torch.nn.Linear(12, 3)).to(DEV)
-opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
-g = torch.Generator().manual_seed(1)
-x, y = torch.randn(5, 6, generator=g).to(DEV), torch.randn(5, 3, generator=g).to(DEV)
-
-def step():
-    opt.zero_grad()
-    loss = (m(x) - y).square().mean()
-    out = loss.detach()
-    loss.backward()
-    opt.step()
-    return out
-"""
-
-
 def test_a_step_that_reads_module_globals_is_compiled_past_zero_grad():
     # A script's step reads its model, optimizer and data as module globals.
     # zero_grad() breaks the graph; dynamo's resume function for the rest
@@ -340,8 +327,10 @@ def test_a_step_that_reads_module_globals_is_compiled_past_zero_grad():
     # backward and the optimizer eagerly. For tpu it is compiled: one program
     # per step, no op dispatched, and CPU eager's losses and weights.
     def run(dev):
-        ns = {"DEV": dev}
-        exec(_GLOBAL_STEP, ns)  # ns is the step's module globals
+        m, _, opt, x, y = _small_training_setup(dev, lambda ps: torch.optim.AdamW(ps, lr=1e-2))
+        ns = {"m": m, "opt": opt, "x": x, "y": y}  # the step's module globals
+        exec("def step():\n    opt.zero_grad(); loss = (m(x) - y).square().mean(); out = loss.detach()\n"
+             "    loss.backward(); opt.step(); return out\n", ns)
         step = torch.compile(ns["step"], backend="tpu") if dev == TPU else ns["step"]
         losses = [step() for _ in range(3)]
         before = debug.metrics()
