@@ -486,9 +486,9 @@ _ours = False  # inside a call of a function compiled with trace_backward
 
 
 # options={"trace_backward": True}: dynamo traces loss.backward() (as
-# autograd.grad plus .grad updates) into the forward's graph, so a training
-# step is two programs (forward+backward, optimizer) and the autograd engine
-# never runs. dynamo's rewrite would skip gradient hooks on the leaves
+# autograd.grad plus .grad updates) into the forward's graph, which the
+# optimizer step joins (below), so a training step is one program and the
+# autograd engine never runs. dynamo's rewrite would skip gradient hooks on the leaves
 # (Tensor.register_hook, post-accumulate hooks, DDP's and FSDP's hooks on the
 # gradient accumulator; the same on CPU), so it is used only for leaves
 # without any (checked in C++, _has_grad_hooks) and never in a distributed
