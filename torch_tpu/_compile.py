@@ -396,11 +396,16 @@ def _patch_optimizer_init_group(cls) -> None:
             return call(self, tx, name, args, kwargs)
         saved = [(p, p.grad) for p, _ in pending]
         try:
-            for p, g in pending:
-                s = None if g is None else _stand_in(p, g)
-                p.grad = s
-                if s is not None:
-                    _stand_ins[id(s)] = g
+            try:
+                for p, g in pending:
+                    s = None if g is None else _stand_in(p, g)
+                    p.grad = s
+                    if s is not None:
+                        _stand_ins[id(s)] = g
+            except Exception:  # a gradient .grad would not take: dynamo's own path (a graph break)
+                _stand_ins.clear()
+                for p, g in saved:
+                    p.grad = g
             return call(self, tx, name, args, kwargs)
         finally:
             for p, g in saved:
