@@ -395,22 +395,25 @@ def _patch_optimizer_init_group(cls) -> None:
         if not pending:  # nothing pending, or a write dynamo must break for
             return call(self, tx, name, args, kwargs)
         saved = [(p, p.grad) for p, _ in pending]
-        try:
-            try:
-                for p, g in pending:
-                    s = None if g is None else _stand_in(p, g)
-                    p.grad = s
-                    if s is not None:
-                        _stand_ins[id(s)] = g
-            except Exception:  # a gradient .grad would not take: dynamo's own path (a graph break)
-                _stand_ins.clear()
-                for p, g in saved:
-                    p.grad = g
-            return call(self, tx, name, args, kwargs)
-        finally:
+
+        def restore():
+            _stand_ins.clear()
             for p, g in saved:
                 p.grad = g
-            _stand_ins.clear()
+
+        try:
+            for p, g in pending:
+                s = None if g is None else _stand_in(p, g)
+                p.grad = s
+                if s is not None:
+                    _stand_ins[id(s)] = g
+        except Exception:  # a gradient .grad would not take: dynamo's own path (a graph break)
+            restore()
+            return call(self, tx, name, args, kwargs)
+        try:
+            return call(self, tx, name, args, kwargs)
+        finally:
+            restore()
 
     def graph_break_if_pending_mutation(self, tx):
         if _stand_ins:  # the pending writes are the gradients stood in for
