@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import re
 
 import pytest
 import torch
@@ -257,6 +258,96 @@ def test_backward_traced_into_the_graph_replays_one_program_per_step():
         return torch.stack([v.cpu() for v in losses]), [p.detach().cpu() for p in m.parameters()]
 
     _compare_with_aot_eager_on_cpu(run)
+
+
+_SCALE = 0.5
+
+
+def test_numbers_of_a_compiled_graph_are_baked_in_and_keyed_by_value():
+    # A Python number in a graph whose inputs are all tensors is a constant of
+    # dynamo's graph: the program holds it as a constant, not a parameter.
+    # Its value must then be part of the program's key: a changed global is a
+    # new graph (dynamo's guard) whose program must not be the old one.
+    global _SCALE
+
+    def f(x):
+        return torch.relu(x * _SCALE - 0.25)
+
+    cf = torch.compile(f, backend="tpu")
+    x = torch.randn(6, 3)
+    # Each value its own graph (else dynamo makes a changed float an input).
+    with torch._dynamo.config.patch(automatic_dynamic_shapes=False):
+        try:
+            for scale in (0.5, 2.0, -1.5, 0.5):
+                _SCALE = scale
+                for _ in range(2):  # the capture, then its replay
+                    torch.testing.assert_close(cf(x.to(TPU)).cpu(), f(x))
+        finally:
+            _SCALE = 0.5
+
+
+def test_numbers_from_a_host_read_or_a_graph_input_reuse_one_program():
+    # A number read from the device inside a graph (capture_scalar_outputs)
+    # and a float the graph takes as an input change on every call: they stay
+    # runtime parameters, so new values compile nothing.
+    def f(x):
+        return x * x.sum().item() + 0.5
+
+    def g(x, a):
+        return x * a + 1.5
+
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        cf = torch.compile(f, backend="tpu")
+        for i in range(4):
+            x = torch.full((4,), float(i + 1))
+            before = debug.metrics()["compiles"]
+            torch.testing.assert_close(cf(x.to(TPU)).cpu(), f(x))
+            if i >= 1:
+                assert debug.metrics()["compiles"] == before, i
+    cg = torch.compile(g, backend="tpu")
+    x = torch.arange(4.0)
+    for i, a in enumerate((0.5, 2.0, 3.0, 4.0, 5.0)):
+        before = debug.metrics()["compiles"]
+        torch.testing.assert_close(cg(x.to(TPU), a).cpu(), g(x, a))
+        if i >= 2:  # dynamo makes `a` an input of the graph at its second value
+            assert debug.metrics()["compiles"] == before, a
+
+
+def test_compiled_adamw_step_program_takes_only_tensors(tmp_path):
+    # AdamW's numbers (lr, betas, eps, weight decay, for each parameter) were
+    # ~100 scalar parameters of the step's program, each one paid on every
+    # execute. Baked in, the program's parameters are the tensors alone:
+    # weights, moments, step counts, x and y.
+    from test_device import run_py
+
+    code = """
+import torch, torch_tpu
+torch.manual_seed(0)
+m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).to("tpu")
+opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+x, y = torch.randn(5, 8).to("tpu"), torch.randint(0, 4, (5,)).to("tpu")
+
+@torch.compile(backend="tpu")
+def step():
+    opt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(m(x), y)
+    out = loss.detach()
+    loss.backward()
+    opt.step()
+    return out
+
+for _ in range(3):
+    print(step().item())
+"""
+    p = run_py(code, TORCH_TPU_DUMP_DIR=str(tmp_path / "dump"), TORCH_TPU_CACHE_DIR=str(tmp_path / "cache"))
+    assert p.returncode == 0, p.stderr[-2000:]
+    fused = [f.read_text() for f in (tmp_path / "dump").iterdir() if "fused" in f.name]
+    assert len(fused) == 1, [f.name for f in (tmp_path / "dump").iterdir()]
+    main = next(ln for ln in fused[0].splitlines() if "func.func public @main(" in ln)
+    params = re.findall(r"%v\d+: tensor<([^>]*)>", main.split(") -> ")[0])
+    # 4 weights x (value, exp_avg, exp_avg_sq, step) + x + y; no 0-d number
+    assert len(params) == 4 * 4 + 2, params
+    assert all("x" in t for t in params), params
 
 
 def _small_training_setup(dev, make_opt):

@@ -99,6 +99,15 @@ class _GraphRunner:
         self.failures = 0
         self.views_only = False
         stats["graphs"] += 1
+        # Every input a tensor: each Python number the ops see is a constant
+        # of dynamo's graph (a changed one is a new graph), so the program
+        # bakes them in rather than taking ~100 scalar parameters (an AdamW
+        # step's lr, betas, eps per parameter) on every execute. A graph
+        # with a number or size among its inputs keeps them as parameters.
+        import torch
+
+        self.constant_numbers = all(isinstance(_node_val(n), torch.Tensor)
+                                    for n in gm.graph.nodes if n.op == "placeholder")
         self.capturable = _replayable(gm)
         if not self.capturable:
             why = "the graph holds CPU tensors"
@@ -136,6 +145,8 @@ class _GraphRunner:
                 _C._begin_capture()
             else:
                 _C._mark_step("before a compiled graph")  # the graph gets a program of its own
+            if self.constant_numbers:
+                _C._set_bake_numbers(True)  # until the graph's flush (or a host read inside it)
             out = self.gm(*args)
             if capture:
                 tensors = [o for o in out if isinstance(o, torch.Tensor)]
@@ -158,6 +169,8 @@ class _GraphRunner:
                 _C._mark_step(self.why)  # the graph's live results, as one program
             return out
         finally:
+            if self.constant_numbers:
+                _C._set_bake_numbers(False)
             if prev != _FUSED:
                 _C._set_eager_mode(prev)
 

@@ -268,7 +268,20 @@ class FusedDriver final : public Driver {
     std::vector<ir::ElemType> elems = call.scalar_elems();
     std::vector<runtime::BufferPtr> bufs = call.scalar_buffers();
     std::vector<OpCall::ScalarSource> srcs = call.scalar_sources();
+    ir::Builder b(p.g);
     for (size_t k = 0; k < bufs.size(); ++k) {
+      // A capture bakes a number in (a replay passes the captured value
+      // anyway, as a CUDA graph does): a constant rather than a parameter,
+      // its value in the key. An AdamW step has ~100 such numbers (lr,
+      // betas, eps per parameter), and each parameter costs every execute.
+      // Fused eager keeps them as parameters, so that a learning-rate
+      // schedule reuses one program.
+      if (bakes(srcs[k], elems[k])) {
+        scalars.push_back(b.constant_bits(srcs[k].bits, elems[k]));
+        p.key.add(kFoldedScalar);
+        p.key.add(srcs[k].bits);
+        continue;
+      }
       scalars.push_back(p.g.param(ir::TensorType{elems[k], {}}));
       p.params.push_back(Param{std::move(bufs[k]), nullptr, elems[k], 0, std::move(srcs[k]), -1});
     }
@@ -276,7 +289,6 @@ class FusedDriver final : public Driver {
     std::vector<std::pair<ir::ElemType, int64_t>> after(n);
     for (size_t i = 0; i < n; ++i)
       if (call.writes(i)) after[i] = call.result_elem(i);
-    ir::Builder b(p.g);
     std::vector<ir::Value> written = call.assemble(b, storage, scalars, lower);
     size_t wi = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -314,6 +326,11 @@ class FusedDriver final : public Driver {
       set_slot_free_hook(nullptr);
       set_slot_materialize_hook(nullptr);
     }
+  }
+
+  void set_bake_numbers(bool on) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    bake_numbers_ = on;
   }
 
   void set_optimizer_step(bool on) {
@@ -704,6 +721,9 @@ class FusedDriver final : public Driver {
   static void on_materialize(StorageSlot*) { get().sync_point(SyncReason::kSlotAccess, "storage access"); }
 
   void flush_locked(SyncReason why, std::string_view op, CapturedGraph* cap = nullptr) {
+    // Numbers recorded after a host read may come from device values: a
+    // program per value. Only a graph's own numbers are baked in.
+    bake_numbers_ = false;
     if (flushing_ || (!p_ && segments_.empty())) return;
     if (graph_capturing_ && capture_break_.empty())
       capture_break_ = std::string(to_string(why)) + (op.empty() ? "" : " (" + std::string(op) + ")");
@@ -938,6 +958,19 @@ class FusedDriver final : public Driver {
   // A non-storage parameter of a capture: the generator's counters for a
   // random op (reserved again on every replay), else the value it had when
   // recorded.
+  // Whether a runtime scalar recorded now becomes a constant of the program:
+  // in a graph capture, every number and CPU scalar but the generator's
+  // state (the capture keeps their values); in a torch.compile graph that
+  // takes only tensors (set_bake_numbers), numbers only: dynamo made them
+  // constants of the graph, and a CPU tensor among the graph's inputs (a
+  // non-capturable optimizer's step count) is read anew on each replay.
+  bool bakes(const OpCall::ScalarSource& src, ir::ElemType elem) const {
+    if (ir::is_complex(elem)) return false;
+    using K = OpCall::ScalarSource;
+    if (graph_capturing_) return src.kind == K::kConstant || src.kind == K::kCpuTensor;
+    return bake_numbers_ && (src.kind == K::kConstant || (src.kind == K::kCpuTensor && src.wrapped));
+  }
+
   static void fixed_or_rng(const Param& pr, CapturedGraph::Arg& a) {
     const auto k = pr.scalar.kind;
     if (k == OpCall::ScalarSource::kRngSeed || k == OpCall::ScalarSource::kRngOffset) {
@@ -1073,6 +1106,8 @@ class FusedDriver final : public Driver {
   bool flushing_ = false;
   int64_t flush_count_ = 0;
   int64_t capture_start_ = -1;
+  bool bake_numbers_ = false;                                   // set_bake_numbers; cleared by any flush
+  static constexpr uint64_t kFoldedScalar = 0x5ca1a4f01dedULL;  // key tag before a baked-in number
   const std::vector<at::Tensor>* cap_in_ = nullptr;
   const std::vector<at::Tensor>* cap_out_ = nullptr;
   std::string* cap_why_ = nullptr;
@@ -1124,6 +1159,7 @@ void abort_graph_capture() {
   set_current_driver(g_before_capture);
 }
 void set_optimizer_step(bool on) { FusedDriver::get().set_optimizer_step(on); }
+void set_bake_numbers(bool on) { FusedDriver::get().set_bake_numbers(on); }
 bool graph_capturing() { return FusedDriver::get().graph_capturing(); }
 void cut_graph_capture() { FusedDriver::get().cut_graph_capture(); }
 void replay_graph(StaticGraph& g) { FusedDriver::get().replay_graph(g); }

@@ -85,6 +85,7 @@ PYBIND11_MODULE(_C, m) {
     record::set_launch_blocking(mode == 1);
   });
   m.def("_set_optimizer_step", [](bool on) { record::set_optimizer_step(on); });
+  m.def("_set_bake_numbers", [](bool on) { record::set_bake_numbers(on); });
   m.def("_eager_mode", []() {
     if (&record::current_driver() == &record::fused_driver()) return 2;
     return record::launch_blocking() ? 1 : 0;

@@ -709,10 +709,14 @@ std::vector<OpCall::ScalarSource> OpCall::scalar_sources() const {
     if (a.kind == Arg::kScalarTensor) {
       src.kind = ScalarSource::kCpuTensor;
       src.cpu = a.cpu.unsafeGetTensorImpl();
+      src.wrapped = src.cpu->is_wrapped_number();
+      if (!ir::is_complex(a.elem)) src.bits = scalar_bits(a.cpu.item(), a.elem)[0];
     } else if (a.rng_part >= 0) {
       src.kind = a.rng_part == 0 ? ScalarSource::kRngSeed : ScalarSource::kRngOffset;
       src.gen = a.gen;
       src.advance = a.rng_advance;
+    } else if (!ir::is_complex(a.elem)) {
+      src.bits = scalar_bits(a.value, a.elem)[0];
     }
     out.push_back(std::move(src));
   }

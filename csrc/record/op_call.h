@@ -127,6 +127,9 @@ class OpCall {
     const at::TensorImpl* cpu = nullptr;         // kCpuTensor
     c10::intrusive_ptr<c10::GeneratorImpl> gen;  // kRng*
     uint64_t advance = 0;                        // kRng*: counters reserved per call
+    // The value's bits at recording time (kConstant, kCpuTensor; not complex).
+    uint64_t bits = 0;
+    bool wrapped = false;  // kCpuTensor: a wrapped Python number, as constant as kConstant
   };
   std::vector<ScalarSource> scalar_sources() const;
   // Waits for a produced buffer under TORCH_TPU_LAUNCH_BLOCKING, else
