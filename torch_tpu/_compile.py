@@ -67,12 +67,13 @@ def _replayable(gm) -> bool:
 
 
 class _Capture:
-    __slots__ = ("handle", "template", "scalars")
+    __slots__ = ("handle", "template", "scalars", "all_tensors")
 
     def __init__(self, handle, template, scalars):
         self.handle = handle
         self.template = template  # per output: (is a tensor, else its value)
         self.scalars = scalars  # the non-tensor arguments (sizes under dynamic=True)
+        self.all_tensors = all(is_t for is_t, _ in template)
 
 
 class _GraphRunner:
@@ -120,7 +121,13 @@ class _GraphRunner:
             # Nothing to replay (a graph of views, as `loss.detach()` after a
             # step makes), or the ops go into the tpu graph being captured.
             return self.gm(*args)
-        if self.last is not None:
+        last = self.last
+        if last is not None and self.constant_numbers and last.all_tensors:
+            # The common case, kept short: tensors in, tensors out.
+            outs = _C._replay(last.handle, [*args, *self.attrs])
+            if outs is not None:
+                return outs
+        if last is not None:
             tensors = [a for a in args if isinstance(a, torch.Tensor)] + self.attrs
             scalars = [a for a in args if not isinstance(a, torch.Tensor)]
             for cap in (self.last, *(c for c in self.captures if c is not self.last)):

@@ -428,10 +428,14 @@ class FusedDriver final : public Driver {
     }
     std::vector<at::Tensor> outs;
     outs.reserve(c.outputs.size());
-    auto opts = at::TensorOptions().device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(c.device));
+    // The tensors are made directly on their storage (empty + set_ went
+    // through the dispatcher twice per output, on every replay).
     for (const auto& o : c.outputs) {
-      const c10::Storage& st = o.input >= 0 ? in[o.input].storage() : fresh[o.fresh];
-      outs.push_back(at::empty({0}, opts.dtype(o.dtype)).set_(st, o.offset, o.sizes, o.strides));
+      c10::Storage st = o.input >= 0 ? in[o.input].storage() : fresh[o.fresh];
+      auto impl = c10::make_intrusive<c10::TensorImpl>(
+          std::move(st), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c10::scalarTypeToTypeMeta(o.dtype));
+      impl->set_sizes_and_strides(o.sizes, o.strides, o.offset);
+      outs.emplace_back(std::move(impl));
     }
     for (size_t k = 0; k < c.results.size(); ++k) {
       const auto& r = c.results[k];
