@@ -489,7 +489,7 @@ class _tpu_call_ctx:
 
 class _trace_backward_ctx(_tpu_call_ctx):
     """Also dynamo's trace_autograd_ops on while the call's frames are traced
-    (set in _compile_frame: dynamo reads it only when tracing, and setting
+    (set by _patch_compile_frame: dynamo reads it only when tracing, and setting
     dynamo's config on every call cost ~5 us a step)."""
 
     __slots__ = ("prev_ours",)

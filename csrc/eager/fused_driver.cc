@@ -270,15 +270,12 @@ class FusedDriver final : public Driver {
     std::vector<OpCall::ScalarSource> srcs = call.scalar_sources();
     ir::Builder b(p.g);
     for (size_t k = 0; k < bufs.size(); ++k) {
-      // A capture bakes a number in (a replay passes the captured value
-      // anyway, as a CUDA graph does): a constant rather than a parameter,
-      // its value in the key. An AdamW step has ~100 such numbers (lr,
-      // betas, eps per parameter), and each parameter costs every execute.
-      // Fused eager keeps them as parameters, so that a learning-rate
-      // schedule reuses one program.
+      // A constant rather than a parameter, its value in the key: an AdamW
+      // step has ~100 numbers (lr, betas, eps per parameter), and each
+      // parameter costs every execute.
       if (bakes(srcs[k], elems[k])) {
         scalars.push_back(b.constant_bits(srcs[k].bits, elems[k]));
-        p.key.add(kFoldedScalar);
+        p.key.add(kBakedNumber);
         p.key.add(srcs[k].bits);
         continue;
       }
@@ -959,9 +956,6 @@ class FusedDriver final : public Driver {
       }
   }
 
-  // A non-storage parameter of a capture: the generator's counters for a
-  // random op (reserved again on every replay), else the value it had when
-  // recorded.
   // Whether a runtime scalar recorded now becomes a constant of the program:
   // in a graph capture, every number and CPU scalar but the generator's
   // state (the capture keeps their values); in a torch.compile graph that
@@ -975,6 +969,9 @@ class FusedDriver final : public Driver {
     return bake_numbers_ && (src.kind == K::kConstant || (src.kind == K::kCpuTensor && src.wrapped));
   }
 
+  // A non-storage parameter of a capture: the generator's counters for a
+  // random op (reserved again on every replay), else the value it had when
+  // recorded.
   static void fixed_or_rng(const Param& pr, CapturedGraph::Arg& a) {
     const auto k = pr.scalar.kind;
     if (k == OpCall::ScalarSource::kRngSeed || k == OpCall::ScalarSource::kRngOffset) {
@@ -1110,8 +1107,8 @@ class FusedDriver final : public Driver {
   bool flushing_ = false;
   int64_t flush_count_ = 0;
   int64_t capture_start_ = -1;
-  bool bake_numbers_ = false;                                   // set_bake_numbers; cleared by any flush
-  static constexpr uint64_t kFoldedScalar = 0x5ca1a4f01dedULL;  // key tag before a baked-in number
+  bool bake_numbers_ = false;                                  // set_bake_numbers; cleared by any flush
+  static constexpr uint64_t kBakedNumber = 0x5ca1a4f01dedULL;  // key tag before a baked-in number
   const std::vector<at::Tensor>* cap_in_ = nullptr;
   const std::vector<at::Tensor>* cap_out_ = nullptr;
   std::string* cap_why_ = nullptr;
