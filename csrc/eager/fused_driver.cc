@@ -266,21 +266,21 @@ class FusedDriver final : public Driver {
     }
     std::vector<ir::Value> scalars;
     std::vector<ir::ElemType> elems = call.scalar_elems();
-    std::vector<runtime::BufferPtr> bufs = call.scalar_buffers();
     std::vector<OpCall::ScalarSource> srcs = call.scalar_sources();
     ir::Builder b(p.g);
-    for (size_t k = 0; k < bufs.size(); ++k) {
+    for (size_t k = 0; k < srcs.size(); ++k) {
       // A constant rather than a parameter, its value in the key: an AdamW
       // step has ~100 numbers (lr, betas, eps per parameter), and each
       // parameter costs every execute.
       if (bakes(srcs[k], elems[k])) {
-        scalars.push_back(b.constant_bits(srcs[k].bits, elems[k]));
+        const uint64_t bits = call.scalar_bits_at(k);
+        scalars.push_back(b.constant_bits(bits, elems[k]));
         p.key.add(kBakedNumber);
-        p.key.add(srcs[k].bits);
+        p.key.add(bits);
         continue;
       }
       scalars.push_back(p.g.param(ir::TensorType{elems[k], {}}));
-      p.params.push_back(Param{std::move(bufs[k]), nullptr, elems[k], 0, std::move(srcs[k]), -1});
+      p.params.push_back(Param{call.scalar_buffer_at(k), nullptr, elems[k], 0, std::move(srcs[k]), -1});
     }
     // What each written slot holds afterwards, computed before any slot changes.
     std::vector<std::pair<ir::ElemType, int64_t>> after(n);

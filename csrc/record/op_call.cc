@@ -693,12 +693,25 @@ void OpCall::execute_and_swap(const CompiledProgram& prog) const {
 
 std::vector<runtime::BufferPtr> OpCall::scalar_buffers() const {
   std::vector<runtime::BufferPtr> bufs;
-  for (const Arg& a : args_) {
-    if (a.kind == Arg::kView) continue;
-    c10::Scalar v = a.kind == Arg::kScalar ? a.value : a.cpu.item();
-    bufs.push_back(device_scalar(scalar_bits(v, a.elem), a.elem, device_));
-  }
+  for (const Arg& a : args_)
+    if (a.kind != Arg::kView) bufs.push_back(device_scalar(scalar_bits(scalar_value(a), a.elem), a.elem, device_));
   return bufs;
+}
+
+const OpCall::Arg& OpCall::scalar_arg(size_t k) const {
+  for (const Arg& a : args_)
+    if (a.kind != Arg::kView && k-- == 0) return a;
+  TORCH_INTERNAL_ASSERT(false, "runtime scalar index out of range");
+}
+
+runtime::BufferPtr OpCall::scalar_buffer_at(size_t k) const {
+  const Arg& a = scalar_arg(k);
+  return device_scalar(scalar_bits(scalar_value(a), a.elem), a.elem, device_);
+}
+
+uint64_t OpCall::scalar_bits_at(size_t k) const {
+  const Arg& a = scalar_arg(k);
+  return scalar_bits(scalar_value(a), a.elem)[0];
 }
 
 std::vector<OpCall::ScalarSource> OpCall::scalar_sources() const {
@@ -710,13 +723,10 @@ std::vector<OpCall::ScalarSource> OpCall::scalar_sources() const {
       src.kind = ScalarSource::kCpuTensor;
       src.cpu = a.cpu.unsafeGetTensorImpl();
       src.wrapped = src.cpu->is_wrapped_number();
-      if (!ir::is_complex(a.elem)) src.bits = scalar_bits(a.cpu.item(), a.elem)[0];
     } else if (a.rng_part >= 0) {
       src.kind = a.rng_part == 0 ? ScalarSource::kRngSeed : ScalarSource::kRngOffset;
       src.gen = a.gen;
       src.advance = a.rng_advance;
-    } else if (!ir::is_complex(a.elem)) {
-      src.bits = scalar_bits(a.value, a.elem)[0];
     }
     out.push_back(std::move(src));
   }

@@ -127,11 +127,13 @@ class OpCall {
     const at::TensorImpl* cpu = nullptr;         // kCpuTensor
     c10::intrusive_ptr<c10::GeneratorImpl> gen;  // kRng*
     uint64_t advance = 0;                        // kRng*: counters reserved per call
-    // The value's bits at recording time (kConstant, kCpuTensor; not complex).
-    uint64_t bits = 0;
-    bool wrapped = false;  // kCpuTensor: a wrapped Python number, as constant as kConstant
+    bool wrapped = false;                        // kCpuTensor: a wrapped Python number, as constant as kConstant
   };
   std::vector<ScalarSource> scalar_sources() const;
+  // Runtime scalar k alone: its device buffer, or its value's bits (not
+  // for complex), for a driver that bakes it into the program instead.
+  runtime::BufferPtr scalar_buffer_at(size_t k) const;
+  uint64_t scalar_bits_at(size_t k) const;
   // Waits for a produced buffer under TORCH_TPU_LAUNCH_BLOCKING, else
   // remembers it for synchronize().
   static void track_result(const runtime::BufferPtr& b, std::string_view what);
@@ -155,6 +157,8 @@ class OpCall {
     bool full_write = false;
   };
   int slot_index(StorageSlot* s);
+  const Arg& scalar_arg(size_t k) const;
+  c10::Scalar scalar_value(const Arg& a) const { return a.kind == Arg::kScalar ? a.value : a.cpu.item(); }
   void key_view(const ViewMeta& v, int slot);
   bool needs_param(const SlotUse& u) const;
   // The element type and count a written slot holds afterwards.
