@@ -380,7 +380,10 @@ class FusedDriver final : public Driver {
     // Guards first: nothing (not even the generator) changes unless all pass.
     if (in.size() != c.inputs.size()) return std::nullopt;
     std::vector<StorageSlot*> slots(in.size(), nullptr);
-    std::unordered_map<StorageSlot*, int> first;
+    // (storage, input) pairs for the alias check below; reused, so a replay
+    // allocates nothing for it.
+    thread_local std::vector<std::pair<StorageSlot*, int>> by_storage;
+    by_storage.clear();
     for (size_t i = 0; i < in.size(); ++i) {
       const auto& g = c.inputs[i];
       const at::Tensor& t = in[i];
@@ -395,9 +398,14 @@ class FusedDriver final : public Driver {
       if (s->nbytes != g.nbytes || t.storage_offset() != g.view.offset || t.sizes() != c10::IntArrayRef(g.view.sizes) ||
           t.strides() != c10::IntArrayRef(g.view.strides))
         return std::nullopt;
-      auto [it, fresh] = first.try_emplace(s, static_cast<int>(i));
-      if (it->second != g.alias_of) return std::nullopt;
       slots[i] = s;
+      by_storage.emplace_back(s, static_cast<int>(i));
+    }
+    // Inputs sharing a storage must name, as at capture, the first of them.
+    std::sort(by_storage.begin(), by_storage.end());
+    for (size_t k = 0, first = 0; k < by_storage.size(); ++k) {
+      if (by_storage[k].first != by_storage[first].first) first = k;
+      if (c.inputs[by_storage[k].second].alias_of != by_storage[first].second) return std::nullopt;
     }
     for (const auto& a : c.args) {
       if (a.kind != CapturedGraph::Arg::kInput) continue;
