@@ -380,3 +380,30 @@ def test_synchronize_waits_for_work_whose_results_were_dropped():
     assert ev.query()
     torch.tpu.synchronize()
     assert torch_tpu._C._work_in_flight() == 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread niceness is a Linux notion")
+@pytest.mark.parametrize("env, expect", [(None, 5), ("0", 0), ("12", 12)])
+def test_xla_cpu_worker_threads_rank_below_python(env, expect):
+    """XLA:CPU's worker threads (the PJRT client's Eigen pools) run
+    TORCH_TPU_CPU_WORKER_NICE levels below the Python thread, which keeps
+    its own priority; results are unchanged."""
+    code = (
+        "import os, torch, torch_tpu\n"
+        "x = torch.arange(6.0, device='tpu')\n"
+        "torch.testing.assert_close((x * 2).cpu(), torch.arange(6.0) * 2)\n"
+        "threads = torch_tpu._C._plugin_threads()\n"
+        "live = set(int(t) for t in os.listdir('/proc/self/task'))\n"
+        "assert threads and all(tid in live and tid != os.getpid() for tid, _ in threads), threads\n"
+        "print(sorted({n for _, n in threads}), os.getpriority(os.PRIO_PROCESS, 0))\n"
+    )
+    r = run_py(code, TORCH_TPU_CPU_WORKER_NICE=env)
+    assert r.returncode == 0, r.stderr
+    main = os.getpriority(os.PRIO_PROCESS, 0)  # the child's Python thread inherits this process's
+    assert r.stdout.split("\n")[0] == f"[{min(main + expect, 19)}] {main}", r.stdout
+
+
+def test_bad_cpu_worker_nice_is_a_clear_error():
+    r = run_py("import torch, torch_tpu\ntorch.zeros(2, device='tpu')", TORCH_TPU_CPU_WORKER_NICE="high")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "RuntimeError" in r.stderr and "TORCH_TPU_CPU_WORKER_NICE must be an integer from 0 to 19" in r.stderr

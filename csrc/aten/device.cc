@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <vector>
+
+#include "runtime/worker_threads.h"
 
 namespace torch_tpu {
 namespace {
@@ -17,6 +20,17 @@ runtime::Client* g_client = nullptr;  // leaked at exit on purpose: XLA's
                                       // threads outlive static destructors
 runtime::PluginChoice g_choice;
 std::string g_init_error;
+
+// Nice levels below the Python thread for XLA:CPU's worker threads.
+int cpu_worker_nice() {
+  const char* v = std::getenv("TORCH_TPU_CPU_WORKER_NICE");
+  if (v == nullptr || *v == '\0') return 5;
+  char* end = nullptr;
+  long n = std::strtol(v, &end, 10);
+  TORCH_CHECK(end != v && *end == '\0' && n >= 0 && n <= 19,
+              "TORCH_TPU_CPU_WORKER_NICE must be an integer from 0 to 19, got '", v, "'");
+  return static_cast<int>(n);
+}
 
 }  // namespace
 
@@ -35,7 +49,17 @@ runtime::Client& client() {
     // cores torch itself uses so the two pools don't oversubscribe.
     g_choice = runtime::choose_plugin(g_cfg.candidates);
     auto& plugin = runtime::Plugin::load(g_choice.path);
+    const int worker_nice = cpu_worker_nice();
+    const std::vector<int> before = runtime::thread_ids();
     g_client = new runtime::Client(plugin, g_cfg.cpu_device_count);
+    std::vector<int> workers = runtime::new_threads(before, runtime::thread_ids());
+    // On XLA:CPU the "device" is this machine's cores, and the client's
+    // worker threads (its Eigen pools) compete with the Python thread that
+    // launches their work. Ranked below it, they take the cores whenever
+    // Python waits, but no longer slow the Python a step is waiting for
+    // (docs/environment_variables.md, TORCH_TPU_CPU_WORKER_NICE).
+    if (g_client->platform_name() == "cpu") runtime::lower_priority(workers, worker_nice);
+    runtime::set_plugin_threads(std::move(workers));
   } catch (const std::exception& e) {
     g_init_error = std::string("torch_tpu could not start the PJRT runtime: ") + e.what();
     TORCH_CHECK(false, g_init_error);

@@ -20,6 +20,7 @@
 #include "runtime/device_spans.h"
 #include "runtime/eh_frame_guard.h"
 #include "runtime/log.h"
+#include "runtime/worker_threads.h"
 
 namespace py = pybind11;
 
@@ -73,6 +74,12 @@ PYBIND11_MODULE(_C, m) {
     return py::cast(*a);
   });
   m.def("_release_host_alias", [](const at::Tensor& a) { return release_host_alias(a); });
+  // The PJRT client's own threads, each as (thread id, niceness).
+  m.def("_plugin_threads", []() {
+    std::vector<std::pair<int, int>> out;
+    for (int tid : runtime::plugin_threads()) out.emplace_back(tid, runtime::thread_nice(tid));
+    return out;
+  });
   m.def("_work_in_flight", []() {
     py::gil_scoped_release nogil;
     return record::work_in_flight();
