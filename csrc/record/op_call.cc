@@ -133,14 +133,6 @@ void* span_begin(const char* name) {
 void span_end(void* rf) { delete static_cast<at::RecordFunction*>(rf); }
 const bool g_spans_installed = (set_span_hooks(SpanHooks{&span_begin, &span_end}), true);
 
-bool donated(const runtime::Buffer& b) {
-  const PJRT_Api* api = client().api();
-  PJRT_Buffer_IsDeleted_Args a{};
-  a.struct_size = PJRT_Buffer_IsDeleted_Args_STRUCT_SIZE;
-  a.buffer = b.get();
-  return api->PJRT_Buffer_IsDeleted(&a) == nullptr && a.is_deleted;
-}
-
 void keep_orphan(runtime::Event&& e) {
   std::lock_guard<std::mutex> lock(g_pending_mu);
   if (g_orphans.size() >= 1024) std::erase_if(g_orphans, [](const auto& o) { return o->is_ready(); });
@@ -180,7 +172,7 @@ std::vector<runtime::BufferPtr> enqueued_work(std::string_view why) {
   for (auto& w : g_pending)
     // A buffer donated to a later program (its handle kept alive until that
     // program runs) has no event of its own: that program's results count.
-    if (auto b = w.lock(); b && !donated(*b)) live.push_back(std::move(b));
+    if (auto b = w.lock(); b && !b->is_deleted()) live.push_back(std::move(b));
   return live;
 }
 
@@ -214,7 +206,7 @@ void synchronize() {
     auto b = w.lock();
     // A buffer donated to a later program has no event of its own; that
     // program's results are tracked and waited for instead.
-    if (b && !donated(*b)) b->ready_event().await("torch.tpu.synchronize");
+    if (b && !b->is_deleted()) b->ready_event().await("torch.tpu.synchronize");
   }
   // Nobody holds an orphan's result, so its failure (already reported by the
   // op that made it, or unobservable) is not raised here; only the wait counts.

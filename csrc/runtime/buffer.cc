@@ -16,20 +16,6 @@ ClientCore::~ClientCore() {
 
 namespace {
 std::atomic<void (*)(Event&&)> g_unfinished_sink{nullptr};
-
-// A buffer donated to a program is deleted by that program's launch; the
-// program's own results stand for the work.
-bool is_deleted(const PJRT_Api* api, PJRT_Buffer* buf) {
-  PJRT_Buffer_IsDeleted_Args a{};
-  a.struct_size = PJRT_Buffer_IsDeleted_Args_STRUCT_SIZE;
-  a.buffer = buf;
-  PJRT_Error* err = api->PJRT_Buffer_IsDeleted(&a);
-  if (err != nullptr) {
-    take_error(api, err);
-    return false;
-  }
-  return a.is_deleted;
-}
 }  // namespace
 
 void Buffer::set_unfinished_sink(void (*sink)(Event&&)) { g_unfinished_sink.store(sink); }
@@ -40,8 +26,7 @@ Buffer::~Buffer() {
   // donated to is tracked through its own results. Fetching the event of
   // every donated buffer (24 per AdamW step of the demo MLP) cost ~7% of a
   // compiled step's host time.
-  if (auto sink = g_unfinished_sink.load(std::memory_order_relaxed);
-      unfinished_ && sink && !is_deleted(client_->api, buf_)) {
+  if (auto sink = g_unfinished_sink.load(std::memory_order_relaxed); unfinished_ && sink && !is_deleted()) {
     try {
       Event e = ready_event();
       if (!e.is_ready()) sink(std::move(e));
@@ -52,6 +37,18 @@ Buffer::~Buffer() {
   a.struct_size = PJRT_Buffer_Destroy_Args_STRUCT_SIZE;
   a.buffer = buf_;
   take_error(client_->api, client_->api->PJRT_Buffer_Destroy(&a));
+}
+
+bool Buffer::is_deleted() const {
+  PJRT_Buffer_IsDeleted_Args a{};
+  a.struct_size = PJRT_Buffer_IsDeleted_Args_STRUCT_SIZE;
+  a.buffer = buf_;
+  PJRT_Error* err = client_->api->PJRT_Buffer_IsDeleted(&a);
+  if (err != nullptr) {
+    take_error(client_->api, err);
+    return false;
+  }
+  return a.is_deleted;
 }
 
 PJRT_Buffer_Type Buffer::element_type() const {

@@ -22,6 +22,9 @@ class Buffer {
   size_t on_device_bytes() const;
   // Fires when the value has been computed (or failed).
   Event ready_event() const;
+  // True once the buffer was donated to a program (or deleted): its memory
+  // belongs to that program now, whose own results stand for the work.
+  bool is_deleted() const;
   // Starts an async copy into `dst` (exactly `size` bytes, dense row-major).
   Event to_host_async(void* dst, size_t size) const;
   // Blocking copy into `dst`.

@@ -32,9 +32,7 @@ std::vector<int> thread_ids() {
   return ids;
 }
 
-std::vector<int> new_threads(std::vector<int> before, std::vector<int> after) {
-  std::sort(before.begin(), before.end());
-  std::sort(after.begin(), after.end());
+std::vector<int> new_threads(const std::vector<int>& before, const std::vector<int>& after) {
   std::vector<int> out;
   std::set_difference(after.begin(), after.end(), before.begin(), before.end(), std::back_inserter(out));
   return out;

@@ -7,8 +7,8 @@ namespace torch_tpu::runtime {
 // The calling process's thread ids (Linux: /proc/self/task; empty elsewhere).
 std::vector<int> thread_ids();
 
-// Threads in `after` but not in `before` (both from thread_ids()).
-std::vector<int> new_threads(std::vector<int> before, std::vector<int> after);
+// Threads in `after` but not in `before` (both sorted, as thread_ids() returns them).
+std::vector<int> new_threads(const std::vector<int>& before, const std::vector<int>& after);
 
 // Runs each thread `delta` nice levels below the calling thread (clamped to
 // 19). Returns how many threads were changed; a thread that has exited is
