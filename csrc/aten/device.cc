@@ -56,7 +56,7 @@ runtime::Client& client() {
     // On XLA:CPU the "device" is this machine's cores, and the client's
     // worker threads (its Eigen pools) compete with the Python thread that
     // launches their work. Ranked below it, they take the cores whenever
-    // Python waits, but no longer slow the Python a step is waiting for
+    // Python waits, but slow less the Python a step is waiting for
     // (docs/environment_variables.md, TORCH_TPU_CPU_WORKER_NICE).
     if (g_client->platform_name() == "cpu") runtime::lower_priority(workers, worker_nice);
     runtime::set_plugin_threads(std::move(workers));
