@@ -163,6 +163,7 @@ def test_compiled_graph_inside_fused_eager():
 def _compare_with_aot_eager_on_cpu(run):
     """run(device, backend, check) -> (losses, parameters): tpu's against
     the same step compiled with aot_eager on CPU."""
+    torch._dynamo.reset()
     ref, ref_params = run("cpu", "aot_eager", False)
     torch._dynamo.reset()
     got, params = run(TPU, "tpu", True)
@@ -174,6 +175,7 @@ def _compare_with_aot_eager_on_cpu(run):
 def test_training_step_replays_one_program_per_graph():
     def run(dev, backend, check):
         torch.manual_seed(0)
+        torch._dynamo.utils.counters.clear()
         m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)).to(dev)
         opt = torch.optim.AdamW(m.parameters(), lr=1e-2)  # dynamo makes it capturable on tpu, as on CUDA
         x = torch.randn(4, 8, generator=torch.Generator().manual_seed(1)).to(dev)
@@ -201,14 +203,35 @@ def test_training_step_replays_one_program_per_graph():
             assert after["donated_buffers"] - before["donated_buffers"] >= 4 * 3 * 4
             # The graph of `loss.detach()` holds only a view: it runs no program.
             assert after["flushes"] == before["flushes"]
-            # Only loss.backward() breaks the graph (not torch_tpu's optimizer hooks).
+            # Nothing breaks the step: not zero_grad() (traced for tpu), nor
+            # loss.backward(), nor torch_tpu's optimizer hooks.
             breaks = list(torch._dynamo.utils.counters["graph_break"])
-            assert breaks and all("_graph_capturing" not in b for b in breaks), breaks
+            assert not breaks, breaks
         return torch.stack([v.cpu() for v in losses]), [p.detach().cpu() for p in m.parameters()]
 
     _compare_with_aot_eager_on_cpu(run)
     rep = debug.metrics_report()
     assert "torch.compile graphs" in rep and "replays" in rep
+
+
+def _small_adamw_step(dev):
+    """(step, model): an AdamW training step on a small MLP, returning its
+    loss detached before backward (a returned loss must not hold the
+    consumed graph), so that dynamo can trace the backward."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)).to(dev)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(1)).to(dev)
+
+    def step():
+        opt.zero_grad()
+        loss = m(x).square().mean()
+        out = loss.detach()
+        loss.backward()
+        opt.step()
+        return out
+
+    return step, m
 
 
 def _seven_traced_steps(step, backend, check, options=None):
@@ -236,19 +259,7 @@ def test_backward_traced_into_the_graph_replays_one_program_per_step():
     # CPU's reference is aot_eager with the same dynamo setting (which
     # still breaks at the optimizer).
     def run(dev, backend, check):
-        torch.manual_seed(0)
-        m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)).to(dev)
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
-        x = torch.randn(4, 8, generator=torch.Generator().manual_seed(1)).to(dev)
-
-        def step():
-            opt.zero_grad()
-            loss = m(x).square().mean()
-            out = loss.detach()  # before backward: a returned loss must not hold the consumed graph
-            loss.backward()
-            opt.step()
-            return out
-
+        step, m = _small_adamw_step(dev)
         losses, before, after = _seven_traced_steps(step, backend, check, {"trace_backward": True})
         if check:
             assert not torch._dynamo.config.trace_autograd_ops  # scoped to the compiled function
@@ -413,14 +424,15 @@ def test_optimizer_step_joins_the_traced_backward_in_one_program(optim, variant)
 
 def test_a_step_that_reads_module_globals_is_compiled_past_zero_grad():
     # A script's step reads its model, optimizer and data as module globals.
-    # zero_grad() breaks the graph; dynamo's resume function for the rest
-    # has no tensor in its locals, which on its own makes dynamo run forward,
-    # backward and the optimizer eagerly. For tpu it is compiled: one program
-    # per step, no op dispatched, and CPU eager's losses and weights.
+    # Where a graph break splits it (here an explicit one; zero_grad() did
+    # before it was traced), dynamo's resume function for the rest has no tensor in its locals,
+    # which on its own makes dynamo run forward, backward and the optimizer
+    # eagerly. For tpu it is compiled: one program per step, no op
+    # dispatched, and CPU eager's losses and weights.
     def run(dev):
         m, _, opt, x, y = _small_training_setup(dev, lambda ps: torch.optim.AdamW(ps, lr=1e-2))
-        ns = {"m": m, "opt": opt, "x": x, "y": y}  # the step's module globals
-        exec("def step():\n    opt.zero_grad(); loss = (m(x) - y).square().mean(); out = loss.detach()\n"
+        ns = {"m": m, "opt": opt, "x": x, "y": y, "torch": torch}  # the step's module globals
+        exec("def step():\n    torch._dynamo.graph_break(); opt.zero_grad(); loss = (m(x) - y).square().mean(); out = loss.detach()\n"
              "    loss.backward(); opt.step(); return out\n", ns)
         step = torch.compile(ns["step"], backend="tpu") if dev == TPU else ns["step"]
         losses = [step() for _ in range(3)]
@@ -436,6 +448,75 @@ def test_a_step_that_reads_module_globals_is_compiled_past_zero_grad():
     torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)
     for p, q in zip(got_params, ref_params):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("zero", ["zero_grad", "zero_grad_positional", "param_groups_loop"])
+def test_zero_grad_is_traced_into_the_step(zero):
+    # opt.zero_grad() (torch.optim marks it never to be traced) no longer
+    # splits a tpu step into two frames: the whole step is one dynamo graph,
+    # with no graph break, and each step's gradients, weights and losses are
+    # CPU eager's, the unused parameter's .grad None as in eager. Clearing
+    # the gradients by hand through opt.param_groups reaches the parameters
+    # through the optimizer first (dynamo then makes them graph attributes,
+    # not inputs); the traced backward still finds them.
+    def run(dev):
+        m, unused, opt, x, y = _small_training_setup(dev, lambda ps: torch.optim.AdamW(ps, lr=1e-2))
+
+        def step(xb):
+            if zero == "zero_grad":
+                opt.zero_grad()
+            elif zero == "zero_grad_positional":
+                opt.zero_grad(True)
+            else:
+                for group in opt.param_groups:
+                    for p in group["params"]:
+                        p.grad = None
+            loss = (m(xb) - y).square().mean()
+            out = loss.detach()
+            loss.backward()
+            opt.step()
+            return out
+
+        fn = torch.compile(step, backend="tpu") if dev == TPU else step
+        torch._dynamo.utils.counters.clear()
+        losses, grads = [], []
+        for i in range(4):
+            losses.append(fn(x * (1 + i / 4)).cpu())
+            grads.append([None if p.grad is None else p.grad.cpu() for p in opt.param_groups[0]["params"]])
+        if dev == TPU:
+            assert not torch._dynamo.utils.counters["graph_break"], dict(torch._dynamo.utils.counters["graph_break"])
+            assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
+        return losses, grads, [p.detach().cpu() for p in opt.param_groups[0]["params"]]
+
+    (got, got_grads, got_params), (ref, ref_grads, ref_params) = run(TPU), run("cpu")
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)
+    for gs, rs in zip(got_grads, ref_grads):
+        assert gs[-1] is None and rs[-1] is None  # the unused parameter
+        for g, r in zip(gs[:-1], rs[:-1]):
+            torch.testing.assert_close(g, r, rtol=1e-5, atol=1e-6)
+    for p, q in zip(got_params, ref_params):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
+def test_a_compile_leaves_dynamos_shared_constants_unsourced():
+    # dynamo 2.14 has one shared ConstantVariable for None (and for True and
+    # False); reading a parameter's .grad in a trace gave it that .grad's
+    # source, and every later trace in the process then reloaded "None"
+    # from there: an unrelated CPU compile failed with
+    # "'opt' not in cell_and_freevars". torch_tpu hands out fresh constants.
+    from torch._dynamo.variables import constant
+
+    def steps(dev, backend):
+        fn = torch.compile(_small_adamw_step(dev)[0], backend=backend)
+        with torch._dynamo.config.patch(trace_autograd_ops=True):
+            return torch.stack([fn().cpu() for _ in range(3)])
+
+    got = steps(TPU, "tpu")
+    for c in (constant.CONSTANT_VARIABLE_NONE, constant.CONSTANT_VARIABLE_TRUE, constant.CONSTANT_VARIABLE_FALSE):
+        assert c.source is None, c.source
+    torch._dynamo.reset()
+    ref = steps("cpu", "aot_eager")  # failed to compile before the fix
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)
 
 
 def test_has_grad_hooks_sees_every_kind_of_gradient_hook():

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import importlib.abc
 import importlib.util
+import itertools
 import logging
 import os
 import sys
@@ -401,11 +402,30 @@ def _stand_in(p, grad_var):
     return torch.empty_like(p)
 
 
+# ``opt.zero_grad()`` at the top of a step: torch.optim marks zero_grad never
+# to be traced, so dynamo broke the step there, ran zero_grad eagerly and
+# went on in a resume function: two frames' guards per step, and zero_grad's
+# own Python, most of it a profiler ``record_function`` that records nothing
+# unless a profiler runs (17% of the demo MLP's compiled step on its Python
+# thread, py-spy). For trace_backward tpu compiles, the default
+# ``set_to_none=True`` form of an optimizer that does not override zero_grad
+# is traced as the plain loop below instead: the same effect (every
+# parameter's ``.grad`` is None after it), with no read of the old
+# gradients, so dynamo guards on none of them, and the step is one frame.
+def _traced_zero_grad(opt, set_to_none=True):
+    if set_to_none is not True:  # torch.optim's own, which dynamo breaks at
+        return type(opt).zero_grad(opt, set_to_none)
+    for group in opt.param_groups:
+        for p in group["params"]:
+            p.grad = None
+
+
 def _patch_optimizer_init_group(cls) -> None:
     call = getattr(cls, "call_method", None)
     wrap = getattr(cls, "wrap_tensor", None)
     check = getattr(cls, "graph_break_if_pending_mutation", None)
-    if call is None or wrap is None or check is None or getattr(call, "_torch_tpu", False):
+    getattr_ = getattr(cls, "generic_getattr", None)
+    if call is None or wrap is None or check is None or getattr_ is None or getattr(call, "_torch_tpu", False):
         return
 
     def call_method(self, tx, name, args, kwargs):
@@ -444,7 +464,16 @@ def _patch_optimizer_init_group(cls) -> None:
         g = _stand_ins.get(id(tensor_value)) if _stand_ins else None
         return g if g is not None else wrap(self, tx, tensor_value)
 
-    for f in (call_method, graph_break_if_pending_mutation, wrap_tensor):
+    def generic_getattr(self, tx, name):
+        if name == "zero_grad" and _ours:
+            import torch
+            from torch._dynamo.variables import UserMethodVariable
+
+            if type(self.value).zero_grad is torch.optim.Optimizer.zero_grad:
+                return UserMethodVariable(_traced_zero_grad, self)
+        return getattr_(self, tx, name)
+
+    for f in (call_method, graph_break_if_pending_mutation, wrap_tensor, generic_getattr):
         f._torch_tpu = True
         setattr(cls, f.__name__, f)
 
@@ -589,6 +618,28 @@ def _patch_hook_registration() -> None:
         setattr(torch.Tensor, name, make(orig))
 
 
+def _attribute_leaves(mod) -> dict:
+    """{variable: tensor} for the leaf tensors this trace holds as graph
+    attributes rather than inputs. dynamo makes a parameter an attribute once
+    an optimizer has marked it a static address, or when the trace first
+    reached it through the optimizer (a traced ``opt.zero_grad()``), and
+    dynamo's ``backward()`` looks for its leaves among the graph's inputs
+    only: such a loss's backward would find no leaf and compute nothing."""
+    from torch._dynamo.symbolic_convert import InstructionTranslator
+
+    tx = InstructionTranslator.current_tx()
+    out = {}
+    if tx is None:
+        return out
+    attrs = tx.output.nn_modules
+    for var in tx.output.side_effects.id_to_variable.values():
+        if isinstance(var, mod.TensorVariable) and var.proxy.node.op == "get_attr":
+            t = attrs.get(var.proxy.node.target)
+            if t is not None and t.requires_grad and t.grad_fn is None:
+                out[var] = t
+    return out
+
+
 def _patch_dynamo_backward(mod) -> None:
     """Checks the leaves of a traced backward() for gradient hooks (see
     above)."""
@@ -598,6 +649,10 @@ def _patch_dynamo_backward(mod) -> None:
         return
 
     def _collect_backward_inputs(self, vars_iter, error_on_non_leaf=False):
+        attrs = {}
+        if _ours and not error_on_non_leaf:
+            attrs = _attribute_leaves(mod)
+            vars_iter = itertools.chain(vars_iter, attrs)
         found = orig(self, vars_iter, error_on_non_leaf)
         if not _ours or not found:  # other backends' traces are left as they are
             return found
@@ -615,6 +670,7 @@ def _patch_dynamo_backward(mod) -> None:
             fall_back("a distributed job (DDP and FSDP synchronise gradients in hooks)")
         args = (var.proxy.node.meta.get("grapharg") for var in found)
         leaves = [a.example for a in args if a is not None and isinstance(a.example, torch.Tensor)]
+        leaves += [attrs[var] for var in found if var in attrs]
         if any(_C._has_grad_hooks(t) for t in leaves):
             fall_back("a leaf tensor has gradient hooks")
         for t in leaves:
@@ -623,6 +679,41 @@ def _patch_dynamo_backward(mod) -> None:
 
     _collect_backward_inputs._torch_tpu = True
     cls._collect_backward_inputs = _collect_backward_inputs
+    _patch_shared_constants(cls)
+
+
+# dynamo 2.14 keeps one shared ConstantVariable each for None, True and
+# False, and reading ``t.grad`` or ``t.requires_grad`` of a tensor with a
+# source gives the result that source in place: the shared None then stands
+# for ``<that tensor>.grad`` in every later trace of the process, whose code
+# reloads it from there instead of loading None. Seen as
+# ``'opt' not in cell_and_freevars`` (or ``'m'``) in an unrelated later
+# compile, on CPU backends too, and as a ``.grad = None`` written from a
+# stale ``.grad``. The two readers get a fresh constant instead; this fixes
+# dynamo for every backend in the process, since any of them can leave the
+# shared one wrong for the next.
+def _patch_shared_constants(cls) -> None:
+    from torch._dynamo.variables import constant
+
+    shared = tuple(getattr(constant, n, None) for n in
+                   ("CONSTANT_VARIABLE_NONE", "CONSTANT_VARIABLE_TRUE", "CONSTANT_VARIABLE_FALSE"))
+    for name in ("method_attr_grad", "method_attr_requires_grad"):
+        orig = getattr(cls, name, None)
+        if orig is None or getattr(orig, "_torch_tpu", False):
+            continue
+
+        def make(orig):
+            @functools.wraps(orig)
+            def handler(self, tx):
+                r = orig(self, tx)
+                if r is not None and any(r is c for c in shared):
+                    r = constant.ConstantVariable(r.value)
+                return r
+
+            handler._torch_tpu = True
+            return handler
+
+        setattr(cls, name, make(orig))
 
 
 def _skip_for_tpu(mod, name: str, logs: tuple, value) -> None:
