@@ -318,7 +318,7 @@ def _guard_inductor(common) -> None:
 def _patch_dynamo_optimizer(mod) -> None:
     cls = getattr(mod, "OptimizerVariable", None)
     if cls is not None:
-        _patch_optimizer_init_group(cls)
+        _patch_optimizer_variable(cls)
     orig = getattr(cls, "_set_capturable", None)
     if orig is None or getattr(orig, "_torch_tpu", False):
         return
@@ -420,7 +420,10 @@ def _traced_zero_grad(opt, set_to_none=True):
             p.grad = None
 
 
-def _patch_optimizer_init_group(cls) -> None:
+def _patch_optimizer_variable(cls) -> None:
+    """dynamo's OptimizerVariable, for trace_backward tpu compiles:
+    ``_init_group`` over pending gradients and a traced ``zero_grad()``
+    (both above)."""
     call = getattr(cls, "call_method", None)
     wrap = getattr(cls, "wrap_tensor", None)
     check = getattr(cls, "graph_break_if_pending_mutation", None)
