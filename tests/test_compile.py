@@ -498,6 +498,30 @@ def test_zero_grad_is_traced_into_the_step(zero):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
 
 
+def test_skipping_dynamos_guards_replays_the_same_step():
+    # torch.compiler.set_stance(skip_guard_eval_unsafe=True) after warm-up
+    # (dynamo's own option; docs/execution_modes.md): the compiled step still
+    # replays one program per step and gives eager's losses and weights.
+    def run(dev):
+        step, m = _small_adamw_step(dev)
+        if dev == TPU:
+            step = torch.compile(step, backend="tpu")
+        losses = [step() for _ in range(3)]
+        before = debug.metrics()
+        with torch.compiler.set_stance("default", skip_guard_eval_unsafe=True):
+            losses += [step() for _ in range(4)]
+        if dev == TPU:
+            after = debug.metrics()
+            assert after["replays"] - before["replays"] == 4
+            assert after["ops_dispatched"] == before["ops_dispatched"]
+        return torch.stack([v.cpu() for v in losses]), [p.detach().cpu() for p in m.parameters()]
+
+    (got, got_params), (ref, ref_params) = run(TPU), run("cpu")
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)
+    for p, q in zip(got_params, ref_params):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
 def test_a_compile_leaves_dynamos_shared_constants_unsourced():
     # dynamo 2.14 has one shared ConstantVariable for None (and for True and
     # False); reading a parameter's .grad in a trace gave it that .grad's
