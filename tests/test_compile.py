@@ -163,7 +163,6 @@ def test_compiled_graph_inside_fused_eager():
 def _compare_with_aot_eager_on_cpu(run):
     """run(device, backend, check) -> (losses, parameters): tpu's against
     the same step compiled with aot_eager on CPU."""
-    torch._dynamo.reset()
     ref, ref_params = run("cpu", "aot_eager", False)
     torch._dynamo.reset()
     got, params = run(TPU, "tpu", True)
