@@ -193,8 +193,11 @@ def _mlp():
     return torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
 
 
+@pytest.mark.parametrize("split", [False, True], ids=["one_program", "split"])
 @pytest.mark.parametrize("opt_name", ["sgd", "adamw"])
-def test_training_matches_cpu_and_hits_the_cache_from_step_two(opt_name):
+def test_training_matches_cpu_and_hits_the_cache_from_step_two(opt_name, split, monkeypatch):
+    if split:  # what a model with more parameters gets (_eager._split_min_bytes)
+        monkeypatch.setattr(torch_tpu._eager, "_split_min_bytes", 0)
     X, Y = torch.randn(16, 20), torch.randint(0, 4, (16,))
 
     def train(dev, steps=6):
@@ -220,14 +223,63 @@ def test_training_matches_cpu_and_hits_the_cache_from_step_two(opt_name):
     torch.testing.assert_close(torch.tensor(got), torch.tensor(ref), rtol=1e-5, atol=1e-5)
     for p, q in zip(mt.parameters(), mc.parameters()):
         torch.testing.assert_close(p.cpu(), q, rtol=1e-5, atol=1e-5)
-    # Two flushes per step: forward+backward, then the optimizer step (split
-    # for XLA:CPU, _eager._optimizer_step_begin); steps 2.. repeat step 2's
-    # graphs (step 1 also creates the optimizer state).
-    assert after["flushes"] - before["flushes"] >= 12
-    assert after["fused_cache_hits"] - before["fused_cache_hits"] >= 8
+    # One flush per step at the step's end, or split (for XLA:CPU,
+    # _eager._optimizer_step_begin) two: forward+backward, then the
+    # optimizer step. Steps 2.. repeat step 2's graphs (step 1 also creates
+    # the optimizer state).
+    per_step = 2 if split else 1
+    assert after["flushes"] - before["flushes"] >= 6 * per_step
+    assert after["fused_cache_hits"] - before["fused_cache_hits"] >= 4 * per_step
     reasons = {k: after["flush_reasons"].get(k, 0) - before["flush_reasons"].get(k, 0)
                for k in ("mark_step: before optimizer step", "mark_step: optimizer step")}
-    assert reasons == {"mark_step: before optimizer step": 6, "mark_step: optimizer step": 6}, reasons
+    assert reasons == {"mark_step: before optimizer step": 6 if split else 0, "mark_step: optimizer step": 6}, reasons
+
+
+def test_the_step_is_split_by_the_size_of_the_parameters(monkeypatch):
+    # 512 KiB of parameters and up: split before optimizer.step(); below, the
+    # step joins forward and backward. add_param_group() re-decides.
+    from torch_tpu import _eager
+
+    assert _eager._split_min_bytes == 512 * 1024  # the default ("auto")
+    small = torch.zeros(1000, device=TPU, requires_grad=True)
+    big = torch.zeros(128 * 1024, device=TPU, requires_grad=True)  # 512 KiB of float32
+    opt = torch.optim.SGD([small], lr=0.5)
+    assert not _eager._split_before_step(opt)
+    opt.add_param_group({"params": [big]})
+    assert _eager._split_before_step(opt)
+    assert _eager._split_before_step(torch.optim.SGD([big], lr=0.5))
+    half = torch.zeros(128 * 1024, device=TPU, dtype=torch.bfloat16, requires_grad=True)
+    assert not _eager._split_before_step(torch.optim.SGD([half], lr=0.5))  # bytes, not elements
+
+    # End to end in fused eager: the big model's step flushes twice, and the
+    # update is CPU's.
+    for p in (small, big):
+        p.grad = torch.ones_like(p)
+    before = debug.metrics()
+    with torch.tpu.set_eager_mode(torch.tpu.EagerMode.DEFER_AND_FUSE):
+        (big * 2).sum().backward()
+        opt.step()
+        got = big.detach().cpu()
+    after = debug.metrics()
+    torch.testing.assert_close(got, torch.full((128 * 1024,), -1.5))  # -(1 + 2) * 0.5
+    assert after["flush_reasons"].get("mark_step: before optimizer step", 0) - \
+        before["flush_reasons"].get("mark_step: before optimizer step", 0) == 1
+
+
+@pytest.mark.parametrize("value,expected", [("auto", 512 * 1024), ("", 512 * 1024), ("1", 0), ("0", float("inf"))])
+def test_split_env_var(monkeypatch, value, expected):
+    from torch_tpu import _eager
+
+    monkeypatch.setenv("TORCH_TPU_SPLIT_OPTIMIZER_STEP", value)
+    assert _eager._split_min_bytes_from_env() == expected
+
+
+def test_split_env_var_rejects_other_values(monkeypatch):
+    from torch_tpu import _eager
+
+    monkeypatch.setenv("TORCH_TPU_SPLIT_OPTIMIZER_STEP", "sometimes")
+    with pytest.raises(ValueError, match="TORCH_TPU_SPLIT_OPTIMIZER_STEP must be auto, 1 or 0"):
+        _eager._split_min_bytes_from_env()
 
 
 def test_size_limit_and_env_var():

@@ -1,8 +1,9 @@
 """Graph capture and replay (torch.tpu.graph, torch.tpu.TPUGraph,
-torch.accelerator.Graph): a captured region is one program (two when it
-holds an optimizer step: the region is cut before the step) replayed on the
-tensors it touched. Every result is compared with PyTorch on CPU running the
-same steps eagerly."""
+torch.accelerator.Graph): a captured region is one program, replayed on the
+tensors it touched. A region holding the optimizer step of a large enough
+model (torch_tpu._eager._split_min_bytes) is cut before the step into two
+programs. Every result is compared with PyTorch on CPU running the same
+steps eagerly."""
 from __future__ import annotations
 
 import pytest
@@ -37,9 +38,19 @@ def _mlp_step(device, opt_cls=torch.optim.AdamW, **opt_kw):
     return model, opt, x, y, _train_step(model, opt, x, y)
 
 
+@pytest.fixture
+def always_split(monkeypatch):
+    """Cuts every captured region before optimizer.step(), whatever the size
+    of the parameters: the tests of the cut use small tensors."""
+    monkeypatch.setattr(torch_tpu._eager, "_split_min_bytes", 0)
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["one_program", "split"])
 @pytest.mark.parametrize("opt_cls,kw", [(torch.optim.AdamW, {}), (torch.optim.SGD, {"momentum": 0.9}),
                                         (torch.optim.Adam, {"foreach": False})])
-def test_whole_training_step_replays_as_two_programs_and_matches_cpu(opt_cls, kw):
+def test_whole_training_step_replays_and_matches_cpu(opt_cls, kw, split, monkeypatch):
+    if split:
+        monkeypatch.setattr(torch_tpu._eager, "_split_min_bytes", 0)
     cpu_model, _, _, _, cpu_step = _mlp_step("cpu", opt_cls, **kw)
     cap = {"capturable": True} if opt_cls is not torch.optim.SGD else {}
     model, _, _, _, step = _mlp_step(TPU, opt_cls, **kw, **cap)
@@ -56,10 +67,12 @@ def test_whole_training_step_replays_as_two_programs_and_matches_cpu(opt_cls, kw
     torch.testing.assert_close(torch.tensor(got), torch.tensor(expected), rtol=1e-4, atol=1e-5)
     for p_cpu, p_tpu in zip(cpu_model.parameters(), model.parameters()):
         torch.testing.assert_close(p_tpu.cpu(), p_cpu, rtol=1e-4, atol=1e-5)
-    # Forward and backward (on the autograd thread) as one program, the
-    # optimizer step as another: two executions per replay.
-    assert after["executions"] - before["executions"] == 10
-    assert after["replays"] - before["replays"] == 10  # counts captured programs run
+    # This model is small, so the whole step is one program. Split: forward
+    # and backward (on the autograd thread) as one program, the optimizer
+    # step as another, two executions per replay.
+    per_replay = 2 if split else 1
+    assert after["executions"] - before["executions"] == 5 * per_replay
+    assert after["replays"] - before["replays"] == 5 * per_replay  # counts captured programs run
     assert after["compiles"] == before["compiles"]
 
 
@@ -316,7 +329,7 @@ def _cut_region():
     return p, opt, x, out
 
 
-def test_values_cross_the_cut_even_when_freed_inside_the_region():
+def test_values_cross_the_cut_even_when_freed_inside_the_region(always_split):
     p, opt, x, out = _cut_region()
     g = torch.tpu.TPUGraph()
     with torch.tpu.graph(g):
@@ -334,7 +347,7 @@ def test_values_cross_the_cut_even_when_freed_inside_the_region():
         torch.testing.assert_close(out.cpu(), xk * 2 - k)
 
 
-def test_host_read_after_the_cut_runs_both_parts_eagerly():
+def test_host_read_after_the_cut_runs_both_parts_eagerly(always_split):
     p, opt, x, out = _cut_region()
     g = torch.tpu.TPUGraph()
     with pytest.raises(RuntimeError, match="tpu graph capture failed: a host read"):
@@ -349,7 +362,7 @@ def test_host_read_after_the_cut_runs_both_parts_eagerly():
     assert not torch.tpu.is_current_stream_capturing()
 
 
-def test_exception_after_the_cut_runs_both_parts_eagerly():
+def test_exception_after_the_cut_runs_both_parts_eagerly(always_split):
     p, opt, x, out = _cut_region()
     g = torch.tpu.TPUGraph()
     with pytest.raises(ValueError, match="boom"):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import os
+import weakref
 
 import torch
 
@@ -88,13 +89,47 @@ def _on_tpu(optimizer) -> bool:
     return False
 
 
+def _split_min_bytes_from_env() -> float:
+    v = os.environ.get("TORCH_TPU_SPLIT_OPTIMIZER_STEP", "auto").strip().lower()
+    if v in ("", "auto"):
+        return 512 * 1024
+    if v in ("1", "true"):
+        return 0
+    if v in ("0", "false"):
+        return float("inf")
+    raise ValueError(f"TORCH_TPU_SPLIT_OPTIMIZER_STEP must be auto, 1 or 0, got {v!r}")
+
+
+# Fused eager and graph capture end one program before optimizer.step() and
+# start the next (why: _optimizer_step_begin) only when the parameters hold
+# at least this many bytes. Below it the second program's launch costs more
+# than it saves: on XLA:CPU the demo MLP (22K parameters, AdamW) replayed
+# 19% faster unsplit, while from about 285K parameters up (MLP 784-512-512
+# 3-20%, ResNet-18 2.3x) the split wins (docs/benchmarks.md).
+_split_min_bytes = _split_min_bytes_from_env()
+_split_memo: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _split_before_step(optimizer) -> bool:
+    if _split_min_bytes <= 0 or _split_min_bytes == float("inf"):
+        return _split_min_bytes <= 0
+    # Keyed by the parameter count, so that add_param_group() re-decides.
+    count = sum(len(g["params"]) for g in optimizer.param_groups)
+    memo = _split_memo.get(optimizer)
+    if memo is None or memo[0] != count or memo[1] != _split_min_bytes:
+        nbytes = sum(p.numel() * p.element_size() for g in optimizer.param_groups for p in g["params"])
+        memo = (count, _split_min_bytes, nbytes >= _split_min_bytes)
+        _split_memo[optimizer] = memo
+    return memo[2]
+
+
 def _optimizer_step_begin(optimizer, args, kwargs) -> None:
     # A compiled step is one program already. A graph capture ends one
     # program of the region here and starts the next, for the reason below.
     if torch.compiler.is_compiling():
         return
     if _C._graph_capturing():
-        if _on_tpu(optimizer):
+        if _on_tpu(optimizer) and _split_before_step(optimizer):
             _C._cut_graph_capture()
         return
     if _step_modes:
@@ -111,8 +146,10 @@ def _optimizer_step_begin(optimizer, args, kwargs) -> None:
         # gradient (a convolution's [I, kh, kw, O] result transposed to
         # [O, I, kh, kw]) into every optimizer update that reads it: strided
         # reads, once per consumer. ResNet-18's fused step ran 2.5x faster
-        # split here, the MLP's 1.2x; the GPT step was unchanged.
-        _C._mark_step("before optimizer step")
+        # split here, the MLP's 1.2x; the GPT step was unchanged. Small
+        # models are not split (_split_min_bytes).
+        if _split_before_step(optimizer):
+            _C._mark_step("before optimizer step")
         _C._set_optimizer_step(True)
     elif mode == EagerMode.DEFER_NEVER and _fuse_optimizer and _on_tpu(optimizer):
         _C._set_eager_mode(int(EagerMode.DEFER_AND_FUSE))

@@ -223,7 +223,7 @@ def run_torch(name: str, mode: str, steps: int, warmup: int, windows: int = 1) -
         torch.tpu.eager_mode = torch.tpu.EagerMode.DEFER_AND_FUSE
     sync = (lambda v: v.cpu()) if device == "tpu" else (lambda v: v)
     if mode == "tpu-graph":
-        torch.tpu.eager_mode = torch.tpu.EagerMode.DEFER_AND_FUSE  # the warm-up step: two programs
+        torch.tpu.eager_mode = torch.tpu.EagerMode.DEFER_AND_FUSE  # the warm-up step in fused eager
     t0 = time.perf_counter()
     sync(step())
     if device == "tpu":
