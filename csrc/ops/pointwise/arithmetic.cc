@@ -99,6 +99,7 @@ OutMeta div_meta(const at::Tensor& self, const at::Tensor& other, int64_t mode) 
   // (and StableHLO's divide takes no i1).
   TORCH_CHECK_NOT_IMPLEMENTED(mode == 0 || t != c10::kBool, "\"", mode == 1 ? "div_trunc" : "div_floor",
                               "_tpu\" not implemented for 'Bool'");
+  if (mode != 0) check_integer_divisor(other, t);
   return {broadcast_shape({self, other}), mode == 0 ? float_result(t) : t, device_of(self, other)};
 }
 void div_impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, const at::Tensor& other, int64_t mode) {

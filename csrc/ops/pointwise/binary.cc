@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "ops/common.h"
+#include "ops/index/checks.h"
 #include "ops/pointwise/common.h"
 #include "ops/variants.h"
 
@@ -83,6 +84,17 @@ Value f_remainder(Builder& b, const Values& x) {
   return b.select(fix, b.add(r, x[1]), r);
 }
 }  // namespace
+
+void check_integer_divisor(const at::Tensor& divisor, c10::ScalarType t) {
+  if (!c10::isIntegralType(t, /*includeBool=*/true) || divisor.numel() == 0) return;
+  if (divisor.is_cpu() && divisor.dim() == 0) {  // a number: read it, no ATen op
+    TORCH_CHECK(!divisor.item().equal(0), "ZeroDivisionError");
+    return;
+  }
+  if (!debug_checks()) return;
+  at::Tensor h = divisor.to(c10::kCPU);
+  TORCH_CHECK(!h.eq(0).any().item<bool>(), "ZeroDivisionError");
+}
 
 Value floor_divide_lowering(Builder& b, const Values& x) {
   Value a = x[0], c = x[1];
@@ -155,9 +167,9 @@ constexpr PointwiseDef d_maximum{"maximum", Result::kSame, kAll, lowerN<f_maxmin
 constexpr PointwiseDef d_minimum{"minimum", Result::kSame, kAll, lowerN<f_maxmin<false>>, no_complex<false>};
 constexpr PointwiseDef d_fmax{"fmax", Result::kSame, kAll, lowerN<f_fmaxmin<true>>};
 constexpr PointwiseDef d_fmin{"fmin", Result::kSame, kAll, lowerN<f_fmaxmin<false>>};
-constexpr PointwiseDef d_fmod{"fmod", Result::kSame, kInts, lowerN<f_fmod>};
-constexpr PointwiseDef d_remainder{"remainder", Result::kSame, kInts, lowerN<f_remainder>};
-constexpr PointwiseDef d_floor_divide{"div_floor", Result::kSame, kInts, lowerN<floor_divide_lowering>};
+constexpr PointwiseDef d_fmod{"fmod", Result::kSame, kInts, lowerN<f_fmod>, nullptr, true};
+constexpr PointwiseDef d_remainder{"remainder", Result::kSame, kInts, lowerN<f_remainder>, nullptr, true};
+constexpr PointwiseDef d_floor_divide{"div_floor", Result::kSame, kInts, lowerN<floor_divide_lowering>, nullptr, true};
 constexpr PointwiseDef d_bitwise_and{"bitwise_and", Result::kSame, kBits, lowerN<f_and>};
 constexpr PointwiseDef d_bitwise_or{"bitwise_or", Result::kSame, kBits, lowerN<f_or>};
 constexpr PointwiseDef d_bitwise_xor{"bitwise_xor", Result::kSame, kBits, lowerN<f_xor>};
@@ -200,6 +212,7 @@ template <const PointwiseDef& D>
 at::Tensor& scalar_tensor_out(const c10::Scalar& s, const at::Tensor& e, at::Tensor& out) {
   auto t = at::result_type(s, e);
   check_dtype(D, t);
+  if (D.divides) check_integer_divisor(e, t);
   prepare_out(out, e.sizes(), t, D.name);
   run_pointwise(D, {s, e}, t, out);
   return out;

@@ -60,7 +60,16 @@ struct PointwiseDef {
   int accepts;  // Accepts flags
   Lowering fn;
   void (*check)(c10::ScalarType) = nullptr;  // CPU's op-specific dtype errors, checked first
+  bool divides = false;                      // the second operand divides (check_integer_divisor)
 };
+
+// An integer division by zero (floor_divide, div with a rounding mode, fmod,
+// remainder) raises RuntimeError("ZeroDivisionError") on CPU, whose kernels
+// check every divisor; XLA would give an unspecified value. A number divisor
+// (a CPU scalar) is checked here, before any program is built. A tpu divisor
+// is checked only under TORCH_TPU_DEBUG_CHECKS=1 (a host read), as CUDA
+// leaves it unchecked. `t` is the computation dtype.
+void check_integer_divisor(const at::Tensor& divisor, c10::ScalarType t);
 
 inline void check_dtype(const PointwiseDef& d, c10::ScalarType t) {
   if (d.check) d.check(t);
@@ -114,6 +123,7 @@ struct Pointwise {
   static OutMeta meta(const at::Tensor& self, const Other&... o) {
     c10::ScalarType t = promoted(self, o...);
     check_dtype(D, t);
+    if (D.divides) (check_integer_divisor(o, t), ...);
     // A CPU scalar tensor operand leaves the result on the tpu operand's device.
     c10::Device device = self.device();
     ((device = device.is_cpu() ? o.device() : device), ...);

@@ -225,3 +225,62 @@ def test_heaviside(dtype):
     torch.heaviside(a.to(TPU), v.to(TPU), out=big[1:4, 1:5])
     torch.testing.assert_close(big[1:4, 1:5].cpu(), torch.heaviside(a, v))
     both_raise(RuntimeError, torch.heaviside, rnd(3), rnd(3, dtype=torch.int64))
+
+
+# ---- integer division by zero --------------------------------------------------
+
+INT_DIVISIONS = {
+    "floor_divide": lambda a, d: a // d,
+    "remainder": lambda a, d: a % d,
+    "fmod": lambda a, d: torch.fmod(a, d),
+    "div_floor": lambda a, d: torch.div(a, d, rounding_mode="floor"),
+    "div_trunc": lambda a, d: torch.div(a, d, rounding_mode="trunc"),
+    "floor_divide_": lambda a, d: a.clone().floor_divide_(d),
+    "fmod_out": lambda a, d: torch.fmod(a, d, out=torch.empty_like(a)),
+    "div_floor_": lambda a, d: a.clone().div_(d, rounding_mode="floor"),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
+@pytest.mark.parametrize("op", INT_DIVISIONS)
+def test_integer_division_by_a_zero_number_raises_as_cpu(op, dtype):
+    # CPU raises RuntimeError("ZeroDivisionError"); XLA would return a value.
+    # A number divisor is checked before any program is built.
+    fn = INT_DIVISIONS[op]
+    a = torch.arange(4, dtype=dtype)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError") as cpu:
+        fn(a, 0)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError") as tpu:
+        fn(a.to(TPU), 0)
+    assert str(tpu.value) == str(cpu.value)
+    # A non-zero number, and true division by zero (a float inf), still work.
+    check(lambda x: fn(x, 3), a)
+    check_nan(lambda x: x / 0, a)  # 0 / 0 is nan
+    check_nan(lambda x: torch.fmod(x.float(), 0), a)
+
+
+def test_integer_division_by_a_zero_tensor_is_checked_under_debug_checks():
+    # A tpu divisor would need a host read: unchecked by default (as CUDA),
+    # CPU's error with TORCH_TPU_DEBUG_CHECKS=1.
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import torch, torch_tpu
+fns = (lambda a, d: a // d, lambda a, d: a % d, lambda a, d: torch.fmod(a, d), lambda a, d: torch.remainder(5, d),
+       lambda a, d: torch.div(a, d, rounding_mode='trunc'))
+a = torch.arange(4)
+for fn in fns:
+    try:
+        fn(a.to('tpu'), torch.tensor([1, 2, 0, 3], device='tpu')).cpu()
+        raise SystemExit('no error')
+    except RuntimeError as e:
+        assert str(e) == 'ZeroDivisionError', e
+    d = torch.tensor([1, 2, 5, -3])
+    torch.testing.assert_close(fn(a.to('tpu'), d.to('tpu')).cpu(), fn(a, d))
+print('OK')
+"""
+    env = dict(os.environ, TORCH_TPU_DEBUG_CHECKS="1")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stdout + r.stderr
