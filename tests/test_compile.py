@@ -502,6 +502,64 @@ def test_zero_grad_is_traced_into_the_step(zero):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("trace_backward", [True, False], ids=["traced_backward", "engine_backward"])
+@pytest.mark.parametrize("make_opt", [
+    lambda ps: torch.optim.AdamW(ps, lr=1e-2, fused=True),
+    lambda ps: torch.optim.Adam(ps, lr=1e-2, fused=True, amsgrad=True),
+    lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9, fused=True),
+    lambda ps: torch.optim.Adagrad(ps, lr=0.1, fused=True),
+], ids=["adamw", "adam_amsgrad", "sgd_momentum", "adagrad"])
+def test_fused_optimizers_join_the_compiled_step(make_opt, trace_backward):
+    # dynamo wraps torch.optim's fused implementations in
+    # torch.compiler.disable (Inductor cannot lower them), which broke the
+    # step and ran the optimizer eagerly. For tpu the fused op (_fused_adamw_,
+    # ...) is traced as one op: no graph break, and CPU eager's fused
+    # optimizer gives the same losses and weights.
+    def run(dev):
+        m, unused, opt, x, y = _small_training_setup(dev, make_opt)
+
+        def step(xb):
+            opt.zero_grad()
+            loss = (m(xb) - y).square().mean()
+            out = loss.detach()
+            loss.backward()
+            opt.step()
+            return out
+
+        fn = torch.compile(step, backend="tpu", options={"trace_backward": trace_backward}) if dev == TPU else step
+        torch._dynamo.utils.counters.clear()
+        losses = [fn(x * (1 + i / 4)).cpu() for i in range(4)]
+        if dev == TPU:
+            breaks = dict(torch._dynamo.utils.counters["graph_break"])
+            assert not any("fused optimizer" in k for k in breaks), breaks
+            # With the engine's backward, backward() and what surrounds it
+            # break as for any optimizer; a traced step has no break at all.
+            assert not breaks or not trace_backward, breaks
+        return losses, [p.detach().cpu() for p in opt.param_groups[0]["params"]]
+
+    (got, got_params), (ref, ref_params) = run(TPU), run("cpu")
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)
+    for p, q in zip(got_params, ref_params):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
+def test_fused_optimizers_stay_disabled_for_other_backends():
+    # Only tpu compiles trace the fused implementations; dynamo's own
+    # graph break stays for every other backend.
+    m = torch.nn.Linear(3, 2)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-2, fused=True)
+
+    def step(x):
+        opt.zero_grad()
+        m(x).sum().backward()
+        opt.step()
+
+    step(torch.randn(2, 3))  # the optimizer state exists before the compile
+    torch._dynamo.utils.counters.clear()
+    torch.compile(step, backend="eager")(torch.randn(2, 3))
+    assert any("fused optimizer" in k for k in torch._dynamo.utils.counters["graph_break"])
+
+
 def test_skipping_dynamos_guards_replays_the_same_step():
     # torch.compiler.set_stance(skip_guard_eval_unsafe=True) after warm-up
     # (dynamo's own option; docs/execution_modes.md): the compiled step still

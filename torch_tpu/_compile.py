@@ -481,10 +481,29 @@ def _patch_optimizer_variable(cls) -> None:
         setattr(cls, f.__name__, f)
 
 
+# dynamo wraps torch.optim's fused implementations (_fused_adam, _fused_sgd,
+# ...) in torch.compiler.disable: Inductor has no lowering for them, so an
+# optimizer built with fused=True breaks the graph and steps eagerly. tpu
+# lowers each of their ops (_fused_adamw_ and the others are one kernel
+# each), so for a tpu compile the original function is traced instead: one
+# op in the graph, and the step joins the program.
+_FUSED_OPTIMIZER_REASON = "don't trace into fused optimizer"
+
+
+def _fused_optimizer_original(fn):
+    import inspect
+
+    if inspect.getattr_static(fn, "_torchdynamo_disable_msg", None) != _FUSED_OPTIMIZER_REASON:
+        return None
+    orig = inspect.getattr_static(fn, "_torchdynamo_orig_callable", None)
+    return orig if getattr(orig, "__module__", "").startswith("torch.optim.") else None
+
+
 def _patch_optimizer_graph_break(mod) -> None:
     cls = getattr(mod, "SkipFunctionVariable", None)
     call = getattr(cls, "call_function", None)
-    if call is None or getattr(call, "_torch_tpu", False):
+    user_fn = getattr(mod, "UserFunctionVariable", None)
+    if call is None or user_fn is None or getattr(call, "_torch_tpu", False):
         return
     import torch
     from torch.optim import optimizer
@@ -496,6 +515,14 @@ def _patch_optimizer_graph_break(mod) -> None:
             from torch._dynamo.variables import ConstantVariable
 
             return ConstantVariable.create(None)
+        if _in_call:
+            orig = _fused_optimizer_original(self.value)
+            if orig is not None:
+                from torch._dynamo.source import AttrSource
+
+                # dynamo already guards on this same original (create_with_source).
+                source = AttrSource(self.source, "_torchdynamo_orig_callable") if self.source else None
+                return user_fn(orig, source=source).call_function(tx, args, kwargs)
         return call(self, tx, args, kwargs)
 
     call_function._torch_tpu = True
