@@ -111,16 +111,16 @@ _split_memo: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def _split_before_step(optimizer) -> bool:
-    if _split_min_bytes <= 0 or _split_min_bytes == float("inf"):
-        return _split_min_bytes <= 0
-    # Keyed by the parameter count, so that add_param_group() re-decides.
+    if _split_min_bytes <= 0:
+        return True
+    # The byte count is kept per optimizer and redone when the number of
+    # parameters changes (add_param_group()).
     count = sum(len(g["params"]) for g in optimizer.param_groups)
     memo = _split_memo.get(optimizer)
-    if memo is None or memo[0] != count or memo[1] != _split_min_bytes:
-        nbytes = sum(p.numel() * p.element_size() for g in optimizer.param_groups for p in g["params"])
-        memo = (count, _split_min_bytes, nbytes >= _split_min_bytes)
+    if memo is None or memo[0] != count:
+        memo = (count, sum(p.numel() * p.element_size() for g in optimizer.param_groups for p in g["params"]))
         _split_memo[optimizer] = memo
-    return memo[2]
+    return memo[1] >= _split_min_bytes
 
 
 def _optimizer_step_begin(optimizer, args, kwargs) -> None:
