@@ -268,7 +268,7 @@ at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, std::optional
 }
 
 at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
-  TORCH_CHECK(0 < p && p < 1, "geometric_ expects p to be in (0, 1), got p=", p);
+  TORCH_CHECK(0 < p && p < 1, "geometric_ expects p to be in (0, 1), but got p=", p);
   return sample_from_uniform_("geometric_", self, gen, {p},
                               [](Builder& b, Value u, const std::vector<Value>& ps, Value one) {
                                 // ceil(log(1 - u) / log1p(-p)), at least 1 (1 - u lies in (0, 1]).

@@ -325,6 +325,30 @@ def test_multinomial_errors():
 
 # --- random samplers -------------------------------------------------------------------
 
+BAD_SAMPLER_ARGS = {
+    "bernoulli_p": lambda d: torch.empty(3, device=d).bernoulli_(2.0),
+    "cauchy_sigma": lambda d: torch.empty(3, device=d).cauchy_(0, -1),
+    "exponential_lambda": lambda d: torch.empty(3, device=d).exponential_(-1),
+    "geometric_p": lambda d: torch.empty(3, device=d).geometric_(0),
+    "log_normal_std": lambda d: torch.empty(3, device=d).log_normal_(0, -1),
+    "normal_std": lambda d: torch.empty(3, device=d).normal_(0, -1),
+    "random_range": lambda d: torch.empty(3, device=d).random_(5, 2),
+    "uniform_range": lambda d: torch.empty(3, device=d).uniform_(2, 1),
+    "dropout_p": lambda d: torch.nn.functional.dropout(torch.ones(3, device=d), p=1.5),
+}
+
+
+@pytest.mark.parametrize("case", BAD_SAMPLER_ARGS)
+def test_bad_sampler_arguments_raise_cpus_error(case):
+    # The same exception type and the same message as CPU, word for word.
+    fn = BAD_SAMPLER_ARGS[case]
+    with pytest.raises(Exception) as cpu:
+        fn("cpu")
+    with pytest.raises(type(cpu.value)) as tpu:
+        fn(TPU)
+    assert str(tpu.value) == str(cpu.value)
+
+
 def test_cauchy_geometric():
     torch.manual_seed(0)
     c = torch.empty(4000, device=TPU).cauchy_(1.0, 2.0).cpu()
