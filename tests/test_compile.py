@@ -326,8 +326,8 @@ def test_numbers_from_a_host_read_or_a_graph_input_reuse_one_program():
 def test_compiled_adamw_step_program_takes_only_tensors(tmp_path):
     # AdamW's numbers (lr, betas, eps, weight decay, for each parameter) were
     # ~100 scalar parameters of the step's program, each one paid on every
-    # execute. Baked in, the program's parameters are the tensors alone:
-    # weights, moments, step counts, x and y.
+    # execute. Baked in, the program's parameters are the tensors:
+    # weights, moments, step counts, x and y, and the group's lr and betas.
     from test_device import run_py
 
     code = """
@@ -355,9 +355,11 @@ for _ in range(3):
     assert len(fused) == 1, [f.name for f in (tmp_path / "dump").iterdir()]
     main = next(ln for ln in fused[0].splitlines() if "func.func public @main(" in ln)
     params = re.findall(r"%v\d+: tensor<([^>]*)>", main.split(") -> ")[0])
-    # 4 weights x (value, exp_avg, exp_avg_sq, step) + x + y; no 0-d number
-    assert len(params) == 4 * 4 + 2, params
-    assert all("x" in t for t in params), params
+    # 4 weights x (value, exp_avg, exp_avg_sq, step) + x + y, and the
+    # group's lr, beta1 and beta2 once each (inputs, so that an LR scheduler
+    # never recompiles: tests/test_real_loops.py); no other number.
+    assert len(params) == 4 * 4 + 2 + 3, params
+    assert params.count("1xf32") == 4 + 3, params  # 0-d values travel as 1-element arrays
 
 
 def _small_training_setup(dev, make_opt):

@@ -29,7 +29,7 @@ import sys
 import weakref
 from typing import Any
 
-from torch_tpu import _C, _buckets
+from torch_tpu import _C, _buckets, _hyperparams
 
 logger = logging.getLogger("torch_tpu")
 _FUSED = 2
@@ -412,12 +412,16 @@ def _stand_in(p, grad_var):
 # is traced as the plain loop below instead: the same effect (every
 # parameter's ``.grad`` is None after it), with no read of the old
 # gradients, so dynamo guards on none of them, and the step is one frame.
+# ``set_to_none=False`` zeroes each existing gradient in place, as
+# torch.optim's does (a gradient that itself requires grad, from
+# ``create_graph=True``, keeps torch.optim's own version and its break).
 def _traced_zero_grad(opt, set_to_none=True):
-    if set_to_none is not True:  # torch.optim's own, which dynamo breaks at
-        return type(opt).zero_grad(opt, set_to_none)
     for group in opt.param_groups:
         for p in group["params"]:
-            p.grad = None
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad.zero_()
 
 
 def _patch_optimizer_variable(cls) -> None:
@@ -472,7 +476,9 @@ def _patch_optimizer_variable(cls) -> None:
             import torch
             from torch._dynamo.variables import UserMethodVariable
 
-            if type(self.value).zero_grad is torch.optim.Optimizer.zero_grad:
+            if type(self.value).zero_grad is torch.optim.Optimizer.zero_grad and not any(
+                    p.grad is not None and p.grad.requires_grad
+                    for g in self.value.param_groups for p in g["params"]):
                 return UserMethodVariable(_traced_zero_grad, self)
         return getattr_(self, tx, name)
 
@@ -499,6 +505,30 @@ def _fused_optimizer_original(fn):
     return orig if getattr(orig, "__module__", "").startswith("torch.optim.") else None
 
 
+# Creating an LR scheduler wraps ``optimizer.step`` in a function defined
+# in torch/optim/lr_scheduler.py (it notes that step() ran, for a warning
+# about calling them in the wrong order), and dynamo never traces that file:
+# every step with a scheduler broke its graph at ``opt.step()``, two
+# programs per step instead of one. For tpu compiles the wrapper's effect
+# (the flag) is applied at trace time, once, and the optimizer's own step
+# is traced in its place.
+def _scheduler_wrapped_step(var, tx, args, kwargs, user_fn):
+    import weakref as _weakref
+
+    fn = var.value
+    if not getattr(fn, "_wrapped_by_lr_sched", False) or var.source is None or not hasattr(var.source, "base"):
+        return None
+    refs = [c.cell_contents for c in (fn.__closure__ or ()) if isinstance(c.cell_contents, _weakref.ref)]
+    opt = refs[0]() if len(refs) == 1 else None
+    step = getattr(fn, "__wrapped__", None)
+    if opt is None or step is None:
+        return None
+    from torch._dynamo.variables import VariableTracker
+
+    opt._opt_called = True
+    return user_fn(step).call_function(tx, [VariableTracker.build(tx, opt, var.source.base), *args], kwargs)
+
+
 def _patch_optimizer_graph_break(mod) -> None:
     cls = getattr(mod, "SkipFunctionVariable", None)
     call = getattr(cls, "call_function", None)
@@ -516,6 +546,9 @@ def _patch_optimizer_graph_break(mod) -> None:
 
             return ConstantVariable.create(None)
         if _in_call:
+            step = _scheduler_wrapped_step(self, tx, args, kwargs, user_fn)
+            if step is not None:
+                return step
             orig = _fused_optimizer_original(self.value)
             if orig is not None:
                 from torch._dynamo.source import AttrSource
@@ -533,17 +566,25 @@ class _tpu_call_ctx:
     """Entered around every call of a function compiled for tpu, dynamo's
     tracing included (torch.compile's wrapper sets it as the backend's
     context). It marks the call as ours, so that the patches below act on
-    tpu compiles only."""
+    tpu compiles only, and the outermost call runs with its optimizers'
+    learning rates as tensors (_hyperparams: a scheduler's new lr is an
+    input of the program, not a recompile)."""
 
-    __slots__ = ("prev_call",)
+    __slots__ = ("prev_call", "lr")
 
     def __enter__(self):
         global _in_call
         self.prev_call, _in_call = _in_call, True
+        self.lr = None
+        if not self.prev_call and _hyperparams._optimizers:
+            self.lr = _hyperparams.lifted().__enter__()
 
     def __exit__(self, *exc):
         global _in_call
         _in_call = self.prev_call
+        if self.lr is not None:
+            self.lr.__exit__()
+            self.lr = None
 
 
 class _trace_backward_ctx(_tpu_call_ctx):
@@ -684,18 +725,26 @@ def _patch_dynamo_backward(mod) -> None:
             attrs = _attribute_leaves(mod)
             vars_iter = itertools.chain(vars_iter, attrs)
         found = orig(self, vars_iter, error_on_non_leaf)
-        if not _ours or not found:  # other backends' traces are left as they are
+        if not _ours:  # other backends' traces are left as they are
             return found
         import torch
         from torch._dynamo.exc import unimplemented
 
-        def fall_back(why):
+        def fall_back(why, whose="whose hooks only the autograd engine runs"):
             unimplemented(
                 gb_type="tpu: backward() left to the autograd engine", context=why,
-                explanation=f"loss.backward() is not traced into the graph: {why}, whose hooks "
-                            "only the autograd engine runs.",
+                explanation=f"loss.backward() is not traced into the graph: {why}, {whose}.",
                 hints=["Nothing to do: this is the same as without the option."])
 
+        if not found:
+            if self.has_grad_fn:
+                # A loss that came into this graph with a grad_fn (made by an
+                # earlier graph, or eagerly: GradScaler.scale runs outside any
+                # graph) reaches leaves this graph does not hold. dynamo would
+                # make backward() a no-op and every gradient would be lost.
+                fall_back("the loss was computed outside this graph",
+                          "whose leaves only the autograd engine reaches")
+            return found
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             fall_back("a distributed job (DDP and FSDP synchronise gradients in hooks)")
         args = (var.proxy.node.meta.get("grapharg") for var in found)
@@ -710,6 +759,46 @@ def _patch_dynamo_backward(mod) -> None:
     _collect_backward_inputs._torch_tpu = True
     cls._collect_backward_inputs = _collect_backward_inputs
     _patch_shared_constants(cls)
+
+
+# A step that calls loss.backward() and then returns the loss (or logits,
+# or a metric computed from them) returns a tensor whose autograd graph the
+# traced backward consumed. dynamo 2.14 then restarts the trace with a graph
+# break at backward ("autograd.grad consumed returned tensor's grad_fn"), so
+# backward and the optimizer step leave the program. In eager that graph
+# is freed by backward() (a second backward raises), so the value is all a
+# caller can use: for tpu compiles such outputs are returned detached, and
+# the step stays one graph. The eager difference (requires_grad False, no
+# grad_fn) is documented in docs/execution_modes.md.
+def _patch_returned_outputs(mod) -> None:
+    cls = getattr(mod, "OutputGraph", None)
+    orig = getattr(cls, "_validate_outputs_safe_for_autograd_nodes", None)
+    if orig is None or getattr(orig, "_torch_tpu", False):
+        return
+
+    def _validate_outputs_safe_for_autograd_nodes(self, rv, tx):
+        if not _ours or not self.autograd_grad_consumed_grad_fns:
+            return orig(self, rv, tx)
+        from torch._dynamo.variables.builder import wrap_fx_proxy
+        from torch._dynamo.variables.tensor import TensorVariable
+
+        consumed = self.autograd_grad_consumed_grad_fns
+        for var in rv:
+            if not isinstance(var, TensorVariable) or not var.requires_grad:
+                continue
+            fake = var.as_proxy().node.meta.get("example_value")
+            if getattr(fake, "grad_fn", None) is None:
+                continue
+            if mod.collect_reachable_grad_fns([(fake, None)]) & consumed:
+                detached = wrap_fx_proxy(tx, self.create_proxy("call_method", "detach", (var.as_proxy(),), {}))
+                # In place: the output's index is already bound to this variable.
+                var.proxy = detached.proxy
+                var.requires_grad = False
+                var.has_grad_fn = False
+        return orig(self, rv, tx)
+
+    _validate_outputs_safe_for_autograd_nodes._torch_tpu = True
+    cls._validate_outputs_safe_for_autograd_nodes = _validate_outputs_safe_for_autograd_nodes
 
 
 # dynamo 2.14 keeps one shared ConstantVariable each for None, True and
@@ -843,6 +932,7 @@ _AFTER_IMPORT = {
     "torch._dynamo.guards": _patch_guard_profile,
     "torch._dynamo.symbolic_convert": _patch_funcname,
     "torch._dynamo.convert_frame": _patch_resume_frames,
+    "torch._dynamo.output_graph": _patch_returned_outputs,
 }
 
 
@@ -872,6 +962,7 @@ class _AfterImportHook(importlib.abc.MetaPathFinder):
 
 
 def _install() -> None:
+    _hyperparams._install()
     _patch_compile_wrapper()
     _patch_hook_registration()
     pending = False

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import weakref
 from typing import Any
 
 import torch
@@ -58,13 +59,29 @@ class TPUGraph(torch.accelerator.Graph):
 
     def __init__(self, keep_graph: bool = False, **kwargs):
         super().__init__(keep_graph, **kwargs)
+        self._steps = []  # the optimizer steps captured: (optimizer ref, numbers baked per group)
 
     def capture_begin(self, pool: tuple[int, int] | None = None, capture_error_mode: str = "global") -> None:
         if torch.accelerator.current_accelerator().type != "tpu":
             raise RuntimeError("TPUGraph needs tpu to be the current accelerator")
         self.graph_pool = pool if pool is not None else self.graph_pool
         self.capture_error_mode = capture_error_mode
+        _captured.clear()
+        self._steps = []
         super().capture_begin()
+
+    def capture_end(self) -> None:
+        super().capture_end()
+        self._steps, _captured[:] = list(_captured), []
+
+    def replay(self) -> None:
+        if self._steps:
+            _check_numbers(self._steps)
+        super().replay()
+
+    def reset(self) -> None:
+        self._steps = []
+        super().reset()
 
     def __enter__(self) -> None:
         self._block = graph(self, pool=self.graph_pool, capture_error_mode=self.capture_error_mode)
@@ -111,12 +128,44 @@ class graph:
 def _capturable_check(optimizer, args, kwargs) -> None:
     """A global optimizer pre-step hook: PyTorch's own check only covers CUDA
     and XPU. A non-capturable Adam keeps its step counters on the host, so a
-    captured step would repeat the first step's bias correction forever."""
+    captured step would repeat the first step's bias correction forever.
+    Inside a capture it also notes the group's numbers (lr, betas, ...),
+    which the captured program holds as constants."""
     if torch.compiler.is_compiling():  # traced by dynamo: no tpu graph capture inside a compiled region
         return
-    if _C._graph_capturing() and not all(g.get("capturable", True) for g in optimizer.param_groups):
+    if not _C._graph_capturing():
+        return
+    if not all(g.get("capturable", True) or g.get("fused") for g in optimizer.param_groups):
         raise RuntimeError(f"Attempting TPU graph capture of step() for an instance of {type(optimizer).__name__} "
                            "but param_groups' capturable is False.")
+    _captured.append((weakref.ref(optimizer), [{k: v for k, v in g.items() if _plain(v)}
+                                               for g in optimizer.param_groups]))
+
+
+def _plain(v) -> bool:
+    return isinstance(v, (bool, int, float, str)) or (type(v) is tuple and all(isinstance(x, (int, float)) for x in v))
+
+
+_captured: list = []  # (optimizer ref, per group {key: number}) of the capture underway
+
+
+def _check_numbers(steps) -> None:
+    """Before a replay: a number the capture holds that changed since (an LR
+    scheduler's new lr) raises rather than run the old value in silence."""
+    for ref, baked in steps:
+        opt = ref()
+        if opt is None:
+            continue
+        for i, (group, then) in enumerate(zip(opt.param_groups, baked)):
+            for k, v in then.items():
+                now = group.get(k, v)
+                if now != v:
+                    raise RuntimeError(
+                        f"param_groups[{i}]['{k}'] of {type(opt).__name__} changed from {v!r} to {now!r} after the "
+                        "tpu graph was captured, and the captured step holds the old value. For a scheduled lr, "
+                        "pass it as a tpu tensor, as with CUDA graphs (lr=torch.tensor(0.01, device=\"tpu\"), "
+                        "capturable=True): the scheduler then updates it in place and every replay reads it. "
+                        "Otherwise capture the graph again after the change.")
 
 
 def _install() -> None:
