@@ -156,10 +156,9 @@ def torch_setup(name: str, device: str, capturable: bool = False):
     def step():
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model(x), y)
-        out = loss.detach()  # before backward, so that dynamo can trace backward (tpu-compile)
         loss.backward()
         opt.step()
-        return out
+        return loss  # the common form: the compiled step returns its loss
 
     return step
 
@@ -192,6 +191,13 @@ def _replay_first_outputs(gm, example_inputs):
     return run
 
 
+def _detached(step):
+    def detached_step():
+        return step().detach()
+
+    return detached_step
+
+
 def run_torch(name: str, mode: str, steps: int, warmup: int, windows: int = 1) -> dict:
     import torch
 
@@ -210,11 +216,13 @@ def run_torch(name: str, mode: str, steps: int, warmup: int, windows: int = 1) -
         # Dynamo alone: its no-op backend runs each captured graph as it is,
         # with backward traced as tpu-compile traces it. Its first step is
         # the floor for any torch.compile backend's first step.
+        # The loss is returned detached: dynamo alone would break the graph
+        # at backward for a returned loss, which tpu-compile does not.
         torch._dynamo.config.trace_autograd_ops = True
-        step = torch.compile(step, backend="eager")
+        step = torch.compile(_detached(step), backend="eager")
     elif mode == "dynamo-floor":
         torch._dynamo.config.trace_autograd_ops = True  # the graphs tpu-compile gets
-        step = torch.compile(step, backend=_replay_first_outputs)
+        step = torch.compile(_detached(step), backend=_replay_first_outputs)
     elif mode == "tpu-compile":
         step = torch.compile(step, backend="tpu")
     elif mode == "tpu-compile-engine":

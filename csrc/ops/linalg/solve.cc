@@ -1,6 +1,6 @@
 // Solvers over given factors and small linalg ops: triangular solves
 // (triangular_solve, linalg_solve_triangular), Cholesky-based solve and
-// inverse, lu_unpack, linalg_lu_solve, linalg_cross and linalg_matrix_exp.
+// inverse, lu_unpack, linalg_lu_solve and linalg_cross.
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/result_type.h>
