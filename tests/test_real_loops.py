@@ -364,3 +364,50 @@ def test_a_number_changed_after_capture_raises_with_the_fix(what):
             _graph_run(TPU, make, change=change, scheduled=False)
         else:
             _graph_run(TPU, make)
+
+
+# --- Say why it recompiled ------------------------------------------------------
+def test_a_recompile_warns_once_per_cause_and_the_report_lists_it():
+    from torch_tpu import _recompiles
+
+    debug.reset_metrics()
+    m = torch.nn.Linear(4, 2).to(TPU)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=10)
+
+    @torch.compile(backend="tpu")
+    def step(x):
+        loss = m(x).sum()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    # Sizes stay static (no automatic dynamic), so each new one recompiles:
+    # the first change is not warned about (dynamo's automatic dynamic
+    # would have made the size symbolic), the second is.
+    sizes = [3, 3, 3, 3, 5, 7]
+    with pytest.warns(_recompiles.RecompileWarning) as record, \
+            torch._dynamo.config.patch(automatic_dynamic_shapes=False):
+        for i, n in enumerate(sizes):
+            opt.param_groups[0]["momentum"] = 0.9 - 0.1 * (i % 3)  # a baked number
+            step(torch.randn(n, 4, device=TPU))
+            sched.step()  # the lr: an input, never a cause
+    messages = [str(w.message) for w in record if issubclass(w.category, _recompiles.RecompileWarning)]
+    momentum = [msg for msg in messages if "param_groups[0]['momentum'] of the optimizer opt changed" in msg]
+    size = [msg for msg in messages if "the size of x (dim 0) changed" in msg]
+    assert len(momentum) == 1 and "constants of it" in momentum[0]
+    assert len(size) == 1 and "mark_dynamic" in size[0]
+    assert not any("'lr'" in msg for msg in messages)
+    report = debug.compile_report()
+    assert "recompiles, by cause" in report and "'momentum'" in report and "the size of x" in report
+
+
+def test_the_scheduled_step_warns_nothing():
+    import warnings
+
+    from torch_tpu import _recompiles
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", _recompiles.RecompileWarning)
+        _check_schedule(OPTIMIZERS["adamw"], SCHEDULERS["one_cycle"])

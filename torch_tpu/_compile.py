@@ -29,7 +29,7 @@ import sys
 import weakref
 from typing import Any
 
-from torch_tpu import _C, _buckets, _hyperparams
+from torch_tpu import _C, _buckets, _hyperparams, _recompiles
 
 logger = logging.getLogger("torch_tpu")
 _FUSED = 2
@@ -241,6 +241,33 @@ def _aot_free_attrs(gm) -> tuple | None:
     return tuple({id(t): t for t in attrs}.values())
 
 
+def _views_as_reshapes(gm) -> None:
+    """AOTAutograd emits ``view`` where its fake tensors' strides allow one,
+    and those strides are the CPU kernels' (an elementwise op keeps a
+    permuted input's layout). tpu kernels write contiguous results, so such
+    a view can be impossible on the real tensor ("view size is not
+    compatible", seen in Hugging Face attention under dynamic shapes). An
+    AOT graph is functional, so a view that no op writes through becomes a
+    reshape: a view where the real strides allow it, else a copy, with the
+    same values."""
+    import torch
+
+    view, reshape = torch.ops.aten.view.default, torch.ops.aten.reshape.default
+
+    def writes(user) -> bool:
+        schema = getattr(user.target, "_schema", None)
+        return schema is None or any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
+
+    changed = False
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is view and not any(writes(u) for u in node.users
+                                                                             if u.op == "call_function"):
+            node.target = reshape
+            changed = True
+    if changed:
+        gm.recompile()
+
+
 def tpu_backend(gm, example_inputs, options: dict[str, Any] | None = None, mode: str | None = None, **kwargs):
     """The dynamo backend registered as ``"tpu"``."""
     from functorch.compile import make_boxed_func
@@ -266,6 +293,7 @@ def tpu_backend(gm, example_inputs, options: dict[str, Any] | None = None, mode:
     def compiler(kind: str):
         def compile_graph(aten_gm, inputs):
             counter[0] += 1
+            _views_as_reshapes(aten_gm)
             label = f"{name}_{kind}_{counter[0]}"
             logger.debug("tpu backend: %s has %d nodes", label, len(aten_gm.graph.nodes))
             if callback is not None:
@@ -863,6 +891,7 @@ def _skip_for_tpu(mod, name: str, logs: tuple, value) -> None:
 # unless guard logging is on (TORCH_LOGS=guards), when the figure is read.
 def _patch_guard_profile(mod) -> None:
     _skip_for_tpu(mod, "profile_guard_manager", ("guards_log",), 0.0)
+    _recompiles.patch(mod)
 
 
 # Dynamo names the function around each traced call for its trace_call log
@@ -897,6 +926,7 @@ def _patch_resume_frames(mod) -> None:
     has_tensor_in_frame._torch_tpu = True
     mod.has_tensor_in_frame = has_tensor_in_frame
     _patch_compile_frame(mod)
+    _recompiles.patch(mod)
 
 
 # dynamo's trace_autograd_ops, on while it traces a frame of a function

@@ -22,6 +22,8 @@ import threading
 
 import torch
 
+from torch_tpu import _compile
+
 _state = threading.local()
 
 
@@ -33,6 +35,11 @@ def _install() -> None:
 
     @functools.wraps(orig_get)
     def get_fastpath_enabled() -> bool:
+        if torch.compiler.is_compiling() and _compile._in_call:
+            # dynamo tracing for tpu: a constant, where torch.backends (which
+            # dynamo never traces) would break the graph at the first line
+            # of the module's forward and leave all of it uncompiled.
+            return False
         return orig_get() and not getattr(_state, "tpu_call", False)
 
     get_fastpath_enabled._torch_tpu = True
@@ -47,6 +54,8 @@ def _install() -> None:
 
         @functools.wraps(orig)
         def forward(self, *args, _orig=orig, _cls=cls, **kwargs):
+            if torch.compiler.is_compiling():
+                return _orig(self, *args, **kwargs)  # traced: the switch above decides
             if not on_tpu(args, kwargs) or getattr(_state, "tpu_call", False):
                 return _orig(self, *args, **kwargs)
             nested_on_cpu = _cls is torch.nn.TransformerEncoder and orig_get() and _cpu_would_nest(

@@ -27,11 +27,12 @@ def metrics() -> dict:
 def reset_metrics() -> None:
     """Zeroes every counter metrics() and metrics_report() show, the
     torch.compile graph counts included (compiled programs stay cached)."""
-    from torch_tpu import _compile
+    from torch_tpu import _compile, _recompiles
 
     _C._reset_metrics()
     _C._clear_compile_records()
     _compile.stats.update(graphs=0, captured=0, bucketed=0, without_aot=0, not_captured={})
+    _recompiles.causes.clear()
 
 
 def metrics_report() -> str:
@@ -243,7 +244,9 @@ def compile_report(top: int = 20) -> str:
     changed between its first program and each later one (a new shape, a new
     dtype, or a compile-time value) and how to avoid it. Programs loaded from
     the disk cache count (each was a compile once, and is one again on a cold
-    cache); the report says how many were compiled in this process."""
+    cache); the report says how many were compiled in this process. Then
+    why functions compiled with backend="tpu" compiled again (a size, an
+    optimizer's hyperparameter, a Python number), each with its fix."""
     groups: dict[str, list] = {}
     for name, sig, _digest, ms, _key, tier in _C._compile_records():
         groups.setdefault(name, []).append((sig, ms, tier))
@@ -265,6 +268,11 @@ def compile_report(top: int = 20) -> str:
                 break
     if len(multi) > top:
         lines.append(f"  ... and {len(multi) - top} more")
+    from torch_tpu import _recompiles
+
+    if _recompiles.causes:
+        lines.append('torch.compile(backend="tpu") recompiles, by cause:')
+        lines += _recompiles.report()
     return "\n".join(lines)
 
 

@@ -25,24 +25,29 @@ enum MaskKind : int64_t { kNoMask = 0, kBoolMask = 1, kFloatMask = 2 };
 
 bool fusable_dtype(c10::ScalarType t) { return t == c10::kFloat || t == c10::kBFloat16 || t == c10::kHalf; }
 
+// The size checks read symbolic sizes (sym_size, sym_numel): dynamo's
+// fake-tensor run of a graph with dynamic shapes (generate() with a new
+// length) asks this choice too, and plain size() throws there. A
+// comparison of symbolic sizes becomes a guard of the graph, as any size
+// test in PyTorch's own code does.
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                          const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
                          std::optional<double> scale, bool enable_gqa) {
   auto& ctx = at::globalContext();
   bool ok = ctx.userEnabledOverrideableSDP() && dropout_p == 0.0 && q.dim() == 4 && k.dim() == 4 && v.dim() == 4 &&
             fusable_dtype(q.scalar_type()) && k.scalar_type() == q.scalar_type() &&
-            v.scalar_type() == q.scalar_type() && q.size(0) == k.size(0) && k.size(0) == v.size(0) &&
-            q.size(1) == k.size(1) && k.size(1) == v.size(1) && q.size(3) == k.size(3) && k.size(2) == v.size(2) &&
-            q.numel() > 0 && k.numel() > 0 && v.numel() > 0;
+            v.scalar_type() == q.scalar_type() && q.sym_size(0) == k.sym_size(0) && k.sym_size(0) == v.sym_size(0) &&
+            q.sym_size(1) == k.sym_size(1) && k.sym_size(1) == v.sym_size(1) && q.sym_size(3) == k.sym_size(3) &&
+            k.sym_size(2) == v.sym_size(2) && q.sym_numel() > 0 && k.sym_numel() > 0 && v.sym_numel() > 0;
   if (ok && mask && mask->defined()) {
     const at::Tensor& m = *mask;
     ok = !is_causal && !m.requires_grad() && m.dim() <= 4 &&
          (m.scalar_type() == c10::kBool || m.scalar_type() == q.scalar_type()) && m.device() == q.device();
     // Broadcastable to [B, H, L, S] (trailing alignment).
-    const int64_t full[4] = {q.size(0), q.size(1), q.size(2), k.size(2)};
+    const c10::SymInt full[4] = {q.sym_size(0), q.sym_size(1), q.sym_size(2), k.sym_size(2)};
     for (int64_t i = 0; ok && i < m.dim(); ++i) {
-      int64_t sz = m.size(m.dim() - 1 - i), want = full[3 - i];
-      ok = sz == want || sz == 1;
+      const c10::SymInt& sz = m.sym_size(m.dim() - 1 - i);
+      ok = sz == full[3 - i] || sz == 1;
     }
   }
   if (ok) return kOverrideable;

@@ -1,0 +1,105 @@
+"""Hugging Face generate() with a compiled forward (torch.compile(backend=
+"tpu")), called again with new prompt lengths and max_new_tokens: the tokens
+must be CPU's, and a new length must never crash the compile."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch._dynamo
+
+TPU = torch.device("tpu")
+transformers = pytest.importorskip("transformers")
+
+
+@pytest.fixture(autouse=True)
+def _reset_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _llama():
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=96)
+    return transformers.LlamaForCausalLM(cfg).eval()
+
+
+@pytest.mark.parametrize("cache", ["static", "dynamic"])
+def test_generate_with_new_lengths_matches_cpu(cache):
+    # The second call's new lengths make dynamo trace with symbolic sizes;
+    # scaled_dot_product_attention's backend choice read plain sizes there
+    # and crashed ("Cannot call numel() on tensor with symbolic sizes").
+    model = _llama()
+    tm = _llama().to(TPU)
+    tm.forward = torch.compile(tm.forward, backend="tpu")
+    g = torch.Generator().manual_seed(1)
+    for prompt, new in [(5, 6), (9, 12), (7, 4)]:
+        ids = torch.randint(0, 96, (1, prompt), generator=g)
+        kw = dict(max_new_tokens=new, do_sample=False, pad_token_id=0)
+        if cache == "static":
+            kw["cache_implementation"] = "static"
+        with torch.no_grad():
+            # disable_compile: Hugging Face compiles a static-cache forward
+            # itself (Inductor on CPU); the reference is CPU eager.
+            expected = model.generate(ids, disable_compile=True, **kw)
+            got = tm.generate(ids.to(TPU), **kw)
+        assert torch.equal(got.cpu(), expected), (prompt, new)
+
+
+def test_sdpa_with_dynamic_lengths_matches_cpu():
+    # The same crash without Hugging Face: SDPA with a mask over lengths that
+    # dynamo marks dynamic.
+    def attend(q, k, v, mask):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    f = torch.compile(attend, backend="tpu", dynamic=True)
+    for s in (5, 9, 14):
+        q, k, v = torch.randn(1, 2, 3, 8), torch.randn(1, 2, s, 8), torch.randn(1, 2, s, 8)
+        mask = torch.rand(1, 1, 3, s) > 0.3
+        mask[..., 0] = True
+        got = f(q.to(TPU), k.to(TPU), v.to(TPU), mask.to(TPU))
+        torch.testing.assert_close(got.cpu(), attend(q, k, v, mask))
+
+
+def test_views_of_permuted_results_under_dynamic_shapes():
+    # AOTAutograd traces with CPU's strides: an elementwise op keeps its
+    # permuted input's layout there, so `.contiguous()` of the transposed
+    # result is dropped and a view follows. tpu results are contiguous, and
+    # the view failed ("view size is not compatible"): the pattern of every
+    # Hugging Face attention block (rotary, then transpose and reshape).
+    def f(x, c):
+        y = x.transpose(1, 2) * c
+        z = y.transpose(1, 2).contiguous()
+        return z.view(z.shape[0], z.shape[1], -1)
+
+    cf = torch.compile(f, backend="tpu", dynamic=True)
+    for n in (5, 9):
+        x, c = torch.randn(2, n, 4, 8), torch.randn(n, 8)
+        torch.testing.assert_close(cf(x.to(TPU), c.to(TPU)).cpu(), f(x, c))
+
+
+@pytest.mark.parametrize("dynamic", [True, None], ids=["dynamic", "automatic_dynamic"])
+def test_a_transformer_layer_in_inference_is_compiled_over_lengths(dynamic):
+    # nn.TransformerEncoderLayer's forward first asks
+    # torch.backends.mha.get_fastpath_enabled(), which dynamo never traces:
+    # the whole layer ran uncompiled, op by op, at every length. For tpu
+    # compiles the answer is a constant (tpu takes the composite path), so
+    # the layer is one graph.
+    from torch_tpu import _compile, debug
+
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval()
+    tl = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval()
+    tl.load_state_dict(layer.state_dict())
+    cl = torch.compile(tl.to(TPU), backend="tpu", dynamic=dynamic)
+    graphs = _compile.stats["graphs"]
+    with torch.no_grad():
+        for n in (6, 9, 12, 9):
+            x = torch.randn(2, n, 32)
+            before = debug.metrics()
+            got = cl(x.to(TPU)).cpu()
+            after = debug.metrics()
+            torch.testing.assert_close(got, layer(x), rtol=1e-5, atol=1e-5)
+    assert _compile.stats["graphs"] > graphs
+    assert after["ops_dispatched"] == before["ops_dispatched"]  # the repeated length replays its program
