@@ -110,3 +110,26 @@ def test_bench_jax_resnet18_is_torchvisions_resnet18():
     for n, mod in names.items():
         torch.testing.assert_close(torch.from_numpy(np.asarray(new[n]["mean"])), mod.running_mean, rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(torch.from_numpy(np.asarray(new[n]["var"])), mod.running_var, rtol=1e-5, atol=1e-6)
+
+
+def test_bench_real_loop_writes_its_outputs(tmp_path):
+    # The real loop (schedule, accumulation, clipping, logging, eval, host
+    # batches) compiled for tpu compiles nothing after its warm-up.
+    out = bench("--loop", "real", "--models", "mlp-demo", "--modes", "cpu-eager,tpu-compile", "--fixed-steps", "20",
+                "--out", str(tmp_path))
+    assert "real/plain" in out and "compiles after 100" in out, out
+    res = json.load(open(tmp_path / "real_loop.json"))["mlp-demo"]
+    for mode in ("cpu-eager", "tpu-compile"):
+        r = res[mode]
+        assert r["real_items_per_s"] > 0 and r["plain_items_per_s"] > 0 and r["finite"], r
+    assert res["tpu-compile"]["compiles_after_100"] == 0, res
+    # The same model, schedule and batches: the last logged loss (an eval
+    # pass) is CPU's to float32 accumulation noise.
+    assert abs(res["tpu-compile"]["last_logged"] - res["cpu-eager"]["last_logged"]) < 1e-3, res
+    assert os.path.getsize(tmp_path / "real_loop.png") > 0
+
+
+def test_bench_loop_takes_only_real():
+    p = subprocess.run([sys.executable, "-m", "torch_tpu.bench", "--loop", "fast"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode != 0 and "--loop takes 'real'" in p.stderr, p.stderr[-2000:]

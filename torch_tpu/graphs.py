@@ -121,8 +121,10 @@ class graph:
         if exc_type is not None:
             _C._abort_graph_capture()
             self.tpu_graph.reset()
+            _captured.clear()
             return
         self.tpu_graph.capture_end()
+        _captured.clear()  # a TPUGraph took its copy; torch.accelerator.Graph keeps none
 
 
 def _capturable_check(optimizer, args, kwargs) -> None:

@@ -1,9 +1,18 @@
-"""python -m torch_tpu.bench [train|ops] [options]; see --help of each."""
+"""python -m torch_tpu.bench [train|ops] [options], or --loop real for the
+real-loop bench (torch_tpu.bench.real_loop); see --help of each."""
 import sys
 
 
 def main():
     args = sys.argv[1:]
+    if "--loop" in args:
+        i = args.index("--loop")
+        loop = args[i + 1] if i + 1 < len(args) else ""
+        if loop != "real":
+            raise SystemExit(f"python -m torch_tpu.bench: --loop takes 'real', got {loop!r}")
+        from torch_tpu.bench import real_loop
+        real_loop.main(args[:i] + args[i + 2:])
+        return
     cmd = args.pop(0) if args and args[0] in ("train", "ops") else "train"
     if cmd == "ops":
         from torch_tpu.bench import ops

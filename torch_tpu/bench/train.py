@@ -90,7 +90,8 @@ def example_setup(name: str, device: str, capturable: bool = False):
     return module.bench_setup(device, EXAMPLES[name][1], capturable=capturable)
 
 
-def torch_setup(name: str, device: str, capturable: bool = False):
+def build(name: str, device: str, capturable: bool = False):
+    """(model, optimizer, x, y, loss_fn) of a bench model, on `device`."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -151,7 +152,11 @@ def torch_setup(name: str, device: str, capturable: bool = False):
     else:
         # capturable: the step counters on the device, as graph capture needs
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3, **({"capturable": True} if capturable else {}))
-    x, y = x.to(device), y.to(device)
+    return model, opt, x.to(device), y.to(device), loss_fn
+
+
+def torch_setup(name: str, device: str, capturable: bool = False):
+    model, opt, x, y, loss_fn = build(name, device, capturable)
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -160,6 +165,7 @@ def torch_setup(name: str, device: str, capturable: bool = False):
         opt.step()
         return loss  # the common form: the compiled step returns its loss
 
+    step.opt = opt  # for --lr-schedule
     return step
 
 
@@ -198,7 +204,7 @@ def _detached(step):
     return detached_step
 
 
-def run_torch(name: str, mode: str, steps: int, warmup: int, windows: int = 1) -> dict:
+def run_torch(name: str, mode: str, steps: int, warmup: int, windows: int = 1, schedule: bool = False) -> dict:
     import torch
 
     import torch_tpu
@@ -210,6 +216,7 @@ def run_torch(name: str, mode: str, steps: int, warmup: int, windows: int = 1) -
         extra.update(items_per_step=items, unit=unit)
     else:
         step = torch_setup(name, device, capturable=mode == "tpu-graph")
+    opt = getattr(step, "opt", None)
     if mode == "cpu-inductor":
         step = torch.compile(step)
     elif mode == "cpu-dynamo":
@@ -252,6 +259,16 @@ def run_torch(name: str, mode: str, steps: int, warmup: int, windows: int = 1) -
         def step():
             graph.replay()
             return static_loss
+    if schedule and opt is not None and mode != "tpu-graph":
+        # --lr-schedule: a cosine schedule stepped after every step, as
+        # scripts do (a new lr every step).
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=10**6)
+        unscheduled = step
+
+        def step():
+            loss = unscheduled()
+            sched.step()
+            return loss
     for _ in range(warmup):
         loss = step()
     sync(loss)
@@ -475,17 +492,17 @@ def run_jax(name: str, steps: int, warmup: int, windows: int = 1) -> dict:
 
 # --- driver -------------------------------------------------------------------
 
-def child(name: str, mode: str, steps: int, warmup: int, windows: int = 1) -> None:
+def child(name: str, mode: str, steps: int, warmup: int, windows: int = 1, schedule: bool = False) -> None:
     if mode == "jax-jit":
         use_plugin_for_jax()
     if mode.startswith("jax"):
         res = run_jax(name, steps, warmup, windows)
     else:
-        res = run_torch(name, mode, steps, warmup, windows)
+        res = run_torch(name, mode, steps, warmup, windows, schedule)
     print("RESULT " + json.dumps(res))
 
 
-def measure(name: str, mode: str, steps: int, warmup: int, windows: int = 1) -> dict | None:
+def measure(name: str, mode: str, steps: int, warmup: int, windows: int = 1, schedule: bool = False) -> dict | None:
     env = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="tt_bench_cache_") as cache:
         env["TORCH_TPU_CACHE_DIR"] = cache  # cold start: first-step time includes every compile
@@ -493,7 +510,7 @@ def measure(name: str, mode: str, steps: int, warmup: int, windows: int = 1) -> 
             env["JAX_PLATFORMS"] = "cpu"
         env["TF_CPP_MIN_LOG_LEVEL"] = "2"  # the plugin logs harmless "Unsupported fusion type" lines
         r = subprocess.run([sys.executable, "-m", "torch_tpu.bench.train", "--child", name, mode, str(steps),
-                            str(warmup), str(windows)],
+                            str(warmup), str(windows)] + (["--lr-schedule"] if schedule else []),
                            env=env, capture_output=True, text=True, timeout=1800)
     for line in r.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -542,10 +559,12 @@ def main(argv=None) -> None:
                     help="rounds over every (model, mode), interleaved so that drift of the machine hits every mode "
                          "alike; each figure is the round with the median steps/s")
     ap.add_argument("--out", default=default_out())
+    ap.add_argument("--lr-schedule", action="store_true",
+                    help="step a cosine LR schedule after every training step (a new lr every step)")
     ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
-        child(a.child[0], a.child[1], int(a.child[2]), int(a.child[3]), int(a.child[4]))
+        child(a.child[0], a.child[1], int(a.child[2]), int(a.child[3]), int(a.child[4]), a.lr_schedule)
         return
     from tqdm import tqdm
 
@@ -568,7 +587,7 @@ def main(argv=None) -> None:
     rounds: dict = {}
     for m, mode in tqdm(jobs * max(a.repeats, 1), desc="train-step bench", unit="run"):
         rounds.setdefault((m, mode), []).append(measure(m, mode, a.steps or default_steps.get(m, 10), a.warmup,
-                                                           a.windows))
+                                                           a.windows, a.lr_schedule))
     for (m, mode), runs in rounds.items():
         results.setdefault(m, {})[mode] = median_run(runs)
 
