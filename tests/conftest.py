@@ -17,3 +17,15 @@ import torch_tpu  # noqa: E402,F401
 def _seed():
     torch.manual_seed(0)
     yield
+
+
+@pytest.fixture
+def fresh_dynamo():
+    """dynamo's caches and counters cleared before and after a test (the
+    torch.compile test files use it for every test: pytestmark)."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    yield
+    torch._dynamo.reset()

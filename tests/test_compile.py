@@ -17,12 +17,7 @@ from torch_tpu import debug
 TPU = torch.device("tpu")
 
 
-@pytest.fixture(autouse=True)
-def _reset_dynamo():
-    torch._dynamo.reset()
-    torch._dynamo.utils.counters.clear()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def test_function_matches_cpu_and_reuses_the_program():

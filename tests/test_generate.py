@@ -11,11 +11,7 @@ TPU = torch.device("tpu")
 transformers = pytest.importorskip("transformers")
 
 
-@pytest.fixture(autouse=True)
-def _reset_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def _llama():

@@ -29,9 +29,6 @@ import argparse
 import json
 import math
 import os
-import subprocess
-import sys
-import tempfile
 import time
 
 from torch_tpu.bench import train
@@ -156,20 +153,6 @@ def _accumulating_loop(name, device, compile_, sync, real: bool):
     return rate, after, logged
 
 
-def _measure(name: str, mode: str, fixed_steps: int) -> dict | None:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    with tempfile.TemporaryDirectory(prefix="tt_bench_cache_") as cache:
-        env["TORCH_TPU_CACHE_DIR"] = cache
-        r = subprocess.run([sys.executable, "-m", "torch_tpu.bench.real_loop", "--child", name, mode, str(fixed_steps)],
-                           env=env, capture_output=True, text=True, timeout=3600)
-    for line in r.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[7:])
-    tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
-    print(f"  {name}/{mode} failed: {' | '.join(tail)}", file=sys.stderr)
-    return None
-
-
 def _chart(results: dict, path: str) -> None:
     import matplotlib
 
@@ -212,7 +195,9 @@ def main(argv=None) -> None:
         for name in models:
             for mode in modes:
                 bar.set_postfix_str(f"{name}/{mode}")
-                results[name][mode] = _measure(name, mode, a.fixed_steps or fixed_default.get(name, 20))
+                results[name][mode] = train.run_child("torch_tpu.bench.real_loop",
+                                                      [name, mode, a.fixed_steps or fixed_default.get(name, 20)],
+                                                      f"{name}/{mode}", timeout=3600)
                 bar.update()
     print(f"{'model':<10}{'mode':<14}{'bench items/s':>14}{'plain accum.':>13}{'real loop':>11}"
           f"{'real/bench':>11}{'real/plain':>11}{'compiles after 100':>20}")

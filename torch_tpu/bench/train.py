@@ -155,15 +155,20 @@ def build(name: str, device: str, capturable: bool = False):
     return model, opt, x.to(device), y.to(device), loss_fn
 
 
-def torch_setup(name: str, device: str, capturable: bool = False):
+def torch_setup(name: str, device: str, capturable: bool = False, detached: bool = False):
+    """The training step of a bench model. It returns its loss, the common
+    form; detached=True returns a copy detached before backward (dynamo
+    alone, the cpu-dynamo and dynamo-floor modes, would otherwise break
+    the graph at backward, which tpu-compile does not)."""
     model, opt, x, y, loss_fn = build(name, device, capturable)
 
     def step():
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model(x), y)
+        out = loss.detach() if detached else loss
         loss.backward()
         opt.step()
-        return loss  # the common form: the compiled step returns its loss
+        return out
 
     step.opt = opt  # for --lr-schedule
     return step
@@ -197,13 +202,6 @@ def _replay_first_outputs(gm, example_inputs):
     return run
 
 
-def _detached(step):
-    def detached_step():
-        return step().detach()
-
-    return detached_step
-
-
 def run_torch(name: str, mode: str, steps: int, warmup: int, windows: int = 1, schedule: bool = False) -> dict:
     import torch
 
@@ -215,7 +213,8 @@ def run_torch(name: str, mode: str, steps: int, warmup: int, windows: int = 1, s
         step, items, unit = example_setup(name, device, capturable=mode == "tpu-graph")
         extra.update(items_per_step=items, unit=unit)
     else:
-        step = torch_setup(name, device, capturable=mode == "tpu-graph")
+        step = torch_setup(name, device, capturable=mode == "tpu-graph",
+                           detached=mode in ("cpu-dynamo", "dynamo-floor"))
     opt = getattr(step, "opt", None)
     if mode == "cpu-inductor":
         step = torch.compile(step)
@@ -223,13 +222,11 @@ def run_torch(name: str, mode: str, steps: int, warmup: int, windows: int = 1, s
         # Dynamo alone: its no-op backend runs each captured graph as it is,
         # with backward traced as tpu-compile traces it. Its first step is
         # the floor for any torch.compile backend's first step.
-        # The loss is returned detached: dynamo alone would break the graph
-        # at backward for a returned loss, which tpu-compile does not.
         torch._dynamo.config.trace_autograd_ops = True
-        step = torch.compile(_detached(step), backend="eager")
+        step = torch.compile(step, backend="eager")
     elif mode == "dynamo-floor":
         torch._dynamo.config.trace_autograd_ops = True  # the graphs tpu-compile gets
-        step = torch.compile(_detached(step), backend=_replay_first_outputs)
+        step = torch.compile(step, backend=_replay_first_outputs)
     elif mode == "tpu-compile":
         step = torch.compile(step, backend="tpu")
     elif mode == "tpu-compile-engine":
@@ -502,22 +499,29 @@ def child(name: str, mode: str, steps: int, warmup: int, windows: int = 1, sched
     print("RESULT " + json.dumps(res))
 
 
-def measure(name: str, mode: str, steps: int, warmup: int, windows: int = 1, schedule: bool = False) -> dict | None:
-    env = dict(os.environ)
+def run_child(module: str, child_args: list, label: str, timeout: int = 1800, **env_extra) -> dict | None:
+    """Runs ``python -m module --child *child_args`` in a fresh process with
+    an empty compilation cache (cold start: a first step's time includes
+    every compile); its RESULT line as a dict, or None with the failure's
+    last lines on stderr."""
+    env = dict(os.environ, **env_extra)
     with tempfile.TemporaryDirectory(prefix="tt_bench_cache_") as cache:
-        env["TORCH_TPU_CACHE_DIR"] = cache  # cold start: first-step time includes every compile
-        if mode == "jax-jit-bundled":
-            env["JAX_PLATFORMS"] = "cpu"
+        env["TORCH_TPU_CACHE_DIR"] = cache
         env["TF_CPP_MIN_LOG_LEVEL"] = "2"  # the plugin logs harmless "Unsupported fusion type" lines
-        r = subprocess.run([sys.executable, "-m", "torch_tpu.bench.train", "--child", name, mode, str(steps),
-                            str(warmup), str(windows)] + (["--lr-schedule"] if schedule else []),
-                           env=env, capture_output=True, text=True, timeout=1800)
+        r = subprocess.run([sys.executable, "-m", module, "--child", *map(str, child_args)],
+                           env=env, capture_output=True, text=True, timeout=timeout)
     for line in r.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
     tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
-    print(f"  {name}/{mode} failed: {' | '.join(tail)}", file=sys.stderr)
+    print(f"  {label} failed: {' | '.join(tail)}", file=sys.stderr)
     return None
+
+
+def measure(name: str, mode: str, steps: int, warmup: int, windows: int = 1, schedule: bool = False) -> dict | None:
+    extra = {"JAX_PLATFORMS": "cpu"} if mode == "jax-jit-bundled" else {}
+    args = [name, mode, steps, warmup, windows] + (["--lr-schedule"] if schedule else [])
+    return run_child("torch_tpu.bench.train", args, f"{name}/{mode}", **extra)
 
 
 def repo_root() -> str:
