@@ -54,8 +54,8 @@ def _install() -> None:
 
         @functools.wraps(orig)
         def forward(self, *args, _orig=orig, _cls=cls, **kwargs):
-            if torch.compiler.is_compiling():
-                return _orig(self, *args, **kwargs)  # traced: the switch above decides
+            if torch.compiler.is_compiling() and _compile._in_call:
+                return _orig(self, *args, **kwargs)  # traced for tpu: the switch above decides
             if not on_tpu(args, kwargs) or getattr(_state, "tpu_call", False):
                 return _orig(self, *args, **kwargs)
             nested_on_cpu = _cls is torch.nn.TransformerEncoder and orig_get() and _cpu_would_nest(
