@@ -1,22 +1,21 @@
 """Optimizer learning rates as program inputs, not baked constants.
 
 An LR scheduler writes a new Python float into ``param_group["lr"]`` on
-every step. A compiled step (``torch.compile(backend="tpu")``) or a captured
-``torch.tpu.graph`` would bake that float into its program: dynamo guards on
-its value and recompiles for every new one (then gives up at its recompile
-limit and runs the step eagerly), and a replayed graph would use the
-captured value forever.
+every step. A compiled step (``torch.compile(backend="tpu")``) would bake
+that float into its program: dynamo guards on its value and recompiles for
+every new one, then gives up at its recompile limit and runs the step
+eagerly.
 
-Instead, for the duration of a compiled call,
-each tpu optimizer group's float ``lr`` is stood in for by a 0-d tpu tensor
-of its own (the *shadow*), refreshed in place whenever the float changed.
-The program reads the shadow as an input; dynamo guards on its metadata
-only. Outside those windows the group holds the user's float again, so
-schedulers, ``get_last_lr()``, logging and ``state_dict()`` see what they
-always did. (A captured ``torch.tpu.graph`` holds its numbers as constants
-and raises at replay if one changed: graphs.py.) This is the "tensor lr with a capturable optimizer" pattern that
-PyTorch recommends for compiled optimizers, applied without asking the user
-to change the optimizer's construction.
+Instead, for the duration of a compiled call, each tpu optimizer group's
+float ``lr`` is stood in for by a 0-d tpu tensor of its own (the
+*shadow*), refreshed in place whenever the float changed. The program
+reads the shadow as an input; dynamo guards on its metadata only. Outside
+the call the group holds the user's float again, so schedulers,
+``get_last_lr()``, logging and ``state_dict()`` see what they always did.
+This is the "tensor lr with a capturable optimizer" pattern that PyTorch
+recommends for compiled optimizers, applied without asking the user to
+change the optimizer's construction. (A captured ``torch.tpu.graph`` holds
+its numbers as constants and raises at replay if one changed: graphs.py.)
 
 ``lr`` is lifted, and Adam's and AdamW's ``betas`` (OneCycleLR cycles
 beta1). The other hyperparameters (SGD's momentum, weight decay, eps) steer
@@ -31,9 +30,9 @@ import torch
 
 # Optimizers with a parameter group on tpu (registered at add_param_group).
 _optimizers: weakref.WeakSet = weakref.WeakSet()
-# optimizer -> {id(group): [shadow tensor, the float it holds]} (group
-# dicts cannot be weakly referenced; an optimizer's groups live as long as
-# it does)
+# optimizer -> {(id(group), key): [shadow (a tensor, or a pair for betas),
+# the number(s) it holds]} (group dicts cannot be weakly referenced; an
+# optimizer's groups live as long as it does)
 _shadows: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
