@@ -7,7 +7,8 @@
 //
 // multinomial: inverse-CDF sampling with replacement, Gumbel top-k without.
 // Its CPU data checks (negative, non-finite or all-zero rows) would need a
-// sync per call and are not done.
+// sync per call and are not done. poisson: Knuth below rate 10, PTRS
+// rejection above (see there).
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/result_type.h>
@@ -549,6 +550,83 @@ at::Tensor multinomial(const at::Tensor& self, int64_t num_samples, bool replace
   return multinomial_out(self, num_samples, replacement, gen, out);
 }
 
+// --- poisson -------------------------------------------------------------------------------
+// Knuth's product method below rate 10, on a fixed 48 uniforms per element
+// (the count of partial sums of log u above -rate; P(X >= 48) < 1e-17
+// there), and Hörmann's transformed rejection (PTRS) from 10 up, on 16
+// candidates per element, the first accepted kept (each is accepted with
+// probability above 0.9, so all 16 fail with probability below 1e-16, when
+// the last stands). CPU's check of negative or NaN rates needs a host read
+// and is not done.
+constexpr int64_t kKnuthDraws = 48, kPtrsCandidates = 16;
+
+Value poisson_knuth(Builder& b, Value lam, Value u, ElemType ft) {
+  const int64_t n = b.dims(lam)[0], K = kKnuthDraws;
+  // log u, floored at -100 (below any rate this path takes): u == 0 would
+  // give -inf, and -inf * 0 in the partial sums' product is NaN.
+  Value logs = b.max(b.log(u), b.constant(-100, ft, {n, K}));
+  Value upper =
+      b.convert(b.compare(b.iota({K, K}, 0, ElemType::kS32), b.iota({K, K}, 1, ElemType::kS32), Direction::kLe), ft);
+  Value sums = b.dot_general(logs, upper, {}, {}, {1}, {0}, ft, "HIGHEST");  // [n, K]: sum of the first j + 1
+  Value above = b.compare(sums, b.broadcast_in_dim(b.neg(lam), {n, K}, {0}), Direction::kGt);
+  return b.reduce(b.convert(above, ft), b.constant(0, ft), {1}, BinaryOp::kAdd);
+}
+
+Value poisson_ptrs(Builder& b, Value lam, Value u, Value v, ElemType ft) {
+  const int64_t n = b.dims(lam)[0], C = kPtrsCandidates;
+  const Dims d{n, C};
+  auto c = [&](double x) { return b.constant(x, ft, d); };
+  Value rate = b.broadcast_in_dim(lam, d, {0});
+  Value slam = b.sqrt(rate), loglam = b.log(rate);
+  Value bb = b.add(c(0.931), b.mul(c(2.53), slam));
+  Value a = b.add(c(-0.059), b.mul(c(0.02483), bb));
+  Value inv_alpha = b.add(c(1.1239), b.div(c(1.1328), b.sub(bb, c(3.4))));
+  Value vr = b.sub(c(0.9277), b.div(c(3.6224), b.sub(bb, c(2))));
+  Value uc = b.sub(u, c(0.5));
+  Value us = b.sub(c(0.5), b.abs(uc));
+  Value k = b.floor(b.add(b.mul(b.add(b.div(b.mul(c(2), a), us), bb), uc), b.add(rate, c(0.43))));
+  Value quick = b.and_(b.compare(us, c(0.07), Direction::kGe), b.compare(v, vr, Direction::kLe));
+  Value reject = b.or_(b.compare(k, c(0), Direction::kLt),
+                       b.and_(b.compare(us, c(0.013), Direction::kLt), b.compare(v, us, Direction::kGt)));
+  Value lhs = b.sub(b.add(b.log(v), b.log(inv_alpha)), b.log(b.add(b.div(a, b.mul(us, us)), bb)));
+  Value rhs = b.sub(b.sub(b.mul(k, loglam), rate), b.lgamma(b.add(k, c(1))));
+  Value ok = b.or_(quick, b.and_(b.not_(reject), b.compare(lhs, rhs, Direction::kLe)));
+  Value idx = b.iota(d, 1, ElemType::kS32);
+  Value first = b.reduce(b.select(ok, idx, b.constant(C - 1, ElemType::kS32, d)), b.constant(C - 1, ElemType::kS32),
+                         {1}, BinaryOp::kMin);
+  Value pick = b.compare(idx, b.broadcast_in_dim(first, d, {0}), Direction::kEq);
+  return b.reduce(b.select(pick, k, c(0)), b.constant(0, ft), {1}, BinaryOp::kAdd);
+}
+
+at::Tensor poisson(const at::Tensor& rate, std::optional<at::Generator> gen) {
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(rate.scalar_type()), "\"poisson_tpu\" not implemented for '",
+                              rate.scalar_type(), "'");
+  at::Tensor out = empty_tpu(rate.sizes(), rate.scalar_type(), rate.device());
+  const int64_t n = out.numel();
+  if (n == 0) return out;
+  auto ct = compute_type(rate.scalar_type());
+  const ElemType ft = to_elem(ct);
+  const int64_t draws = kKnuthDraws + 2 * kPtrsCandidates;
+  record::OpCall call("poisson");
+  call.attr(static_cast<int64_t>(ct));
+  add_rng_state(call, gen, out, static_cast<uint64_t>(n * draws) * words_per(ct));
+  call.input(rate);
+  call.output(out);
+  call.run([&](Builder& b, const Values& in) {
+    Value lam = b.reshape(b.convert(in[2], ft), {n});
+    Value u = uniform01(b, in[0], in[1], {n, draws}, ft);
+    const int64_t K = kKnuthDraws, C = kPtrsCandidates;
+    Value knuth = poisson_knuth(b, lam, b.slice(u, {0, 0}, {n, K}, {1, 1}), ft);
+    Value ptrs = poisson_ptrs(b, lam, b.slice(u, {0, K}, {n, K + C}, {1, 1}),
+                              b.slice(u, {0, K + C}, {n, K + 2 * C}, {1, 1}), ft);
+    Value small = b.compare(lam, b.constant(10, ft, {n}), Direction::kLt);
+    Value x = b.select(small, knuth, ptrs);
+    x = b.select(b.compare(lam, b.constant(0, ft, {n}), Direction::kEq), b.constant(0, ft, {n}), x);
+    return Values{b.convert(b.reshape(x, dims_of(out)), to_elem(out.scalar_type()))};
+  });
+  return out;
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("uniform_", uniform_);
   m.impl("normal_", normal_);
@@ -571,6 +649,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("randperm.generator_out", randperm_out);
   m.impl("multinomial", multinomial);
   m.impl("multinomial.out", multinomial_out);
+  m.impl("poisson", poisson);
 }
 
 }  // namespace
