@@ -128,7 +128,10 @@ class lifted:
         swapped = None
         for opt in tuple(_optimizers):
             for group in opt.param_groups:
-                if not _on_tpu(group):
+                params = group.get("params")
+                # On every compiled call: the first parameter stands for the
+                # group (registration checked them all).
+                if not params or params[0].device.type != "tpu":
                     continue
                 _make_capturable(opt, group)
                 for key in _lifted_keys(opt, group):

@@ -28,6 +28,8 @@ void prepare_linalg_out(const at::Tensor& out, c10::IntArrayRef sizes, c10::Scal
 
 // --- IR ----------------------------------------------------------------------
 
+// Parameter i of a loop region (Builder::loop_region).
+inline Value region_param(const std::shared_ptr<ir::Graph>& g, int i) { return Value{g->params()[i], 0}; }
 // Swaps the last two dimensions.
 Value mT(Builder& b, Value x);
 // Batched matrix product [..., m, k] x [..., k, n] at full precision.

@@ -66,7 +66,6 @@ int64_t numel(const Dims& d) {
 }
 Value land(Builder& b, Value x, Value y) { return b.and_(x, y); }
 Value lnot(Builder& b, Value x) { return b.not_(x); }
-Value param(const std::shared_ptr<ir::Graph>& g, int i) { return Value{g->params()[i], 0}; }
 // Row idx[b] of x[b] for x [B, m, ...]: an exact gather (no arithmetic).
 Value row_at(Builder& b, Value x, Value idx) {
   Dims d = b.dims(x);
@@ -162,12 +161,13 @@ LU lu_factor(Builder& b, Value a) {
     auto cond = b.loop_region(init);
     {
       Builder c(*cond);
-      cond->set_outputs({c.compare(param(cond, 0), c.constant(K, kI32), Direction::kLt)});
+      cond->set_outputs({c.compare(region_param(cond, 0), c.constant(K, kI32), Direction::kLt)});
     }
     auto body = b.loop_region(init);
     {
       Builder c(*body);
-      Value k = param(body, 0), X = param(body, 1), pm = param(body, 2), pv = param(body, 3), inf = param(body, 4);
+      Value k = region_param(body, 0), X = region_param(body, 1), pm = region_param(body, 2),
+            pv = region_param(body, 3), inf = region_param(body, 4);
       Dims d3{B, m, n}, d2{B, m}, d1{B};
       Value zi = c.constant(0, kI32);
       Value rows2 = c.iota(d2, 1, kI32), rows3 = c.iota(d3, 1, kI32), cols3 = c.iota(d3, 2, kI32);
@@ -240,12 +240,12 @@ Value pivots_to_perm(Builder& b, Value piv, int64_t m) {
     auto cond = b.loop_region(init);
     {
       Builder c(*cond);
-      cond->set_outputs({c.compare(param(cond, 0), c.constant(K, kI32), Direction::kLt)});
+      cond->set_outputs({c.compare(region_param(cond, 0), c.constant(K, kI32), Direction::kLt)});
     }
     auto body = b.loop_region(init);
     {
       Builder c(*body);
-      Value k = param(body, 0), pm = param(body, 1), pvs = param(body, 2);
+      Value k = region_param(body, 0), pm = region_param(body, 1), pvs = region_param(body, 2);
       Dims d1{B}, d2{B, m};
       Value zi = c.constant(0, kI32);
       // Out-of-range pivots are clamped (the gather clamps too): no host check.
@@ -340,12 +340,12 @@ std::pair<Value, Value> cholesky_factor(Builder& b, Value a) {
   auto cond = b.loop_region(init);
   {
     Builder c(*cond);
-    cond->set_outputs({c.compare(param(cond, 0), c.constant(n, kI32), Direction::kLt)});
+    cond->set_outputs({c.compare(region_param(cond, 0), c.constant(n, kI32), Direction::kLt)});
   }
   auto body = b.loop_region(init);
   {
     Builder c(*body);
-    Value k = param(body, 0), A = param(body, 1), inf = param(body, 2);
+    Value k = region_param(body, 0), A = region_param(body, 1), inf = region_param(body, 2);
     Dims d3{B, n, n}, d2{B, n}, d1{B};
     Value zi = c.constant(0, kI32);
     Value rows2 = c.iota(d2, 1, kI32), rows3 = c.iota(d3, 1, kI32), cols3 = c.iota(d3, 2, kI32);

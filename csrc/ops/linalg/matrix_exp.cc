@@ -62,8 +62,6 @@ std::pair<Value, Value> pade13(Builder& b, Value A) {
   return {U, V};
 }
 
-Value region_param(const std::shared_ptr<ir::Graph>& g, int i) { return Value{g->params()[i], 0}; }
-
 // R squared s[i] times for each matrix i: R [B, n, n], s s32 [B].
 Value square_per_matrix(Builder& b, Value R, Value s) {
   const Dims d = b.dims(R);
