@@ -99,3 +99,30 @@ def test_a_transformer_layer_in_inference_is_compiled_over_lengths(dynamic):
             torch.testing.assert_close(got, layer(x), rtol=1e-5, atol=1e-5)
     assert _compile.stats["graphs"] > graphs
     assert after["ops_dispatched"] == before["ops_dispatched"]  # the repeated length replays its program
+
+
+@pytest.mark.parametrize("aot", [False, True], ids=["dynamo_graph", "aot_graph"])
+def test_a_cpu_tensor_the_graph_only_moves_to_tpu_is_an_input_of_its_program(aot, monkeypatch):
+    # Hugging Face's static cache keeps its write position as a 0-d CPU
+    # tensor until the first compiled forward moves it to the device. Such a
+    # graph ran its ops on every call ("holds CPU tensors"): each
+    # generate() call's prefill was op by op. The runner moves the tensor
+    # first, the graph is captured, and each call's new value is used.
+    from torch_tpu import _compile, debug
+
+    if aot:
+        monkeypatch.setenv("TORCH_TPU_COMPILE_AOT", "1")
+
+    def f(x, pos):
+        return x * 2 + pos.to(x.device)
+
+    cf = torch.compile(f, backend="tpu")
+    x = torch.randn(4, 3)
+    captured = _compile.stats["captured"]
+    for k in range(4):
+        pos = torch.tensor(k * 7)
+        before = debug.metrics()["ops_dispatched"]
+        torch.testing.assert_close(cf(x.to(TPU), pos).cpu(), f(x, pos))
+        if k > 0:
+            assert debug.metrics()["ops_dispatched"] == before  # replayed, with this call's pos
+    assert _compile.stats["captured"] == captured + 1

@@ -47,15 +47,57 @@ def _node_val(node):
     return meta["val"] if "val" in meta else meta.get("example_value")
 
 
-def _replayable(gm) -> bool:
-    """Whether every tensor the graph takes or computes lives on tpu. A CPU op
-    (a CPU step counter updated in place) happens outside our recording, and
-    a kernel may read a CPU scalar tensor on the host and bake its value
-    into the program (ATen's foreach fallbacks do), which a replay would
-    reuse stale; such graphs run their ops on every call."""
+def _is_copy_to_tpu(node) -> bool:
+    """Whether `node` copies its first argument to tpu (``x.to("tpu")``
+    in a dynamo graph, ``aten._to_copy`` in an ATen one), changing nothing
+    but the device."""
     import torch
 
+    if node.op == "call_method":
+        is_copy = node.target == "to"
+    elif node.op == "call_function":
+        is_copy = node.target in (torch.ops.aten._to_copy.default, torch.Tensor.to)
+    else:
+        is_copy = False
+    if not is_copy or not node.args:
+        return False
+    out, src = _node_val(node), _node_val(node.args[0])
+    return (isinstance(out, torch.Tensor) and isinstance(src, torch.Tensor) and out.device.type == "tpu"
+            and out.dtype == src.dtype and out.shape == src.shape)
+
+
+def _host_inputs(gm) -> tuple:
+    """The positions of the inputs that are CPU tensors the graph only copies
+    to tpu. Hugging Face's static cache keeps its write position as a 0-d
+    CPU tensor until the first compiled forward moves it: the runner moves
+    such an input before the graph runs, so the copy inside is tpu to tpu
+    and the graph can be captured (else the prefill of every generate()
+    call would run op by op)."""
+    import torch
+
+    out = []
+    for i, node in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
+        v = _node_val(node)
+        if (isinstance(v, torch.Tensor) and v.device.type == "cpu" and node.users
+                and all(_is_copy_to_tpu(u) for u in node.users)):
+            out.append(i)
+    return tuple(out)
+
+
+def _replayable(gm, host_inputs: tuple = ()) -> bool:
+    """Whether every tensor the graph takes or computes lives on tpu, apart
+    from the `host_inputs` the runner moves there first. A CPU op (a CPU
+    step counter updated in place) happens outside our recording, and a
+    kernel may read a CPU scalar tensor on the host and bake its value into
+    the program (ATen's foreach fallbacks do), which a replay would reuse
+    stale; such graphs run their ops on every call."""
+    import torch
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    moved = {placeholders[i] for i in host_inputs}
     for node in gm.graph.nodes:
+        if node in moved:
+            continue
         if node.op == "get_attr":
             attr = getattr(gm, node.target, None)
             if isinstance(attr, torch.Tensor) and attr.device.type != "tpu":
@@ -110,7 +152,8 @@ class _GraphRunner:
 
         self.constant_numbers = all(isinstance(_node_val(n), torch.Tensor)
                                     for n in gm.graph.nodes if n.op == "placeholder")
-        self.capturable = _replayable(gm)
+        self.host_inputs = _host_inputs(gm)
+        self.capturable = _replayable(gm, self.host_inputs)
         if not self.capturable:
             why = "the graph holds CPU tensors"
             stats["not_captured"][why] = stats["not_captured"].get(why, 0) + 1
@@ -118,6 +161,8 @@ class _GraphRunner:
     def __call__(self, *args):
         import torch
 
+        if self.host_inputs:
+            args = self._move_host_inputs(args)
         if self.views_only or _C._graph_capturing():
             # Nothing to replay (a graph of views, as `loss.detach()` after a
             # step makes), or the ops go into the tpu graph being captured.
@@ -140,6 +185,14 @@ class _GraphRunner:
                         return [next(it) if is_t else v for is_t, v in cap.template]
         # Not captured yet, or the inputs match no capture: run the ops.
         return self._run_ops(args)
+
+    def _move_host_inputs(self, args):
+        args = list(args)
+        for i in self.host_inputs:
+            a = args[i]
+            if a.device.type != "tpu":
+                args[i] = a.to("tpu", non_blocking=True)
+        return args
 
     def _run_ops(self, args):
         import torch
@@ -284,7 +337,7 @@ def tpu_backend(gm, example_inputs, options: dict[str, Any] | None = None, mode:
     counter = [0]
     # debug_callback is documented to see ATen graphs: those come from AOTAutograd.
     attrs = None if callback is not None or _force_aot() else _aot_free_attrs(gm)
-    if attrs is not None and _replayable(gm):
+    if attrs is not None and _replayable(gm, _host_inputs(gm)):
         stats["without_aot"] += 1
         runner = _GraphRunner(gm, f"{name}_graph_{stats['without_aot']}", "graph", attrs)
         logger.debug("tpu backend: %s runs without AOTAutograd", runner.label)
