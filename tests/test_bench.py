@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from test_device import ROOT
 
@@ -133,3 +134,76 @@ def test_bench_loop_takes_only_real():
     p = subprocess.run([sys.executable, "-m", "torch_tpu.bench", "--loop", "fast"], cwd=ROOT, capture_output=True,
                        text=True, timeout=600)
     assert p.returncode != 0 and "--loop takes 'real'" in p.stderr, p.stderr[-2000:]
+
+
+def _minimal_jax_mlp_step():
+    """An independent SGD step of MLP 784-512-512-10 (momentum 0.9, lr
+    0.01), written the shortest way: flat lists of arrays, weights (in, out),
+    parameters and momenta donated."""
+    import jax
+    import jax.numpy as jnp
+
+    def loss(ws, x, y):
+        h = x
+        for i in range(0, 6, 2):
+            h = h @ ws[i] + ws[i + 1]
+            if i < 4:
+                h = jnp.maximum(h, 0)
+        return jnp.mean(jax.nn.logsumexp(h, axis=1) - h[jnp.arange(h.shape[0]), y])
+
+    def step(ws, ms, x, y):
+        value, gs = jax.value_and_grad(loss)(ws, x, y)
+        ms = [0.9 * m + g for m, g in zip(ms, gs)]
+        return [w - 0.01 * m for w, m in zip(ws, ms)], ms, value
+
+    return jax.jit(step, donate_argnums=(0, 1))
+
+
+def test_bench_jax_step_is_a_minimal_jitted_step():
+    # The jax-jit column is the baseline every "x JAX" figure rests on. It
+    # must be what a JAX user writes: the same losses as an independent
+    # minimal step from the same weights, its parameters and optimizer state
+    # donated (updated in place, not copied), and the same speed as that
+    # minimal step, measured side by side in interleaved rounds.
+    import statistics
+
+    import pytest
+
+    jax = pytest.importorskip("jax")
+    import numpy as np
+
+    from torch_tpu.bench.train import jax_model, jax_step
+
+    params, bufs, loss_fn, x, y = jax_model("mlp")
+    step, state = jax_step("mlp", params, loss_fn)
+    flat = [np.asarray(a) for layer in params for a in (layer["w"].T, layer["b"])]
+    mini = _minimal_jax_mlp_step()
+    ws, ms = [jax.numpy.asarray(a) for a in flat], [jax.numpy.zeros(a.shape) for a in flat]
+    for _ in range(5):
+        first_w = params[0]["w"]
+        params, bufs, state, loss = step(params, bufs, state, x, y)
+        assert first_w.is_deleted()  # donated
+        ws, ms, ref = mini(ws, ms, x, y)
+        # Different weight layouts sum the matmuls in different orders.
+        np.testing.assert_allclose(float(loss), float(ref), rtol=1e-5)
+
+    def rate(run, n=20):
+        t0 = time.perf_counter()
+        out = None
+        for _ in range(n):
+            out = run()
+        jax.block_until_ready(out)
+        return n / (time.perf_counter() - t0)
+
+    def bench_once():
+        nonlocal params, bufs, state
+        params, bufs, state, loss = step(params, bufs, state, x, y)
+        return loss
+
+    def mini_once():
+        nonlocal ws, ms
+        ws, ms, loss = mini(ws, ms, x, y)
+        return loss
+
+    ratios = [rate(bench_once) / rate(mini_once) for _ in range(9)]
+    assert 0.9 <= statistics.median(ratios) <= 1.1, ratios

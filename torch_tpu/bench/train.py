@@ -374,20 +374,26 @@ def _jax_resnet18(key):
     return params, bufs, loss_fn
 
 
-def run_jax(name: str, steps: int, warmup: int, windows: int = 1) -> dict:
+def jax_model(name: str):
+    """(params, buffers, loss_fn(params, buffers, x, y) -> (loss, new
+    buffers), x, y) of a bench model in JAX, in the torch model's layouts
+    (a dense weight is (out, in) and applied as ``x @ w.T``, as nn.Linear)."""
     import jax
     import jax.numpy as jnp
 
     key = jax.random.PRNGKey(0)
 
-    def dense(k, i, o):
+    def dense(k, i, o, bias=True):
         bound = 1 / math.sqrt(i)
         k1, k2 = jax.random.split(k)
-        return {"w": jax.random.uniform(k1, (i, o), minval=-bound, maxval=bound),
-                "b": jax.random.uniform(k2, (o,), minval=-bound, maxval=bound)}
+        p = {"w": jax.random.uniform(k1, (o, i), minval=-bound, maxval=bound)}
+        if bias:
+            p["b"] = jax.random.uniform(k2, (o,), minval=-bound, maxval=bound)
+        return p
 
     def lin(p, x):
-        return x @ p["w"] + p["b"]
+        y = x @ p["w"].T
+        return y + p["b"] if "b" in p else y
 
     def xent(logits, y):
         return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[..., None], axis=-1))
@@ -421,7 +427,7 @@ def run_jax(name: str, steps: int, warmup: int, windows: int = 1) -> dict:
         params = {"tok": jax.random.normal(next(ks), (c["vocab"], d)),
                   "pos": jax.random.normal(next(ks), (c["seq"], d)),
                   "blocks": [block_p() for _ in range(c["layers"])],
-                  "ln": ln_p(), "head": jax.random.normal(next(ks), (d, c["vocab"])) * 0.02}
+                  "ln": ln_p(), "head": dense(next(ks), d, c["vocab"], bias=False)}
         x = jax.random.randint(next(ks), (c["batch"], c["seq"]), 0, c["vocab"])
         y = jax.random.randint(next(ks), (c["batch"], c["seq"]), 0, c["vocab"])
         mask = jnp.tril(jnp.ones((c["seq"], c["seq"]), bool))
@@ -436,52 +442,76 @@ def run_jax(name: str, steps: int, warmup: int, windows: int = 1) -> dict:
                 a = (jax.nn.softmax(att, -1) @ v).transpose(0, 2, 1, 3).reshape(B, T, d)
                 h = h + lin(blk["proj"], a)
                 h = h + lin(blk["fc2"], jax.nn.gelu(lin(blk["fc1"], ln(blk["ln2"], h)), approximate=False))
-            return xent(ln(p["ln"], h) @ p["head"], y)
+            return xent(lin(p["head"], ln(p["ln"], h)), y)
     elif name == "resnet18":
         params, bufs, loss_fn = _jax_resnet18(key)
         kx, ky = jax.random.split(jax.random.fold_in(key, 1))
         x = jax.random.normal(kx, (16, 32, 32, 3))  # NHWC, as JAX models are written
         y = jax.random.randint(ky, (16,), 0, 10)
+        return params, bufs, loss_fn, x, y
     else:
         raise NotImplementedError(f"no JAX version of {name}")
-    if name != "resnet18":
-        bufs, plain = {}, loss_fn
+    plain = loss_fn
 
-        def loss_fn(p, b, x, y):
-            return plain(p, x, y), b
+    def with_buffers(p, b, x, y):
+        return plain(p, x, y), b
 
-    sgd = name in ("mlp", "resnet18")
-    state = jax.tree_util.tree_map(jnp.zeros_like, params)
-    state2 = jax.tree_util.tree_map(jnp.zeros_like, params)
+    return params, {}, with_buffers, x, y
 
-    @jax.jit
-    def step(p, b, m, v, t, x, y):
-        (loss, b), g = jax.value_and_grad(loss_fn, has_aux=True)(p, b, x, y)
-        if sgd:  # momentum 0.9, lr 0.01
-            m = jax.tree_util.tree_map(lambda m, g: 0.9 * m + g, m, g)
-            p = jax.tree_util.tree_map(lambda p, m: p - 0.01 * m, p, m)
-        else:  # AdamW lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight decay 0.01
-            m = jax.tree_util.tree_map(lambda m, g: 0.9 * m + 0.1 * g, m, g)
-            v = jax.tree_util.tree_map(lambda v, g: 0.999 * v + 0.001 * g * g, v, g)
+
+def jax_step(name: str, params, loss_fn):
+    """(step, initial optimizer state) of a bench model's optimizer in JAX:
+    ``step(params, buffers, state, x, y) -> (params, buffers, state, loss)``,
+    jitted with the parameters, buffers and state donated, so XLA updates
+    them in place as torch's optimizers do. The state is what the optimizer
+    uses and no more: SGD's momentum buffers; AdamW's two moments and its
+    step count, a device scalar the step advances (as a capturable torch
+    optimizer keeps it)."""
+    import jax
+    import jax.numpy as jnp
+
+    tmap = jax.tree_util.tree_map
+    if name in ("mlp", "resnet18"):  # SGD, momentum 0.9, lr 0.01
+        state = tmap(jnp.zeros_like, params)
+
+        def update(p, g, m):
+            m = tmap(lambda m, g: 0.9 * m + g, m, g)
+            return tmap(lambda p, m: p - 0.01 * m, p, m), m
+    else:  # AdamW lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight decay 0.01
+        state = (tmap(jnp.zeros_like, params), tmap(jnp.zeros_like, params), jnp.zeros((), jnp.float32))
+
+        def update(p, g, s):
+            m, v, t = s
+            t = t + 1
+            m = tmap(lambda m, g: 0.9 * m + 0.1 * g, m, g)
+            v = tmap(lambda v, g: 0.999 * v + 0.001 * g * g, v, g)
             bc1, bc2 = 1 - 0.9 ** t, 1 - 0.999 ** t
-            p = jax.tree_util.tree_map(
-                lambda p, m, v: p * (1 - 1e-5) - 1e-3 * (m / bc1) / (jnp.sqrt(v / bc2) + 1e-8), p, m, v)
-        return p, b, m, v, loss
+            p = tmap(lambda p, m, v: p * (1 - 1e-5) - 1e-3 * (m / bc1) / (jnp.sqrt(v / bc2) + 1e-8), p, m, v)
+            return p, (m, v, t)
 
+    def step(p, b, s, x, y):
+        (loss, b), g = jax.value_and_grad(loss_fn, has_aux=True)(p, b, x, y)
+        p, s = update(p, g, s)
+        return p, b, s, loss
+
+    return jax.jit(step, donate_argnums=(0, 1, 2)), state
+
+
+def run_jax(name: str, steps: int, warmup: int, windows: int = 1) -> dict:
+    params, bufs, loss_fn, x, y = jax_model(name)
+    step, state = jax_step(name, params, loss_fn)
     t0 = time.perf_counter()
-    params, bufs, state, state2, loss = step(params, bufs, state, state2, 1.0, x, y)
+    params, bufs, state, loss = step(params, bufs, state, x, y)
     loss.block_until_ready()
     first = time.perf_counter() - t0
-    for i in range(warmup):
-        params, bufs, state, state2, loss = step(params, bufs, state, state2, float(i + 2), x, y)
+    for _ in range(warmup):
+        params, bufs, state, loss = step(params, bufs, state, x, y)
     loss.block_until_ready()
-    t = 2 + warmup  # the next step's AdamW step count
 
     def window():
-        nonlocal params, bufs, state, state2, t
+        nonlocal params, bufs, state
         for _ in range(steps):
-            params, bufs, state, state2, loss = step(params, bufs, state, state2, float(t), x, y)
-            t += 1
+            params, bufs, state, loss = step(params, bufs, state, x, y)
         return float(loss)  # waits for it
 
     return dict(first_step_s=first, **_windows(window, steps, windows))
