@@ -207,3 +207,17 @@ def test_bench_jax_step_is_a_minimal_jitted_step():
 
     ratios = [rate(bench_once) / rate(mini_once) for _ in range(9)]
     assert 0.9 <= statistics.median(ratios) <= 1.1, ratios
+
+
+def test_bench_generate_writes_its_outputs(tmp_path):
+    # python -m torch_tpu.bench --generate, at test size: every mode decodes
+    # CPU's tokens, and its figures are there.
+    out = bench("--generate", "--small", "--batches", "2", "--modes", "cpu-eager,tpu-compile",
+                "--prompt", "12", "--new", "6", "--out", str(tmp_path))
+    assert "decode tok/s" in out, out
+    res = json.load(open(tmp_path / "generate.json"))["2"]
+    for mode in ("cpu-eager", "tpu-compile"):
+        r = res[mode]
+        assert r["tokens_equal_cpu"], (mode, r)
+        assert r["decode_tokens_per_s"] > 0 and r["ttft_s"] > 0, r
+    assert res["tpu-compile"]["cold_compiles"] > 0

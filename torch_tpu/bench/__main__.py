@@ -1,10 +1,16 @@
-"""python -m torch_tpu.bench [train|ops] [options], or --loop real for the
-real-loop bench (torch_tpu.bench.real_loop); see --help of each."""
+"""python -m torch_tpu.bench [train|ops] [options], --loop real for the
+real-loop bench (torch_tpu.bench.real_loop), or --generate for Hugging Face
+generate() (torch_tpu.bench.generate); see --help of each."""
 import sys
 
 
 def main():
     args = sys.argv[1:]
+    if "--generate" in args:
+        from torch_tpu.bench import generate
+        args.remove("--generate")
+        generate.main(args)
+        return
     if "--loop" in args:
         i = args.index("--loop")
         loop = args[i + 1] if i + 1 < len(args) else ""
