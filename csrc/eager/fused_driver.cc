@@ -307,6 +307,14 @@ class FusedDriver final : public Driver {
 
   void sync_point(SyncReason why, std::string_view op) override {
     std::lock_guard<std::recursive_mutex> lock(mu_);
+    // A host read of a value that is already there flushes nothing, yet the
+    // program being captured would bake what was read (the branch a
+    // torch.cond predicate chose, an .item()): the capture must fail.
+    if (why == SyncReason::kHostRead) {
+      if (compiled_capture_) capture_read_host_ = true;
+      if (graph_capturing_ && capture_break_.empty())
+        capture_break_ = std::string(to_string(why)) + (op.empty() ? "" : " (" + std::string(op) + ")");
+    }
     flush_locked(why, op);
     // Values strict eager queued before this mode began, and graphs queued
     // while their programs compile. A step boundary reads nothing on the
@@ -346,13 +354,18 @@ class FusedDriver final : public Driver {
     flush_locked(SyncReason::kMarkStep, "before a capture");
     drain_compile_ahead();
     capture_start_ = flush_count_;
+    compiled_capture_ = true;
+    capture_read_host_ = false;
   }
 
   std::shared_ptr<CapturedGraph> end_capture(const std::vector<at::Tensor>& in, const std::vector<at::Tensor>& out,
                                              std::string& why_not) {
     std::lock_guard<std::recursive_mutex> lock(mu_);
+    compiled_capture_ = false;
     if (flush_count_ != capture_start_) {
       why_not = "the graph flushed before its end (a host read or a data-dependent shape)";
+    } else if (capture_read_host_) {
+      why_not = "the graph read a device value on the host (a torch.cond predicate, .item())";
     } else if (!p_) {
       why_not = "the graph recorded no op";
     }
@@ -1115,6 +1128,8 @@ class FusedDriver final : public Driver {
   bool flushing_ = false;
   int64_t flush_count_ = 0;
   int64_t capture_start_ = -1;
+  bool compiled_capture_ = false;   // between begin_capture() and end_capture()
+  bool capture_read_host_ = false;  // a host read happened in that window
   bool bake_numbers_ = false;                                  // set_bake_numbers; cleared by any flush
   static constexpr uint64_t kBakedNumber = 0x5ca1a4f01dedULL;  // key tag before a baked-in number
   const std::vector<at::Tensor>* cap_in_ = nullptr;
