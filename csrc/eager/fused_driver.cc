@@ -1128,8 +1128,8 @@ class FusedDriver final : public Driver {
   bool flushing_ = false;
   int64_t flush_count_ = 0;
   int64_t capture_start_ = -1;
-  bool compiled_capture_ = false;   // between begin_capture() and end_capture()
-  bool capture_read_host_ = false;  // a host read happened in that window
+  bool compiled_capture_ = false;                              // between begin_capture() and end_capture()
+  bool capture_read_host_ = false;                             // a host read happened in that window
   bool bake_numbers_ = false;                                  // set_bake_numbers; cleared by any flush
   static constexpr uint64_t kBakedNumber = 0x5ca1a4f01dedULL;  // key tag before a baked-in number
   const std::vector<at::Tensor>* cap_in_ = nullptr;
