@@ -10,7 +10,7 @@ Configurations:
   strict               strict eager as shipped (the optimizer step is one program; misses
                        compile ahead on one thread per core while ops go on recording)
   strict-serial        strict eager with TORCH_TPU_COMPILE_THREADS=0 (each miss compiles on
-                       the recording thread, one after another: the behaviour before 2026-12-02)
+                       the recording thread, one after another: no compile-ahead)
   strict-tiered        strict eager with TORCH_TPU_TIERED_COMPILE=1 (quick programs first,
                        the full ones compiled in the background; steady state measured
                        after they have replaced the quick ones)

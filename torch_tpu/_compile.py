@@ -443,7 +443,7 @@ def _patch_dynamo_optimizer(mod) -> None:
 # not, shape, dtype, for new state), so the stand-ins give the same groups
 # and state. Any other pending write to a parameter (``p.data = ...``)
 # keeps dynamo's graph break. Measured: the demo MLP's compiled AdamW step
-# goes from two programs to one (docs/benchmarks.md, fourteenth session).
+# goes from two programs to one (docs/benchmarks.md).
 _stand_ins: dict = {}  # id(stand-in tensor) -> the traced gradient's variable
 
 
@@ -702,8 +702,8 @@ _ours = False  # inside a call of a function compiled with trace_backward
 # (_check_hook_target): dynamo 2.14 fails to recompile a traced function into
 # one that breaks at backward (a .grad size mismatch, also with aot_eager on
 # CPU), and that failed compile broke later unrelated compiles in the process
-# ("'m' not in cell_and_freevars"). On by default since the sixth session
-# (docs/execution_modes.md); options={"trace_backward": False} or
+# ("'m' not in cell_and_freevars"). On by default (docs/execution_modes.md);
+# options={"trace_backward": False} or
 # TORCH_TPU_COMPILE_TRACE_BACKWARD=0 leaves backward to the engine. A backend
 # scopes dynamo's config with a `backend_ctx_ctor` (entered around every call
 # of the compiled function, tracing included), but torch.compile's wrapper
