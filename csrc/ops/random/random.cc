@@ -8,7 +8,8 @@
 // multinomial: inverse-CDF sampling with replacement, Gumbel top-k without.
 // Its CPU data checks (negative, non-finite or all-zero rows) would need a
 // sync per call and are not done. poisson: Knuth below rate 10, PTRS
-// rejection above (see there).
+// rejection above (see there). The gamma-family samplers (gamma, Dirichlet,
+// binomial) are in gamma.cc; rng.h declares the helpers both files use.
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/result_type.h>
@@ -20,13 +21,11 @@
 
 #include "aten/generator.h"
 #include "ops/common.h"
+#include "ops/random/rng.h"
 
 namespace torch_tpu::ops {
-namespace {
 
-using ir::Dims;
-
-constexpr double kPi = 3.14159265358979323846;
+namespace rng {
 
 // Reserves counters for `words` 32-bit random words and adds (seed, offset)
 // as the call's first two runtime scalars. XLA's PHILOX uses state[1] as
@@ -44,7 +43,6 @@ void add_rng_state(record::OpCall& call, const std::optional<at::Generator>& gen
   call.rng_state(g, seed, offset, (words + 3) / 4 * 4);
 }
 
-// Random bits of `bits_type` (u32 or u64) shaped `dims`.
 Value random_bits(Builder& b, Value seed, Value offset, const Dims& dims, ElemType bits_type) {
   Value s = b.reshape(b.bitcast_convert(seed, ElemType::kU64), {1});
   Value o = b.reshape(b.bitcast_convert(offset, ElemType::kU64), {1});
@@ -52,8 +50,7 @@ Value random_bits(Builder& b, Value seed, Value offset, const Dims& dims, ElemTy
   return b.rng_bit_generator(state, dims, bits_type)[1];
 }
 
-// Uniform floats in [0, 1) of element type `ft` (f32 or f64): the top
-// mantissa-many bits scaled by 2^-mantissa, so every value is exact.
+// The top mantissa-many bits scaled by 2^-mantissa, so every value is exact.
 Value uniform01(Builder& b, Value seed, Value offset, const Dims& dims, ElemType ft) {
   if (ft == ElemType::kF64) {
     Value bits = random_bits(b, seed, offset, dims, ElemType::kU64);
@@ -65,14 +62,6 @@ Value uniform01(Builder& b, Value seed, Value offset, const Dims& dims, ElemType
   return b.mul(b.convert(top, ft), b.constant(std::ldexp(1.0, -23), ft, dims));
 }
 
-// Float outputs are computed in f64 for double tensors, else in f32 (and
-// converted to bf16/f16 on store).
-c10::ScalarType compute_type(c10::ScalarType t) { return t == c10::kDouble ? c10::kDouble : c10::kFloat; }
-uint64_t words_per(c10::ScalarType compute) { return compute == c10::kDouble ? 2 : 1; }
-
-Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
-
-// Standard normals by Box-Muller; two uniforms per output.
 Value std_normal(Builder& b, Value seed, Value offset, const Dims& dims, ElemType ft) {
   Dims d2 = dims;
   d2.insert(d2.begin(), 2);
@@ -88,6 +77,21 @@ Value std_normal(Builder& b, Value seed, Value offset, const Dims& dims, ElemTyp
   Value theta = b.mul(b.constant(2 * kPi, ft, dims), u2);
   return b.mul(r, b.cos(theta));
 }
+
+}  // namespace rng
+
+namespace {
+
+using ir::Dims;
+using rng::add_rng_state;
+using rng::compute_type;
+using rng::kPi;
+using rng::random_bits;
+using rng::std_normal;
+using rng::uniform01;
+using rng::words_per;
+
+Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
 
 // --- uniform_ ------------------------------------------------------------------
 
