@@ -289,7 +289,11 @@ def run_torch(name: str, mode: str, steps: int, warmup: int, windows: int = 1, s
 # --- JAX models (the same shapes and optimizers) ---------------------------
 
 def plugin_path() -> str:
-    """The XLA:CPU PJRT plugin torch_tpu loads."""
+    """The XLA:CPU PJRT plugin torch_tpu loads (TORCH_TPU_PJRT_PLUGIN, else
+    the embedded one)."""
+    chosen = os.environ.get("TORCH_TPU_PJRT_PLUGIN")
+    if chosen:
+        return chosen
     import xla_plugins.xla_cpu_pjrt as plugin
 
     return os.path.join(os.path.dirname(plugin.__file__), "xla_cpu_pjrt.so")
