@@ -587,6 +587,15 @@ std::vector<Value> Builder::custom_call(const std::string& target, const std::ve
                        {"api_version", "1 : i32"}});
 }
 
+std::vector<Value> Builder::call(const std::string& symbol, const std::vector<Value>& args,
+                                 const std::vector<TensorType>& results) {
+  bool known = false;
+  for (const auto& f : g_.functions()) known = known || f.first == symbol;
+  if (!known) fail("call: no function @" + symbol + " in this graph");
+  if (results.empty()) fail("call: needs a result");
+  return g_.add_multi("func.call", args, results, {{"callee", "@" + symbol}});
+}
+
 Value Builder::complex(Value re, Value im) {
   if (!(type(re) == type(im))) fail("complex: part types differ");
   if (elem(re) != ElemType::kF32 && elem(re) != ElemType::kF64) fail("complex: parts must be f32 or f64");

@@ -118,6 +118,11 @@ class Builder {
   std::vector<Value> custom_call(const std::string& target, const std::vector<Value>& operands,
                                  const std::vector<TensorType>& results, const std::string& backend_config = "");
 
+  // func.call of a function added with graph().add_function(symbol, ...),
+  // whose signature the caller states: `results` must be what it returns.
+  std::vector<Value> call(const std::string& symbol, const std::vector<Value>& args,
+                          const std::vector<TensorType>& results);
+
   // Complex numbers and FFT.
   // stablehlo.complex: a complex value from same-typed f32/f64 parts.
   Value complex(Value re, Value im);

@@ -66,6 +66,18 @@ void emit_body(const Graph& g, std::string& out, int indent, const std::string& 
   }
 }
 
+// The func.func definitions of `g` and of every region nested in it, once
+// per symbol: a call inside a loop body still names a module-level function.
+void collect_functions(const Graph& g, std::vector<const std::pair<std::string, std::string>*>& out) {
+  for (const auto& f : g.functions()) {
+    bool seen = false;
+    for (const auto* o : out) seen = seen || o->first == f.first;
+    if (!seen) out.push_back(&f);
+  }
+  for (const Node& n : g.nodes())
+    for (const auto& r : n.regions) collect_functions(*r, out);
+}
+
 }  // namespace
 
 void Graph::emit_region(std::string& out, int indent) const {
@@ -120,7 +132,11 @@ std::string Graph::to_mlir() const {
     if (i) out += ", ";
     out += type(outputs_[i]).mlir();
   }
-  out += "\n  }\n}\n";
+  out += "\n  }\n";
+  std::vector<const std::pair<std::string, std::string>*> functions;
+  collect_functions(*this, functions);
+  for (const auto* f : functions) out += f->second + "\n";
+  out += "}\n";
   return out;
 }
 

@@ -62,6 +62,15 @@ void Graph::alias(int param_index, int output_index) {
   mix(0xa11a5ull ^ (static_cast<uint64_t>(param_index) << 20) ^ output_index);
 }
 
+void Graph::add_function(const std::string& symbol, const std::string& text) {
+  for (const auto& f : functions_)
+    if (f.first == symbol) return;
+  functions_.emplace_back(symbol, text);
+  mix(0xf00cull);
+  mix(symbol);
+  mix(text);
+}
+
 uint64_t Graph::fingerprint() const { return hash_; }
 
 }  // namespace torch_tpu::ir

@@ -44,6 +44,11 @@ class Graph {
   void set_outputs(std::vector<Value> outs);
   // Marks parameter `param_index` as donated to output `output_index`.
   void alias(int param_index, int output_index);
+  // Adds private func.func definitions (MLIR text, e.g. a JAX kernel's
+  // functions renamed under one prefix) that "func.call" nodes name by
+  // `symbol`; emitted into the module after @main, once per symbol.
+  void add_function(const std::string& symbol, const std::string& text);
+  const std::vector<std::pair<std::string, std::string>>& functions() const { return functions_; }
 
   const TensorType& type(Value v) const { return nodes_[v.node].results[v.index]; }
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -63,6 +68,7 @@ class Graph {
   std::vector<int32_t> params_;
   std::vector<Value> outputs_;
   std::vector<std::pair<int, int>> aliases_;
+  std::vector<std::pair<std::string, std::string>> functions_;
   uint64_t hash_ = 0xcbf29ce484222325ull;
   void mix(uint64_t v);
   void mix(const std::string& s);

@@ -30,6 +30,29 @@ std::vector<float> run_f32(const Graph& g, const std::vector<std::vector<float>>
   return out;
 }
 
+TEST(Ir, CallsAnAddedFunctionDefinedOnce) {
+  // A kernel written elsewhere (JAX) arrives as func.func text: calls name
+  // it, and the module defines it once however often it was added.
+  const std::string fn =
+      "  func.func private @k_main(%a: tensor<3xf32>) -> tensor<3xf32> {\n"
+      "    %0 = stablehlo.multiply %a, %a : tensor<3xf32>\n"
+      "    return %0 : tensor<3xf32>\n"
+      "  }";
+  Graph g;
+  Builder b(g);
+  Value x = g.param({ElemType::kF32, {3}});
+  EXPECT_THROW(b.call("k_main", {x}, {{ElemType::kF32, {3}}}), std::invalid_argument);
+  uint64_t before = g.fingerprint();
+  g.add_function("k_main", fn);
+  g.add_function("k_main", fn);  // once
+  EXPECT_NE(g.fingerprint(), before);
+  Value sq = b.call("k_main", {x}, {{ElemType::kF32, {3}}})[0];
+  g.set_outputs({b.add(sq, x)});
+  std::string text = g.to_mlir();
+  EXPECT_EQ(text.find("@k_main("), text.rfind("@k_main("));
+  EXPECT_EQ(run_f32(g, {{1, 2, 3}}, {{3}}, 3), (std::vector<float>{2, 6, 12}));
+}
+
 TEST(Ir, MatmulReduceBroadcast) {
   Graph g;
   Builder b(g);
