@@ -48,6 +48,7 @@ CXX_SOURCES = $(shell git ls-files 'csrc/*.cc' 'csrc/*.h')
 lint: setup
 	.venv/bin/clang-format --dry-run -Werror $(CXX_SOURCES)
 	.venv/bin/ruff check .
+	.venv/bin/python -m tools.bench_tables --check
 
 format: setup
 	.venv/bin/clang-format -i $(CXX_SOURCES)

@@ -6,11 +6,15 @@ PyTorch CPU eager, in one run. Prints medians and ratios.
 
 Each figure is the median over `repeats` of (time for `iters` calls) / iters,
 measured after warm-up. tpu calls are asynchronous; the timed loop ends with
-torch.tpu.synchronize(), so the figure includes finishing the work.
+torch.tpu.synchronize(), so the figure includes finishing the work. Where JAX
+is installed, the same ops in JAX's eager dispatch run beside them, in a
+child process on torch_tpu's own plugin (the timed loop ends with
+block_until_ready on the last result).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import statistics
 import time
@@ -49,11 +53,60 @@ def cases(device):
     }
 
 
+def jax_cases():
+    import jax.numpy as jnp
+
+    a1, a3 = jnp.ones((1,)), jnp.ones((1000,))
+    m1 = jnp.ones((64, 64))
+    return {
+        "add (1 float)": lambda: a1 + a1,
+        "add (1,000 floats)": lambda: a3 + a3,
+        "add scalar (1,000)": lambda: a3 + 0.5,
+        "matmul 64x64": lambda: m1 @ m1,
+        "sum (1,000)": lambda: a3.sum(),
+    }
+
+
+def jax_child(iters: int, repeats: int) -> None:
+    from torch_tpu.bench.train import use_plugin_for_jax
+
+    use_plugin_for_jax()
+    out = {}
+    for name, fn in jax_cases().items():
+        last = []
+
+        def call(fn=fn, last=last):
+            last[:] = [fn()]
+
+        out[name] = per_call_us(call, iters, repeats, lambda last=last: last[0].block_until_ready())
+    print("RESULT " + json.dumps(out))
+
+
+def jax_column(iters: int, repeats: int) -> dict:
+    """JAX eager per-op figures on torch_tpu's plugin (a child process), or {}."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("jax") is None:
+        return {}
+    r = subprocess.run([sys.executable, "-m", "torch_tpu.bench.ops", "--jax-child", "--iters", str(iters),
+                        "--repeats", str(repeats)], capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    return {}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--iters", type=int, default=2000)
     p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--jax-child", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
+    if a.jax_child:
+        jax_child(a.iters, a.repeats)
+        return
     print(f"machine: {platform.machine()}, {torch.get_num_threads()} torch threads; "
           f"tpu = {torch.tpu.get_device_name()}")
     tpu_cases, cpu_cases = cases("tpu"), cases("cpu")
@@ -62,9 +115,12 @@ def main(argv=None):
         t = per_call_us(tpu_cases[name], a.iters, a.repeats, torch.tpu.synchronize)
         c = per_call_us(cpu_cases[name], a.iters, a.repeats, lambda: None)
         rows.append((name, t, c))
-    print(f"\n{'op':<22}{'tpu µs':>10}{'cpu µs':>10}{'tpu/cpu':>10}")
+    jax = jax_column(a.iters, a.repeats)
+    print(f"\n{'op':<22}{'tpu µs':>10}{'cpu µs':>10}{'tpu/cpu':>10}{'JAX µs':>10}{'tpu/JAX':>10}")
     for name, t, c in rows:
-        print(f"{name:<22}{t:>10.1f}{c:>10.1f}{t / c:>9.1f}x")
+        j = jax.get(name)
+        jcols = f"{j:>10.1f}{t / j:>9.2f}x" if j else f"{'-':>10}{'-':>10}"
+        print(f"{name:<22}{t:>10.1f}{c:>10.1f}{t / c:>9.1f}x{jcols}")
     print("\ntarget: <= 20 µs median per small op on tpu (XLA:CPU) after warm-up")
 
 
