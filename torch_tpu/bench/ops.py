@@ -40,10 +40,8 @@ def per_call_us(fn, iters: int, repeats: int, sync) -> float:
     return statistics.median(times)
 
 
-def cases(device):
-    a1, b1 = torch.randn(1, device=device), torch.randn(1, device=device)
-    a3, b3 = torch.randn(1000, device=device), torch.randn(1000, device=device)
-    m1, m2 = torch.randn(64, 64, device=device), torch.randn(64, 64, device=device)
+def _cases(a1, b1, a3, b3, m1, m2):
+    """The timed ops, on arrays of either library."""
     return {
         "add (1 float)": lambda: a1 + b1,
         "add (1,000 floats)": lambda: a3 + b3,
@@ -53,18 +51,17 @@ def cases(device):
     }
 
 
-def jax_cases():
-    import jax.numpy as jnp
+def cases(device):
+    return _cases(*(torch.randn(*shape, device=device) for shape in ((1,), (1,), (1000,), (1000,), (64, 64),
+                                                                     (64, 64))))
 
-    a1, a3 = jnp.ones((1,)), jnp.ones((1000,))
-    m1 = jnp.ones((64, 64))
-    return {
-        "add (1 float)": lambda: a1 + a1,
-        "add (1,000 floats)": lambda: a3 + a3,
-        "add scalar (1,000)": lambda: a3 + 0.5,
-        "matmul 64x64": lambda: m1 @ m1,
-        "sum (1,000)": lambda: a3.sum(),
-    }
+
+def jax_cases():
+    import jax
+
+    keys = jax.random.split(jax.random.PRNGKey(0), 6)
+    return _cases(*(jax.random.normal(k, shape) for k, shape in zip(keys, ((1,), (1,), (1000,), (1000,), (64, 64),
+                                                                              (64, 64)))))
 
 
 def jax_child(iters: int, repeats: int) -> None:
