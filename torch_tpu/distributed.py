@@ -311,8 +311,14 @@ class ProcessGroupTpu(_C10dBackend):
         super().__init__(rank, size)
         self._rank, self._size = rank, size
         self._timeout = timeout
-        self._gloo = dist.ProcessGroupGloo(dist.PrefixStore("tpu_gloo/", store), rank, size, timeout)
-        self._check_store = dist.PrefixStore("tpu_check/", store)
+        # torchrun's agent keeps one store across the restarts of a job, so
+        # keys of a dead attempt (its ranks' Gloo addresses, its check
+        # region's name and counters) are still there when the restarted
+        # ranks read them: they would connect to dead addresses or mix the
+        # attempts' counts and hang. Each attempt keeps its keys apart.
+        scope = f"attempt{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/"
+        self._gloo = dist.ProcessGroupGloo(dist.PrefixStore("tpu_gloo/" + scope, store), rank, size, timeout)
+        self._check_store = dist.PrefixStore("tpu_check/" + scope, store)
         self._shm = None  # the shared-memory check; False where a rank cannot share it
 
     def _shared_check(self):

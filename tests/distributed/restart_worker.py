@@ -1,0 +1,55 @@
+"""A DDP job on the "tpu" backend that checkpoints with DCP every 4 steps and
+resumes from its last checkpoint; with FAULT=1, rank 1 dies at step 10 of
+the first attempt (tests/distributed/test_restart.py runs it under torchrun
+--max-restarts=1). Rank 0 saves the final weights to OUT."""
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+import torch_tpu  # noqa: F401
+
+STEPS, EVERY = 16, 4
+
+
+def main(ckpt: str, out: str) -> None:
+    dist.init_process_group("tpu")
+    rank, attempt = dist.get_rank(), int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).to("tpu")
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.AdamW(ddp.parameters(), lr=1e-2)
+    start = 0
+    if os.path.exists(os.path.join(ckpt, "complete")):  # written after a checkpoint is whole
+        msd, osd = get_state_dict(ddp, opt)
+        state = {"model": msd, "optim": osd, "step": torch.tensor(0)}
+        dcp.load(state, checkpoint_id=ckpt)
+        set_state_dict(ddp, opt, model_state_dict=state["model"], optim_state_dict=state["optim"])
+        start = int(state["step"])
+    g = torch.Generator().manual_seed(1)
+    data = [(torch.randn(4, 8, generator=g), torch.randn(4, 4, generator=g)) for _ in range(STEPS)]
+    for step in range(start, STEPS):
+        x, y = (t[rank * 2:(rank + 1) * 2].to("tpu") for t in data[step])
+        loss = torch.nn.functional.mse_loss(ddp(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step % EVERY == EVERY - 1:
+            msd, osd = get_state_dict(ddp, opt)
+            dcp.save({"model": msd, "optim": osd, "step": torch.tensor(step + 1)}, checkpoint_id=ckpt)
+            dist.barrier()
+            if rank == 0:
+                open(os.path.join(ckpt, "complete"), "w").close()
+        if os.environ.get("FAULT") == "1" and attempt == 0 and rank == 1 and step == 9:
+            os._exit(1)
+    if rank == 0:
+        torch.save({"weights": {k: v.cpu() for k, v in model.state_dict().items()}, "attempt": attempt,
+                    "resumed_at": start}, out)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
