@@ -1,7 +1,8 @@
-"""A DDP job on the "tpu" backend that checkpoints with DCP every 4 steps and
-resumes from its last checkpoint; with FAULT=1, rank 1 dies at step 10 of
-the first attempt (tests/distributed/test_restart.py runs it under torchrun
---max-restarts=1). Rank 0 saves the final weights to OUT."""
+"""A data-parallel job on the "tpu" backend (DDP, or FSDP2 with WRAP=fsdp)
+that checkpoints with DCP every 4 steps and resumes from its last
+checkpoint; with FAULT=1, rank 1 dies at step 10 of the first attempt
+(tests/distributed/test_restart.py runs it under torchrun --max-restarts=1).
+Rank 0 saves the final weights to OUT."""
 import os
 import sys
 
@@ -20,7 +21,13 @@ def main(ckpt: str, out: str) -> None:
     rank, attempt = dist.get_rank(), int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).to("tpu")
-    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    if os.environ.get("WRAP") == "fsdp":
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+
+        ddp = fully_shard(model, mesh=init_device_mesh("tpu", (dist.get_world_size(),)))
+    else:
+        ddp = torch.nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.AdamW(ddp.parameters(), lr=1e-2)
     start = 0
     if os.path.exists(os.path.join(ckpt, "complete")):  # written after a checkpoint is whole
@@ -45,9 +52,11 @@ def main(ckpt: str, out: str) -> None:
                 open(os.path.join(ckpt, "complete"), "w").close()
         if os.environ.get("FAULT") == "1" and attempt == 0 and rank == 1 and step == 9:
             os._exit(1)
+    # Full weights (FSDP2's are sharded DTensors), gathered on every rank.
+    weights = {k: (v.full_tensor() if hasattr(v, "full_tensor") else v).detach().cpu()
+               for k, v in model.state_dict().items()}
     if rank == 0:
-        torch.save({"weights": {k: v.cpu() for k, v in model.state_dict().items()}, "attempt": attempt,
-                    "resumed_at": start}, out)
+        torch.save({"weights": weights, "attempt": attempt, "resumed_at": start}, out)
     dist.destroy_process_group()
 
 

@@ -1,4 +1,4 @@
-"""Elastic restarts on the "tpu" backend: under torchrun --max-restarts=1 a
+"""Elastic restarts on the "tpu" backend (DDP and FSDP2): under torchrun --max-restarts=1 a
 rank dies mid-run, torchrun restarts both ranks, they create a fresh "tpu"
 process group (torchrun's store still holds the dead attempt's keys), resume
 from the last DCP checkpoint and end with the weights of an uninterrupted
@@ -22,28 +22,33 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _run(tmp, name, rdzv, fault):
+def _run(tmp, name, rdzv, fault, wrap="ddp"):
     out, ckpt = os.path.join(tmp, f"{name}.pt"), os.path.join(tmp, f"{name}_ckpt")
     launch = (["--standalone"] if rdzv == "standalone" else
               ["--nnodes=1", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{_free_port()}"])
     cmd = [sys.executable, "-m", "torch.distributed.run", *launch, "--nproc-per-node=2", "--max-restarts=1",
            WORKER, ckpt, out]
-    env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1", FAULT="1" if fault else "0")
+    env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1", FAULT="1" if fault else "0", WRAP=wrap)
     p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, f"torchrun failed ({p.returncode}):\n{p.stdout[-2000:]}\n{p.stderr[-5000:]}"
     return torch.load(out, weights_only=False)
 
 
-@pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory):
-    return _run(tmp_path_factory.mktemp("clean"), "clean", "standalone", fault=False)
+_clean = {}
 
 
-@pytest.mark.parametrize("rdzv", ["standalone", "c10d"])
+def _uninterrupted(tmp_path_factory, wrap):
+    if wrap not in _clean:
+        _clean[wrap] = _run(tmp_path_factory.mktemp("clean"), "clean", "standalone", fault=False, wrap=wrap)
+    return _clean[wrap]
+
+
+@pytest.mark.parametrize("rdzv,wrap", [("standalone", "ddp"), ("c10d", "ddp"), ("c10d", "fsdp")])
 def test_a_restarted_job_resumes_from_its_checkpoint_and_ends_where_an_uninterrupted_one_does(
-        tmp_path, rdzv, uninterrupted):
-    got = _run(tmp_path, "fault", rdzv, fault=True)
+        tmp_path, tmp_path_factory, rdzv, wrap):
+    got = _run(tmp_path, "fault", rdzv, fault=True, wrap=wrap)
+    clean = _uninterrupted(tmp_path_factory, wrap)
     assert got["attempt"] == 1 and got["resumed_at"] == 8, got  # the checkpoint after step 8
-    assert uninterrupted["attempt"] == 0 and uninterrupted["resumed_at"] == 0
-    for name, w in uninterrupted["weights"].items():
+    assert clean["attempt"] == 0 and clean["resumed_at"] == 0
+    for name, w in clean["weights"].items():
         torch.testing.assert_close(got["weights"][name], w, rtol=0, atol=0, msg=name)
