@@ -164,6 +164,19 @@ def test_a_rank_that_dies_after_a_collective_is_seen_at_once(tmp_path):
     assert got["seconds"] < 10, got["seconds"]
 
 
+@pytest.mark.parametrize("scenario", ["rank_stuck", "rank_stuck_first"])
+def test_a_stuck_rank_makes_the_others_raise_within_the_timeout(tmp_path, scenario):
+    # init_process_group(timeout=20 s): rank 1 is alive but never reaches the
+    # all_reduce, after one collective (the shared-memory check is set up)
+    # or before any (the check is still being set up through the store).
+    launch(scenario, tmp_path, check_files=False)
+    got = torch.load(os.path.join(tmp_path, f"{scenario}_rank0.pt"), weights_only=False)
+    assert got["error"] is not None, "the collective with a stuck peer returned normally"
+    kind, msg = got["error"]
+    assert kind in ("RuntimeError", "DistBackendError") and "timed out" in msg.lower(), got["error"]
+    assert 15 < got["seconds"] < 40, got["seconds"]
+
+
 def test_completed_works_are_released_even_behind_an_incomplete_older_one(monkeypatch):
     # A Gloo work marks itself completed only after its thread has released
     # its future's callbacks, so an old work can stay incomplete while many

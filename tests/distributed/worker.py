@@ -398,6 +398,33 @@ def rank_dies_after_a_collective(out):
     rank_dies(out, after_a_collective=True)
 
 
+def rank_stuck(out, after_a_collective=True):
+    """Rank 1 stays alive but never calls the next collective (stuck in its
+    own work); rank 0's collective must raise within the group's 20 s
+    timeout. Rank 1 waits until rank 0 has reported, then exits."""
+    import time
+    if after_a_collective:
+        dist.all_reduce(torch.ones(2, device=TPU))
+    path = os.path.join(out, f"{'rank_stuck' if after_a_collective else 'rank_stuck_first'}_rank0.pt")
+    if dist.get_rank() == 1:
+        while not os.path.exists(path):
+            time.sleep(0.2)
+        os._exit(0)
+    t0 = time.perf_counter()
+    try:
+        dist.all_reduce(torch.ones(2, device=TPU))
+        err = None
+    except Exception as e:  # noqa: BLE001 - the message is what is checked
+        err = (type(e).__name__, str(e))
+    torch.save({"error": err, "seconds": time.perf_counter() - t0}, path + ".tmp")
+    os.replace(path + ".tmp", path)
+    os._exit(0)
+
+
+def rank_stuck_first(out):
+    rank_stuck(out, after_a_collective=False)
+
+
 def exit_after_future(out):
     """Waits on collective futures and exits at once, with Gloo's thread made
     slow to release the Python callbacks it ran (as a loaded machine makes
@@ -493,7 +520,8 @@ def main():
     if scenario == "default_backend":
         dist.init_process_group()
     else:
-        dist.init_process_group("tpu", timeout=datetime.timedelta(seconds=15 if scenario.startswith("rank_dies") else 60))
+        seconds = 15 if scenario.startswith("rank_dies") else 20 if scenario.startswith("rank_stuck") else 60
+        dist.init_process_group("tpu", timeout=datetime.timedelta(seconds=seconds))
     try:
         globals()[scenario](out)
     finally:
