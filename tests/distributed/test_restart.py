@@ -3,10 +3,13 @@ rank dies mid-run, torchrun restarts both ranks, they create a fresh "tpu"
 process group (torchrun's store still holds the dead attempt's keys), resume
 from the last DCP checkpoint and end with the weights of an uninterrupted
 run, bit for bit."""
+import glob
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -52,3 +55,31 @@ def test_a_restarted_job_resumes_from_its_checkpoint_and_ends_where_an_uninterru
     assert clean["attempt"] == 0 and clean["resumed_at"] == 0
     for name, w in clean["weights"].items():
         torch.testing.assert_close(got["weights"][name], w, rtol=0, atol=0, msg=name)
+
+
+def test_sigterm_to_torchrun_ends_every_rank_in_seconds_and_leaves_nothing_behind(tmp_path):
+    # What a scheduler's preemption sends: SIGTERM to torchrun, while the
+    # ranks are in collectives. Every rank must be gone within seconds, with
+    # no shared-memory segment of the group's check left in /dev/shm.
+    before = set(glob.glob("/dev/shm/torch_tpu_check_*"))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+           os.path.join(ROOT, "tests", "distributed", "worker.py"), "train_forever", str(tmp_path)]
+    env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1")
+    p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not all(os.path.exists(tmp_path / f"started_rank{r}") for r in range(2)):
+            assert p.poll() is None and time.monotonic() < deadline, p.stderr.read()[-3000:] if p.poll() else "slow"
+            time.sleep(0.2)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
+        seconds = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert seconds < 15, seconds
+    assert set(glob.glob("/dev/shm/torch_tpu_check_*")) <= before
+    # No rank outlives torchrun.
+    out = subprocess.run(["pgrep", "-f", f"worker.py train_forever {tmp_path}"], capture_output=True, text=True)
+    assert out.stdout.strip() == "", out.stdout

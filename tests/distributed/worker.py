@@ -514,6 +514,16 @@ def dcp_load(out):
     _save(out, "dcp_load", {"loss": loss.detach().cpu(), "params": _full_params(model)})
 
 
+def train_forever(out):
+    """All-reduces until killed, after writing `started` (SIGTERM test)."""
+    x = torch.ones(1024, device=TPU)
+    dist.all_reduce(x)
+    open(os.path.join(out, f"started_rank{dist.get_rank()}"), "w").close()
+    while True:
+        dist.all_reduce(x)
+        x.fill_(1.0)
+
+
 def main():
     scenario, out = sys.argv[1], sys.argv[2]
     import datetime
