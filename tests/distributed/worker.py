@@ -378,20 +378,25 @@ def rank_dies(out, after_a_collective=False):
     """Rank 1 exits without a word; rank 0's next collective must fail with
     a message within the group's timeout, not hang. after_a_collective: the
     ranks have set up their shared-memory check first, which sees the exit."""
-    import time
     if after_a_collective:
         dist.all_reduce(torch.ones(2, device=TPU))
     if dist.get_rank() == 1:
         os._exit(0)
+    name = "rank_dies_after_a_collective" if after_a_collective else "rank_dies"
+    torch.save(_timed_all_reduce(), os.path.join(out, f"{name}_rank0.pt"))
+    os._exit(0)  # the group cannot be torn down cleanly without rank 1
+
+
+def _timed_all_reduce():
+    """{"error": (type, message) or None, "seconds": how long} of one all_reduce."""
+    import time
     t0 = time.perf_counter()
     try:
         dist.all_reduce(torch.ones(2, device=TPU))
         err = None
     except Exception as e:  # noqa: BLE001 - the message is what is checked
         err = (type(e).__name__, str(e))
-    name = "rank_dies_after_a_collective" if after_a_collective else "rank_dies"
-    torch.save({"error": err, "seconds": time.perf_counter() - t0}, os.path.join(out, f"{name}_rank0.pt"))
-    os._exit(0)  # the group cannot be torn down cleanly without rank 1
+    return {"error": err, "seconds": time.perf_counter() - t0}
 
 
 def rank_dies_after_a_collective(out):
@@ -410,13 +415,7 @@ def rank_stuck(out, after_a_collective=True):
         while not os.path.exists(path):
             time.sleep(0.2)
         os._exit(0)
-    t0 = time.perf_counter()
-    try:
-        dist.all_reduce(torch.ones(2, device=TPU))
-        err = None
-    except Exception as e:  # noqa: BLE001 - the message is what is checked
-        err = (type(e).__name__, str(e))
-    torch.save({"error": err, "seconds": time.perf_counter() - t0}, path + ".tmp")
+    torch.save(_timed_all_reduce(), path + ".tmp")
     os.replace(path + ".tmp", path)
     os._exit(0)
 
