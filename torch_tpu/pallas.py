@@ -81,10 +81,9 @@ def _inlinable(text: str, prefix: str) -> tuple[str, str]:
     """(entry symbol, func.func definitions) of a JAX-lowered module: the
     module's body with every function renamed under `prefix` and made
     private, so that several kernels share one program's module."""
-    start, end = text.index("{", text.index("module")), text.rindex("}")
     # The header's attributes are in braces too: the body starts after the
-    # first brace that ends a line.
-    start = text.index("{\n", text.index("module")) if "{\n" in text else start
+    # first brace that ends a line, and ends at the module's closing brace.
+    start, end = text.index("{\n", text.index("module")), text.rindex("}")
     body = text[start + 1:end]
     names = _FUNC.findall(body)
     if "main" not in names:
