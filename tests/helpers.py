@@ -94,3 +94,18 @@ def _assert_same(actual, expected, tol):
         torch.testing.assert_close(actual, expected.detach(), **tol)
     else:
         assert actual == expected
+
+
+def rerun_with_devices(path: str, n: int) -> None:
+    """Runs the test file `path` in a process with `n` XLA:CPU devices
+    (TORCH_TPU_NUM_CPU_DEVICES) and asserts that its tests passed there."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TORCH_TPU_NUM_CPU_DEVICES=str(n))
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", path],
+                       env=env, capture_output=True, text=True, timeout=900)
+    tail = p.stdout[-4000:] + p.stderr[-2000:]
+    assert p.returncode == 0, tail
+    assert " passed" in p.stdout and "failed" not in p.stdout, tail

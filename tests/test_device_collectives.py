@@ -12,6 +12,7 @@ import sys
 
 import pytest
 import torch
+from helpers import rerun_with_devices
 
 import torch_tpu  # noqa: F401
 
@@ -240,11 +241,4 @@ def test_a_resized_storage_stays_on_its_device():
 def test_runs_in_a_four_device_process():
     if torch.tpu.device_count() >= N:
         pytest.skip("this process has the devices: the tests above ran here")
-    env = dict(os.environ, TORCH_TPU_NUM_CPU_DEVICES=str(N))
-    p = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__],
-        env=env, capture_output=True, text=True, timeout=900,
-    )
-    tail = p.stdout[-4000:] + p.stderr[-2000:]
-    assert p.returncode == 0, tail
-    assert " passed" in p.stdout and "failed" not in p.stdout, tail
+    rerun_with_devices(__file__, N)

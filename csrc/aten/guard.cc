@@ -145,6 +145,7 @@ void TpuHooks::resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsiz
   StorageSlot* old_slot = slot_of(storage);
   StorageSlot* new_slot = static_cast<StorageSlot*>(fresh.get_context());
   materialize_slot(old_slot);
+  gather_slot(old_slot, "resize_");
   if (old_slot->buffer && old_slot->nbytes > 0 && newsize > 0) {
     ir::ElemType e = old_slot->elem;
     int64_t keep = std::min<int64_t>(old_slot->numel, static_cast<int64_t>(newsize) / ir::byte_size(e));

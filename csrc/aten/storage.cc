@@ -106,6 +106,7 @@ class TpuAllocator final : public c10::DeviceAllocator {
     materialize_slot(const_cast<StorageSlot*>(s));
     materialize_slot(d);
     d->buffer = s->buffer;  // buffers are immutable: sharing is a copy
+    d->sharded = s->sharded;
     d->elem = s->elem;
     d->numel = s->numel;
   }

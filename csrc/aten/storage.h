@@ -10,11 +10,25 @@
 
 #include <atomic>
 #include <memory>
+#include <vector>
 
 #include "ir/types.h"
 #include "runtime/buffer.h"
+#include "runtime/sharding.h"
 
 namespace torch_tpu {
+
+// A value spread over the devices of a mesh (torch_tpu.spmd): one buffer
+// per partition of the SPMD programs that read and write it. `dims` is the
+// shape the sharding applies to: the tensor's shape when it was sharded, or
+// the flat storage for a result XLA laid out itself.
+struct ShardedValue {
+  std::vector<int> devices;  // the tpu device index of each partition
+  std::vector<int64_t> dims;
+  runtime::Sharding sharding;
+  std::vector<runtime::BufferPtr> shards;  // per partition
+};
+using ShardedPtr = std::shared_ptr<const ShardedValue>;
 
 struct StorageSlot {
   size_t nbytes = 0;
@@ -26,7 +40,25 @@ struct StorageSlot {
   // has recorded a write that is not yet run: `elem`/`numel` already describe the pending value, `buffer` is the
   // old one (or null). Only the driver that set it clears it.
   bool pending = false;
+  // Set while the value lives on a mesh. `buffer`, when also set, holds the
+  // same value whole on `device` (gathered for an op that runs unsharded).
+  // Every write of `buffer` clears this (set_buffer); an SPMD program's
+  // write sets this and clears `buffer`.
+  ShardedPtr sharded;
+  void set_buffer(runtime::BufferPtr b) {
+    buffer = std::move(b);
+    sharded.reset();
+  }
 };
+
+// Makes `s->buffer` hold the whole value of a sharded slot: a replicated
+// value's shard on the slot's device, else the shards assembled on the
+// host and copied in (a one-time warning names the cost). No-op otherwise.
+void gather_slot(StorageSlot* s, const char* why);
+// The whole array of a sharded value, row-major, on the host.
+std::vector<uint8_t> assemble_sharded(const ShardedValue& v, ir::ElemType elem);
+// The whole array at `src` (row-major, `layout.dims`), spread as `layout` is.
+ShardedPtr scatter_host(const ShardedValue& layout, const void* src, ir::ElemType elem);
 
 // Called just before any slot is freed while set (by the fused-eager driver,
 // which must forget slots its pending graph names).

@@ -199,14 +199,17 @@ void ExecutableCache::ensure_environment(const runtime::Client& client) {
 
 ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, const CacheKey& key,
                                                const std::string& name, const std::function<std::string()>& emit,
-                                               bool tiered, const std::vector<int64_t>* replica_devices) {
+                                               bool tiered, const std::vector<int64_t>* replica_devices, bool spmd) {
   DiskTier* tiers[2] = {disk(), shared()};
   {
     std::lock_guard<std::mutex> lock(tiers_mu_);
     ensure_environment(client);
   }
   runtime::CompileOptions options = env_options();
-  if (replica_devices) {
+  if (replica_devices && spmd) {
+    options.spmd_devices = *replica_devices;
+    tiered = false;
+  } else if (replica_devices) {
     options.num_replicas = static_cast<int64_t>(replica_devices->size());
     options.portable = false;
     options.device_assignment = *replica_devices;

@@ -66,9 +66,10 @@ class ExecutableCache {
   //
   // `replica_devices` (cross-device collectives): the program runs as one
   // replica per listed PJRT device id, replica r on replica_devices[r].
+  // With `spmd`, they are the partitions of one SPMD program instead.
   ProgramPtr compile_and_insert(const runtime::Client& client, const CacheKey& key, const std::string& name,
                                 const std::function<std::string()>& emit, bool tiered = false,
-                                const std::vector<int64_t>* replica_devices = nullptr);
+                                const std::vector<int64_t>* replica_devices = nullptr, bool spmd = false);
   // Whether tiered compiles are on: TORCH_TPU_TIERED_COMPILE=1 (opt-in), in
   // a process that is not one of several ranks (WORLD_SIZE <= 1).
   bool tiered_compile_enabled();

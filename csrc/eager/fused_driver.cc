@@ -36,6 +36,7 @@
 #include "compile/metrics.h"
 #include "record/capture.h"
 #include "record/driver.h"
+#include "eager/spmd.h"
 
 namespace torch_tpu::record {
 
@@ -78,6 +79,7 @@ struct CapturedGraph {
   std::vector<Output> outputs;
   std::vector<size_t> fresh_nbytes;  // the new storages' sizes
   std::vector<int> donated;          // args whose buffer the program may consume
+  std::shared_ptr<SpmdPlan> spmd;    // set: the program runs over a mesh (its inputs were sharded)
 };
 
 // A region captured by torch.accelerator.Graph / torch.tpu.graph: one
@@ -257,10 +259,12 @@ class FusedDriver final : public Driver {
         // the flush, once the queue has run (captures start with it empty).
         std::function<runtime::BufferPtr()> queued;
         if (s->pending && !seg_written_.count(s)) queued = queued_value(s);
-        TORCH_INTERNAL_ASSERT((s->buffer && !s->pending) || seg_written_.count(s) || queued,
+        TORCH_INTERNAL_ASSERT(((s->buffer || s->sharded) && !s->pending) || seg_written_.count(s) || queued,
                               "fused eager: storage state out of sync");
         gs.value = p.g.param(ir::TensorType{s->elem, {s->numel}});
-        p.params.push_back(Param{queued ? nullptr : s->buffer, s, s->elem, s->numel, {}, ids[i], std::move(queued)});
+        ShardedPtr sharded = queued || seg_written_.count(s) ? nullptr : s->sharded;
+        p.params.push_back(Param{
+            queued ? nullptr : s->buffer, s, s->elem, s->numel, {}, ids[i], std::move(queued), std::move(sharded)});
         storage[i] = gs.value;
       }
     }
@@ -420,6 +424,7 @@ class FusedDriver final : public Driver {
       if (by_storage[k].first != by_storage[first].first) first = k;
       if (c.inputs[by_storage[k].second].alias_of != by_storage[first].second) return std::nullopt;
     }
+    if (c.spmd) return replay_spmd(c, in, slots);
     for (const auto& a : c.args) {
       if (a.kind != CapturedGraph::Arg::kInput) continue;
       StorageSlot* s = slots[a.input];
@@ -439,26 +444,11 @@ class FusedDriver final : public Driver {
     auto results = execute_replay(*c.prog, argv, c.device, "a compiled graph", c.donated.size(), keep);
     DonatedHandles::get().add(std::move(donated), results);
     std::vector<c10::Storage> fresh;
-    fresh.reserve(c.fresh_nbytes.size());
-    {
-      c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(c.device)));
-      for (size_t n : c.fresh_nbytes) fresh.emplace_back(c10::Storage::use_byte_size_t(), n, tpu_allocator(), true);
-    }
-    std::vector<at::Tensor> outs;
-    outs.reserve(c.outputs.size());
-    // The tensors are made directly on their storage (empty + set_ went
-    // through the dispatcher twice per output, on every replay).
-    for (const auto& o : c.outputs) {
-      c10::Storage st = o.input >= 0 ? in[o.input].storage() : fresh[o.fresh];
-      auto impl = c10::make_intrusive<c10::TensorImpl>(
-          std::move(st), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c10::scalarTypeToTypeMeta(o.dtype));
-      impl->set_sizes_and_strides(o.sizes, o.strides, o.offset);
-      outs.emplace_back(std::move(impl));
-    }
+    std::vector<at::Tensor> outs = make_outputs(c, in, fresh);
     for (size_t k = 0; k < c.results.size(); ++k) {
       const auto& r = c.results[k];
       StorageSlot* s = r.to_input ? slots[r.index] : slot_of(fresh[r.index]);
-      s->buffer = results[k];
+      s->set_buffer(results[k]);
       s->elem = r.elem;
       s->numel = r.numel;
       OpCall::track_result(s->buffer, "compiled graph");
@@ -573,7 +563,7 @@ class FusedDriver final : public Driver {
     DonatedHandles::get().add(std::move(donated), results);
     for (size_t k = 0; k < g.results.size(); ++k) {
       StorageSlot* s = g.slots[g.results[k].slot];
-      s->buffer = results[k];
+      s->set_buffer(results[k]);
       s->elem = g.results[k].elem;
       s->numel = g.results[k].numel;
       OpCall::track_result(s->buffer, "captured graph");
@@ -591,6 +581,7 @@ class FusedDriver final : public Driver {
     own->nbytes = s->nbytes;
     own->device = s->device;
     own->buffer = s->buffer;
+    own->sharded = s->sharded;
     own->elem = s->elem;
     own->numel = s->numel;
     for (StaticGraph* g : it->second) {
@@ -624,6 +615,7 @@ class FusedDriver final : public Driver {
     OpCall::ScalarSource scalar;
     int gslot;                                   // its graph slot, or -1
     std::function<runtime::BufferPtr()> queued;  // set: `buffer` comes from the compile-ahead queue
+    ShardedPtr sharded;                          // set: the storage's value lives on a mesh (SPMD)
   };
   struct GraphSlot {
     StorageSlot* slot;  // null once the storage is freed
@@ -660,6 +652,10 @@ class FusedDriver final : public Driver {
     g->ops = p->ops;
     std::vector<int> outs = live_outputs(*p);
     if (outs.empty()) return g;
+    for (const Param& pr : p->params)
+      TORCH_CHECK(!pr.sharded,
+                  "tpu graph capture of a tensor sharded over a mesh is not supported; compile the step with "
+                  "torch.compile(backend=\"tpu\"), which runs it as one SPMD program");
     std::vector<std::pair<int, int>> aliases = donations(*p, outs);
     std::unordered_map<StorageSlot*, int> index;
     auto slot_index = [&](StorageSlot* s) {
@@ -773,6 +769,19 @@ class FusedDriver final : public Driver {
       clear_pending(*p);
       return;
     }
+    std::vector<ShardedPtr> sharded;
+    for (const Param& pr : p->params) sharded.push_back(pr.sharded);
+    if (std::vector<int> mesh = spmd_mesh(sharded); !mesh.empty()) {
+      if (cap && !describe(*p, outs, *cap)) cap = nullptr;
+      try {
+        flush_spmd(*p, outs, std::move(mesh), sharded, cap);
+      } catch (...) {
+        drop_results(*p, outs);
+        throw;
+      }
+      clear_pending(*p);
+      return;
+    }
     std::vector<std::pair<int, int>> aliases = donations(*p, outs);
     if (cap && !describe(*p, outs, *cap)) cap = nullptr;
     if (cap)
@@ -800,25 +809,142 @@ class FusedDriver final : public Driver {
       bump(mt.executions);
       for (size_t k = 0; k < outs.size(); ++k) {
         StorageSlot* s = p->slots[outs[k]].slot;
-        s->buffer = results[k];
+        s->set_buffer(results[k]);
         s->pending = false;
         OpCall::track_result(s->buffer, "fused graph");
       }
     } catch (...) {
-      // The values the graph would have produced are lost: the storages
-      // read as empty again rather than as stale data, and the error
-      // propagates to whoever needed them.
-      for (int i : outs) {
-        StorageSlot* s = p->slots[i].slot;
-        if (s && s->pending) {
-          s->buffer = nullptr;
-          s->pending = false;
-        }
-      }
-      clear_pending(*p);
+      drop_results(*p, outs);
       throw;
     }
     clear_pending(*p);
+  }
+
+  // A flush failed: the values the graph would have produced are lost. The
+  // storages read as empty again rather than as stale data, and the error
+  // propagates to whoever needed them.
+  static void drop_results(Pending& p, const std::vector<int>& outs) {
+    for (int i : outs) {
+      StorageSlot* s = p.slots[i].slot;
+      if (s && s->pending) {
+        s->set_buffer(nullptr);
+        s->pending = false;
+      }
+    }
+    clear_pending(p);
+  }
+
+  // A graph that reads a sharded storage: one SPMD program over the mesh.
+  // Nothing is donated (the shards stay valid until the results replace them).
+  void flush_spmd(Pending& p, const std::vector<int>& outs, std::vector<int> mesh,
+                  const std::vector<ShardedPtr>& sharded, CapturedGraph* cap) {
+    resolve_queued(p);
+    auto plan = std::make_shared<SpmdPlan>();
+    plan->devices = std::move(mesh);
+    std::unordered_map<int, int> param_of;  // graph slot -> the parameter that read it
+    for (size_t j = 0; j < p.params.size(); ++j)
+      if (p.params[j].gslot >= 0) param_of.emplace(p.params[j].gslot, static_cast<int>(j));
+    std::vector<int> pinned(outs.size(), -1);
+    std::vector<ir::Value> vals;
+    for (size_t k = 0; k < outs.size(); ++k) {
+      vals.push_back(p.slots[outs[k]].value);
+      auto it = param_of.find(outs[k]);
+      if (it == param_of.end()) continue;
+      const Param& pr = p.params[it->second];
+      if (p.g.type(vals.back()) == ir::TensorType{pr.elem, {pr.numel}}) pinned[k] = it->second;
+    }
+    p.g.set_outputs(vals);
+    spmd_layout(*plan, p.g, sharded, pinned);
+    spmd_compile(*plan, p.g, finish_key(p, outs), p.ops);
+    std::vector<runtime::BufferPtr> whole;
+    for (const Param& pr : p.params) whole.push_back(pr.sharded ? nullptr : pr.buffer);
+    auto results = spmd_run(*plan, whole, sharded, p.device);
+    for (size_t k = 0; k < outs.size(); ++k) {
+      StorageSlot* s = p.slots[outs[k]].slot;
+      spmd_store(s, results[k]);
+      s->pending = false;
+    }
+    if (cap) {
+      cap->spmd = plan;
+      cap->prog = plan->prog;
+      cap->donated.clear();
+    }
+  }
+
+  // A replay of a capture that ran over a mesh: each input must have the
+  // layout it had then (else the caller captures again).
+  std::optional<std::vector<at::Tensor>> replay_spmd(CapturedGraph& c, const std::vector<at::Tensor>& in,
+                                                     const std::vector<StorageSlot*>& slots) {
+    const SpmdPlan& plan = *c.spmd;
+    std::vector<ShardedPtr> sharded(c.args.size());
+    std::vector<runtime::BufferPtr> whole(c.args.size());
+    for (size_t j = 0; j < c.args.size(); ++j) {
+      const auto& a = c.args[j];
+      if (a.kind != CapturedGraph::Arg::kInput) continue;
+      StorageSlot* s = slots[a.input];
+      if (s->pending || s->elem != a.elem || s->numel != a.numel || !plan.matches(j, s->sharded)) return std::nullopt;
+      if (plan.args[j].sharded) {
+        sharded[j] = s->sharded;
+      } else {
+        if (!s->buffer) return std::nullopt;
+        whole[j] = s->buffer;
+      }
+    }
+    uint64_t rng_offset = 0;
+    for (size_t j = 0; j < c.args.size(); ++j) {
+      const auto& a = c.args[j];
+      switch (a.kind) {
+        case CapturedGraph::Arg::kInput:
+          break;
+        case CapturedGraph::Arg::kConstant:
+          whole[j] = a.constant;
+          break;
+        case CapturedGraph::Arg::kCpuInput:
+          whole[j] = scalar_buffer(in[a.input].item(), a.elem, c.device);
+          break;
+        case CapturedGraph::Arg::kRngSeed:
+          whole[j] = reserve_rng(a.gen, a.advance, a.elem, c.device, rng_offset);
+          break;
+        case CapturedGraph::Arg::kRngOffset:
+          whole[j] = scalar_buffer(c10::Scalar(static_cast<int64_t>(rng_offset)), a.elem, c.device);
+          break;
+      }
+    }
+    auto results = spmd_run(plan, whole, sharded, c.device);
+    bump(metrics().replays);
+    std::vector<c10::Storage> fresh;
+    std::vector<at::Tensor> outs = make_outputs(c, in, fresh);
+    for (size_t k = 0; k < c.results.size(); ++k) {
+      const auto& r = c.results[k];
+      StorageSlot* s = r.to_input ? slots[r.index] : slot_of(fresh[r.index]);
+      s->elem = r.elem;
+      s->numel = r.numel;
+      spmd_store(s, results[k]);
+    }
+    return outs;
+  }
+
+  // A replay's output tensors: views of the inputs' storages or of new ones
+  // (made here, into `fresh`).
+  static std::vector<at::Tensor> make_outputs(const CapturedGraph& c, const std::vector<at::Tensor>& in,
+                                              std::vector<c10::Storage>& fresh) {
+    fresh.reserve(c.fresh_nbytes.size());
+    {
+      c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(c.device)));
+      for (size_t n : c.fresh_nbytes) fresh.emplace_back(c10::Storage::use_byte_size_t(), n, tpu_allocator(), true);
+    }
+    std::vector<at::Tensor> outs;
+    outs.reserve(c.outputs.size());
+    // The tensors are made directly on their storage (empty + set_ went
+    // through the dispatcher twice per output, on every replay).
+    for (const auto& o : c.outputs) {
+      c10::Storage st = o.input >= 0 ? in[o.input].storage() : fresh[o.fresh];
+      auto impl = c10::make_intrusive<c10::TensorImpl>(
+          std::move(st), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c10::scalarTypeToTypeMeta(o.dtype));
+      impl->set_sizes_and_strides(o.sizes, o.strides, o.offset);
+      outs.emplace_back(std::move(impl));
+    }
+    return outs;
   }
 
   // The graph's outputs: the storages it wrote that are still alive.

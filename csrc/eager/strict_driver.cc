@@ -49,6 +49,9 @@ class StrictDriver final : public Driver {
   const char* name() const override { return "strict"; }
 
   void dispatch(OpCall& call, const Lowering& lower) override {
+    // A sharded input runs whole here (SPMD programs come from the fused driver).
+    for (size_t i = 0; i < call.num_slots(); ++i)
+      if (call.needs_value(i)) gather_slot(call.slot(i), "an eager op");
     if (queued_.load(std::memory_order_acquire) == 0) {
       ProgramPtr prog = call.lookup(lower);
       if (prog) {
@@ -354,7 +357,7 @@ class StrictDriver final : public Driver {
       OpCall::track_result(c.buffer, q.name);
       if (!c.slot) continue;
       StorageSlot* s = c.slot;
-      s->buffer = c.buffer;
+      s->set_buffer(c.buffer);
       s->pending = false;
       pending_.erase(s);
       c.slot = nullptr;

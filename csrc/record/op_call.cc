@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <tuple>
 #include <cstring>
@@ -113,7 +114,7 @@ runtime::BufferPtr device_scalar(const ScalarBits& bits, ElemType t, int device)
 }
 
 // Whether a slot holds a value (run, or pending in a deferred graph).
-bool has_value(const StorageSlot* s) { return s->buffer || s->pending; }
+bool has_value(const StorageSlot* s) { return s->buffer || s->pending || s->sharded; }
 
 // Buffers produced since the last synchronize(), for torch.tpu.synchronize,
 // and the ready events of those destroyed before their work ended (so that
@@ -620,7 +621,7 @@ bool OpCall::try_host_fill(const Lowering& lower) const {
     std::vector<unsigned char> host(static_cast<size_t>(f.numel) * bs);  // zeroed
     if (f.bits != 0)  // little-endian: the value is the bits' low bytes
       for (size_t k = 0; k < host.size(); k += bs) std::memcpy(host.data() + k, &f.bits, bs);
-    f.slot->buffer = client().buffer_from_host(host.data(), to_pjrt(f.elem), {f.numel}, device_);
+    f.slot->set_buffer(client().buffer_from_host(host.data(), to_pjrt(f.elem), {f.numel}, device_));
     f.slot->elem = f.elem;
     f.slot->numel = f.numel;
     bump(metrics().h2d_count);
@@ -676,7 +677,7 @@ void OpCall::execute_and_swap(const CompiledProgram& prog) const {
     if (!slots_[i].written) continue;
     auto [e, n] = written_elem(i);
     StorageSlot* s = slots_[i].slot;
-    s->buffer = outs[oi++];
+    s->set_buffer(outs[oi++]);
     s->elem = e;
     s->numel = n;
     track_result(s->buffer, name_);
@@ -756,6 +757,16 @@ void copy_to_host(const at::Tensor& src, void* dst, size_t nbytes) {
   else
     d.sync_point(SyncReason::kHostRead, "copy_to_host");
   ViewMeta v = view_of(src);
+  if (!s->buffer && s->sharded && s->elem == v.elem && v.covers(s->numel)) {
+    // A sharded value read whole: assembled from its shards on the host.
+    std::vector<uint8_t> host = assemble_sharded(*s->sharded, s->elem);
+    TORCH_INTERNAL_ASSERT(host.size() == nbytes, "tpu: a sharded value's size differs from its storage's");
+    std::memcpy(dst, host.data(), nbytes);
+    bump(metrics().d2h_count);
+    bump(metrics().d2h_bytes, static_cast<int64_t>(nbytes));
+    return;
+  }
+  gather_slot(s, "a host read of part of it");
   if (s->buffer && s->elem == v.elem && v.covers(s->numel)) {
     s->buffer->to_host(dst, nbytes);
   } else {
@@ -789,7 +800,15 @@ void copy_from_host(const at::Tensor& dst, const void* src, size_t nbytes) {
   if (v.covers(storage_elems) && static_cast<int64_t>(s->nbytes) == storage_elems * ir::byte_size(e)) {
     // A pending write recorded earlier must not land after this one.
     materialize_slot(s);
-    s->buffer = client().buffer_from_host(src, to_pjrt(e), {v.numel()}, dev);
+    if (s->sharded && s->elem == e && s->numel == v.numel()) {
+      // A sharded tensor written whole from the host keeps its layout
+      // (a checkpoint loaded into another mesh lands sharded).
+      ShardedPtr fresh = scatter_host(*s->sharded, src, e);
+      s->buffer = nullptr;
+      s->sharded = std::move(fresh);
+      return;
+    }
+    s->set_buffer(client().buffer_from_host(src, to_pjrt(e), {v.numel()}, dev));
     s->elem = e;
     s->numel = v.numel();
     return;

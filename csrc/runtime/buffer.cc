@@ -96,3 +96,17 @@ Event Buffer::to_host_async(void* dst, size_t size) const {
 void Buffer::to_host(void* dst, size_t size) const { to_host_async(dst, size).await("PJRT_Buffer_ToHostBuffer"); }
 
 }  // namespace torch_tpu::runtime
+
+namespace torch_tpu::runtime {
+
+std::shared_ptr<Buffer> Buffer::copy_to_device(PJRT_Device* device) const {
+  const PJRT_Api* api = client_->api;
+  PJRT_Buffer_CopyToDevice_Args a{};
+  a.struct_size = PJRT_Buffer_CopyToDevice_Args_STRUCT_SIZE;
+  a.buffer = buf_;
+  a.dst_device = device;
+  check(api, api->PJRT_Buffer_CopyToDevice(&a), "PJRT_Buffer_CopyToDevice");
+  return std::make_shared<Buffer>(client_, a.dst_buffer);
+}
+
+}  // namespace torch_tpu::runtime

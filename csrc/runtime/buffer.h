@@ -27,6 +27,9 @@ class Buffer {
   bool is_deleted() const;
   // Starts an async copy into `dst` (exactly `size` bytes, dense row-major).
   Event to_host_async(void* dst, size_t size) const;
+  // A copy on another device of the same client (asynchronous: the new
+  // buffer's ready event fires when the copy is done).
+  std::shared_ptr<Buffer> copy_to_device(PJRT_Device* device) const;
   // Blocking copy into `dst`.
   void to_host(void* dst, size_t size) const;
 

@@ -39,21 +39,38 @@ void put_override(std::string& out, const std::string& name, int value_field, in
 }  // namespace
 
 std::string CompileOptions::serialize() const {
+  const bool spmd = !spmd_devices.empty();
   // ExecutableBuildOptionsProto: num_replicas = 4, num_partitions = 5,
-  // use_spmd_partitioning = 6.
+  // use_spmd_partitioning = 6, allow_spmd_sharding_propagation_to_output =
+  // 12 (repeated bool; one value stands for every result).
   std::string build;
   put_tag(build, 4, 0);
-  put_varint(build, num_replicas);
+  put_varint(build, spmd ? 1 : num_replicas);
   put_tag(build, 5, 0);
-  put_varint(build, num_partitions);
-  if (use_spmd_partitioning) {
+  put_varint(build, spmd ? spmd_devices.size() : num_partitions);
+  if (use_spmd_partitioning || spmd) {
     put_tag(build, 6, 0);
     put_varint(build, 1);
   }
+  if (spmd) put_bytes(build, 12, std::string(1, '\x01'));
   // ExecutableBuildOptionsProto.device_assignment = 9: DeviceAssignmentProto
   // {replica_count = 1, computation_count = 2, computation_devices = 3
   // {replica_device_ids = 1 (repeated int64)}}.
-  if (!device_assignment.empty()) {
+  if (spmd) {
+    // One replica; computation p (partition p) on spmd_devices[p].
+    std::string da;
+    put_tag(da, 1, 0);
+    put_varint(da, 1);
+    put_tag(da, 2, 0);
+    put_varint(da, spmd_devices.size());
+    for (int64_t d : spmd_devices) {
+      std::string ids;
+      put_tag(ids, 1, 0);
+      put_varint(ids, static_cast<uint64_t>(d));
+      put_bytes(da, 3, ids);
+    }
+    put_bytes(build, 9, da);
+  } else if (!device_assignment.empty()) {
     std::string ids;
     for (int64_t d : device_assignment) {
       put_tag(ids, 1, 0);
@@ -70,7 +87,7 @@ std::string CompileOptions::serialize() const {
   // CompileOptionsProto: executable_build_options = 3,
   // compile_portable_executable = 4.
   std::string out;
-  if (portable) {
+  if (portable && !spmd) {
     put_tag(out, 4, 0);
     put_varint(out, 1);
   }

@@ -18,6 +18,11 @@ struct CompileOptions {
   // Replica r runs on the device with id device_assignment[r] (global PJRT
   // device ids; one computation per replica). Empty: XLA's default.
   std::vector<int64_t> device_assignment;
+  // SPMD: partition p runs on the device with id spmd_devices[p] (one
+  // replica, num_partitions = size). XLA's partitioner splits the program by
+  // the sharding annotations in it, and chooses the shardings of results that
+  // carry none (read back with Executable::output_shardings).
+  std::vector<int64_t> spmd_devices;
   // XLA debug options by flag name (CompileOptionsProto.env_option_overrides,
   // applied on top of XLA's defaults): "xla_backend_optimization_level" -> 1.
   std::vector<std::pair<std::string, int64_t>> int_overrides;

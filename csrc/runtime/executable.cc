@@ -60,11 +60,13 @@ std::vector<BufferPtr> Executable::execute(const std::vector<PJRT_Buffer*>& args
   return result;
 }
 
-std::vector<std::vector<BufferPtr>> Executable::execute_replicated(
-    const std::vector<std::vector<PJRT_Buffer*>>& args) const {
+std::vector<std::vector<BufferPtr>> Executable::execute_replicated(const std::vector<std::vector<PJRT_Buffer*>>& args,
+                                                                   const std::vector<int64_t>& keep) const {
   const PJRT_Api* api = client_->api;
   PJRT_ExecuteOptions opts{};
   opts.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE;
+  opts.non_donatable_input_indices = keep.data();
+  opts.num_non_donatable_input_indices = keep.size();
   // Each launch gets its own id: XLA:CPU keys a collective's rendezvous on
   // it, and with every launch at 0 the replicas of successive launches
   // met the wrong partners and hung. Every process launching the same
@@ -92,6 +94,24 @@ std::vector<std::vector<BufferPtr>> Executable::execute_replicated(
   for (size_t d = 0; d < nd; ++d)
     for (PJRT_Buffer* b : outs[d]) result[d].push_back(std::make_shared<Buffer>(client_, b));
   return result;
+}
+
+std::string Executable::optimized_program(std::string* format) const {
+  const PJRT_Api* api = client_->api;
+  PJRT_Program prog{};
+  prog.struct_size = PJRT_Program_STRUCT_SIZE;
+  PJRT_Executable_OptimizedProgram_Args a{};
+  a.struct_size = PJRT_Executable_OptimizedProgram_Args_STRUCT_SIZE;
+  a.executable = desc_;
+  a.program = &prog;
+  // Twice: first for the size, then into a buffer of that size.
+  check(api, api->PJRT_Executable_OptimizedProgram(&a), "PJRT_Executable_OptimizedProgram");
+  std::string out(prog.code_size, '\0');
+  prog.code = out.data();
+  check(api, api->PJRT_Executable_OptimizedProgram(&a), "PJRT_Executable_OptimizedProgram");
+  out.resize(prog.code_size);
+  if (format) *format = prog.format ? std::string(prog.format, prog.format_size) : "";
+  return out;
 }
 
 std::string Executable::serialize(std::string* why) const {

@@ -22,7 +22,13 @@ class Executable {
   std::vector<BufferPtr> execute(const std::vector<PJRT_Buffer*>& args, PJRT_Device* device,
                                  const std::vector<int64_t>& keep = {}) const;
   // Multi-device (replicated) execution: args[d][i] for device d.
-  std::vector<std::vector<BufferPtr>> execute_replicated(const std::vector<std::vector<PJRT_Buffer*>>& args) const;
+  // `keep`: as for execute(), per argument index on every device.
+  std::vector<std::vector<BufferPtr>> execute_replicated(const std::vector<std::vector<PJRT_Buffer*>>& args,
+                                                         const std::vector<int64_t>& keep = {}) const;
+  // The compiled module after XLA's passes, as a serialised HloModuleProto
+  // (for an SPMD program: the partitioned module with its result shardings).
+  // Plugins may wrap it in an HloModuleProtoWithConfig: see `format`.
+  std::string optimized_program(std::string* format = nullptr) const;
   // Bytes accepted by Client::deserialize on the same plugin and host.
   // Returns "" and sets `*why` when the plugin cannot serialise this
   // executable. That is a normal outcome (the program stays memory-only), so

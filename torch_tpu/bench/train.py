@@ -90,6 +90,42 @@ def example_setup(name: str, device: str, capturable: bool = False):
     return module.bench_setup(device, EXAMPLES[name][1], capturable=capturable)
 
 
+def gpt_model(c: dict):
+    """The bench's GPT (pre-LayerNorm blocks, causal SDPA, GELU MLP) for the
+    sizes in `c` (vocab, d, layers, heads, seq): a CPU module."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(c["d"]), nn.LayerNorm(c["d"])
+            self.qkv, self.proj = nn.Linear(c["d"], 3 * c["d"]), nn.Linear(c["d"], c["d"])
+            self.fc1, self.fc2 = nn.Linear(c["d"], 4 * c["d"]), nn.Linear(4 * c["d"], c["d"])
+
+        def forward(self, x):
+            B, T, D = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(D, dim=2)
+            q, k, v = (t.view(B, T, c["heads"], D // c["heads"]).transpose(1, 2) for t in (q, k, v))
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(a.transpose(1, 2).reshape(B, T, D))
+            return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+    class GPTModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(c["vocab"], c["d"]), nn.Embedding(c["seq"], c["d"])
+            self.blocks = nn.Sequential(*[Block() for _ in range(c["layers"])])
+            self.ln, self.head = nn.LayerNorm(c["d"]), nn.Linear(c["d"], c["vocab"], bias=False)
+
+        def forward(self, idx):
+            pos = torch.arange(idx.shape[1], device=idx.device)
+            return self.head(self.ln(self.blocks(self.tok(idx) + self.pos(pos))))
+
+    return GPTModel()
+
+
 def build(name: str, device: str, capturable: bool = False):
     """(model, optimizer, x, y, loss_fn) of a bench model, on `device`."""
     import torch
@@ -105,34 +141,7 @@ def build(name: str, device: str, capturable: bool = False):
         loss_fn = F.cross_entropy
     elif name == "gpt":
         c = GPT
-
-        class Block(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.ln1, self.ln2 = nn.LayerNorm(c["d"]), nn.LayerNorm(c["d"])
-                self.qkv, self.proj = nn.Linear(c["d"], 3 * c["d"]), nn.Linear(c["d"], c["d"])
-                self.fc1, self.fc2 = nn.Linear(c["d"], 4 * c["d"]), nn.Linear(4 * c["d"], c["d"])
-
-            def forward(self, x):
-                B, T, D = x.shape
-                q, k, v = self.qkv(self.ln1(x)).split(D, dim=2)
-                q, k, v = (t.view(B, T, c["heads"], D // c["heads"]).transpose(1, 2) for t in (q, k, v))
-                a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-                x = x + self.proj(a.transpose(1, 2).reshape(B, T, D))
-                return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
-
-        class GPTModel(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.tok, self.pos = nn.Embedding(c["vocab"], c["d"]), nn.Embedding(c["seq"], c["d"])
-                self.blocks = nn.Sequential(*[Block() for _ in range(c["layers"])])
-                self.ln, self.head = nn.LayerNorm(c["d"]), nn.Linear(c["d"], c["vocab"], bias=False)
-
-            def forward(self, idx):
-                pos = torch.arange(idx.shape[1], device=idx.device)
-                return self.head(self.ln(self.blocks(self.tok(idx) + self.pos(pos))))
-
-        model = GPTModel()
+        model = gpt_model(c)
         x = torch.randint(0, c["vocab"], (c["batch"], c["seq"]), generator=g)
         y = torch.randint(0, c["vocab"], (c["batch"], c["seq"]), generator=g)
 

@@ -220,14 +220,14 @@ std::vector<at::Tensor> device_collective(Collective kind, const std::vector<at:
   for (int64_t i = 0; i < n; ++i) {
     if (in_place && whole[i]) {
       StorageSlot* s = slot_of(inputs[i].storage());
-      s->buffer = outs[i].at(0);
+      s->set_buffer(outs[i].at(0));
       record::OpCall::track_result(s->buffer, what);
       results.push_back(inputs[i]);
       continue;
     }
     at::Tensor o = empty_tpu(out_sizes, dtype, inputs[i].device());
     StorageSlot* s = slot_of(o.storage());
-    s->buffer = outs[i].at(0);
+    s->set_buffer(outs[i].at(0));
     s->elem = elem;
     s->numel = out_numel;
     record::OpCall::track_result(s->buffer, what);

@@ -1,0 +1,124 @@
+// Sharded storages (torch_tpu.spmd) outside SPMD programs: the whole value,
+// assembled from the shards, for host reads and ops that run unsharded.
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "aten/device.h"
+#include "aten/storage.h"
+
+namespace torch_tpu {
+namespace {
+
+// Copies between a shard (row-major, `shard_dims`) and the block of the
+// whole array (`dims`) it holds, starting at `start`: into the array, or out
+// of it when `into_shard`. A shard of an uneven split is padded by XLA: only
+// the part inside the array is copied (the padding stays as it is).
+void copy_block(uint8_t* shard, const std::vector<int64_t>& shard_dims, const std::vector<int64_t>& start,
+                uint8_t* array, const std::vector<int64_t>& dims, size_t esize, bool into_shard) {
+  const size_t rank = dims.size();
+  std::vector<int64_t> len(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    len[d] = std::min(shard_dims[d], dims[d] - start[d]);
+    if (len[d] <= 0) return;
+  }
+  if (rank == 0) {
+    into_shard ? std::memcpy(shard, array, esize) : std::memcpy(array, shard, esize);
+    return;
+  }
+  // Row-major strides (in elements) of the array and of the shard.
+  std::vector<int64_t> as(rank, 1), ss(rank, 1);
+  for (size_t d = rank - 1; d-- > 0;) {
+    as[d] = as[d + 1] * dims[d + 1];
+    ss[d] = ss[d + 1] * shard_dims[d + 1];
+  }
+  std::vector<int64_t> i(rank, 0);  // index within the block, last dim copied whole
+  const size_t row = static_cast<size_t>(len[rank - 1]) * esize;
+  while (true) {
+    int64_t a = 0, s = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      a += (start[d] + i[d]) * as[d];
+      s += i[d] * ss[d];
+    }
+    if (into_shard)
+      std::memcpy(shard + s * esize, array + a * esize, row);
+    else
+      std::memcpy(array + a * esize, shard + s * esize, row);
+    size_t d = rank - 1;
+    while (d-- > 0) {
+      if (++i[d] < len[d]) break;
+      i[d] = 0;
+    }
+    if (d == static_cast<size_t>(-1)) return;
+  }
+}
+
+std::vector<int64_t> block_start(const ShardedValue& v, size_t p, const std::vector<int64_t>& shard_dims) {
+  std::vector<int64_t> tile = v.sharding.tile_of(static_cast<int64_t>(p), v.dims.size());
+  for (size_t d = 0; d < tile.size(); ++d) tile[d] *= shard_dims[d];
+  return tile;
+}
+
+}  // namespace
+
+std::vector<uint8_t> assemble_sharded(const ShardedValue& v, ir::ElemType elem) {
+  const size_t esize = static_cast<size_t>(ir::byte_size(elem));
+  int64_t numel = 1;
+  for (int64_t d : v.dims) numel *= d;
+  std::vector<uint8_t> out(static_cast<size_t>(numel) * esize);
+  std::vector<std::vector<int64_t>> seen;  // tiles already placed (replicas hold copies)
+  for (size_t p = 0; p < v.shards.size(); ++p) {
+    std::vector<int64_t> tile = v.sharding.tile_of(static_cast<int64_t>(p), v.dims.size());
+    bool dup = false;
+    for (const auto& t : seen) dup = dup || t == tile;
+    if (dup) continue;
+    seen.push_back(tile);
+    const runtime::Buffer& b = *v.shards[p];
+    std::vector<int64_t> sd = b.dims();
+    TORCH_INTERNAL_ASSERT(sd.size() == v.dims.size(), "tpu: a shard's rank differs from its array's");
+    int64_t sn = 1;
+    for (int64_t d : sd) sn *= d;
+    std::vector<uint8_t> host(static_cast<size_t>(sn) * esize);
+    if (!host.empty()) b.to_host(host.data(), host.size());
+    copy_block(host.data(), sd, block_start(v, p, sd), out.data(), v.dims, esize, /*into_shard=*/false);
+  }
+  return out;
+}
+
+ShardedPtr scatter_host(const ShardedValue& layout, const void* src, ir::ElemType elem) {
+  const size_t esize = static_cast<size_t>(ir::byte_size(elem));
+  auto v = std::make_shared<ShardedValue>();
+  v->devices = layout.devices;
+  v->dims = layout.dims;
+  v->sharding = layout.sharding;
+  auto* array = static_cast<uint8_t*>(const_cast<void*>(src));  // only read (into_shard)
+  for (size_t p = 0; p < layout.shards.size(); ++p) {
+    std::vector<int64_t> sd = layout.shards[p]->dims();
+    int64_t sn = 1;
+    for (int64_t d : sd) sn *= d;
+    std::vector<uint8_t> host(static_cast<size_t>(sn) * esize, 0);
+    copy_block(host.data(), sd, block_start(layout, p, sd), array, layout.dims, esize, /*into_shard=*/true);
+    v->shards.push_back(client().buffer_from_host(host.data(), to_pjrt(elem), sd, layout.devices[p]));
+  }
+  return v;
+}
+
+void gather_slot(StorageSlot* s, const char* why) {
+  if (!s->sharded || s->buffer) return;
+  ShardedPtr v = s->sharded;
+  if (!v->sharding.replicated()) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      TORCH_WARN("tpu: a tensor sharded over a mesh was gathered onto tpu:", s->device, " for ", why,
+                 ". Ops outside torch.compile(backend=\"tpu\") or EagerMode.DEFER_AND_FUSE run unsharded; the "
+                 "tensor keeps its sharding for SPMD programs.");
+  }
+  std::vector<uint8_t> host = assemble_sharded(*v, s->elem);
+  runtime::BufferPtr b = client().buffer_from_host(host.data(), to_pjrt(s->elem), {s->numel}, s->device);
+  s->buffer = std::move(b);  // the same value: the sharding stays
+}
+
+}  // namespace torch_tpu

@@ -1,0 +1,182 @@
+#include "eager/spmd.h"
+
+#include <c10/util/Exception.h>
+
+#include <mutex>
+#include <unordered_map>
+
+#include "aten/device.h"
+#include "compile/metrics.h"
+#include "record/driver.h"
+#include "record/op_call.h"
+
+namespace torch_tpu::record {
+namespace {
+
+std::string devices_text(const std::vector<int>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+// The partitioner's result shardings, once per executable.
+std::vector<runtime::Sharding> output_shardings(const runtime::Executable& exe, int64_t n) {
+  static std::mutex mu;
+  static auto* known = new std::unordered_map<const runtime::Executable*, std::vector<runtime::Sharding>>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known->find(&exe);
+  if (it != known->end()) return it->second;
+  std::string format;
+  std::string proto = exe.optimized_program(&format);
+  auto s = runtime::module_output_shardings(proto, n, format == "hlo_with_config");
+  known->emplace(&exe, s);
+  return s;
+}
+
+}  // namespace
+
+bool SpmdPlan::matches(size_t j, const ShardedPtr& v) const {
+  const Arg& a = args[j];
+  if (!a.sharded || !v) return !a.sharded && !v;
+  return v->devices == devices && v->dims == a.sharded->dims && v->sharding == a.sharded->sharding;
+}
+
+std::vector<ir::SpmdValue> SpmdPlan::params() const {
+  std::vector<ir::SpmdValue> out;
+  for (const auto& a : args) out.push_back(ir::SpmdValue{a.dims, a.sharding});
+  return out;
+}
+
+std::vector<int> spmd_mesh(const std::vector<ShardedPtr>& sharded) {
+  std::vector<int> mesh;
+  for (const auto& v : sharded) {
+    if (!v) continue;
+    if (mesh.empty()) {
+      mesh = v->devices;
+      continue;
+    }
+    TORCH_CHECK(v->devices == mesh, "tpu: an SPMD program reads tensors sharded over different meshes (devices ",
+                devices_text(mesh), " and ", devices_text(v->devices),
+                "); reshard one of them with torch_tpu.spmd.mark_sharding");
+  }
+  return mesh;
+}
+
+void spmd_layout(SpmdPlan& plan, const ir::Graph& g, const std::vector<ShardedPtr>& sharded,
+                 const std::vector<int>& pinned_param) {
+  const auto& ps = g.params();
+  plan.args.clear();
+  for (size_t j = 0; j < ps.size(); ++j) {
+    SpmdPlan::Arg a;
+    a.sharded = sharded[j];
+    if (a.sharded) {
+      a.dims = a.sharded->dims;
+      a.sharding = a.sharded->sharding.hlo();
+    } else {
+      a.dims = g.type(ir::Value{ps[j], 0}).dims;
+      a.sharding = "{replicated}";
+    }
+    plan.args.push_back(std::move(a));
+  }
+  plan.results.clear();
+  for (size_t k = 0; k < g.outputs().size(); ++k) {
+    ir::SpmdValue r;
+    r.dims = g.type(g.outputs()[k]).dims;
+    int j = pinned_param[k];
+    if (j >= 0 && plan.args[j].sharded) {
+      r.dims = plan.args[j].dims;
+      r.sharding = plan.args[j].sharding;
+    }
+    plan.results.push_back(std::move(r));
+  }
+}
+
+void spmd_compile(SpmdPlan& plan, const ir::Graph& g, const CacheKey& key, int64_t ops) {
+  const auto n = static_cast<int64_t>(plan.devices.size());
+  KeyBuilder kb;
+  kb.add(key.hi);
+  kb.add(key.lo);
+  kb.add(std::string_view("spmd"));
+  for (int d : plan.devices) kb.add(static_cast<uint64_t>(d));
+  for (const auto& a : plan.args) {
+    for (int64_t d : a.dims) kb.add(static_cast<uint64_t>(d));
+    kb.add(std::string_view(a.sharding));
+  }
+  for (const auto& r : plan.results) {
+    for (int64_t d : r.dims) kb.add(static_cast<uint64_t>(d));
+    kb.add(std::string_view(r.sharding));
+  }
+  CacheKey k = kb.finish();
+  ProgramPtr prog = ExecutableCache::get().lookup(k);
+  if (prog) {
+    bump(metrics().cache_hits);
+  } else {
+    bump(metrics().cache_misses);
+    std::vector<int64_t> ids;
+    for (int d : plan.devices) ids.push_back(client().devices().at(d).id);
+    auto emit = [&]() { return ir::spmd_module(g, plan.params(), plan.results, n); };
+    prog = ExecutableCache::get().compile_and_insert(client(), k, "spmd[" + std::to_string(ops) + " ops]", emit, false,
+                                                     &ids, /*spmd=*/true);
+  }
+  plan.prog = prog;
+  plan.out_shardings = output_shardings(*prog->exe, n);
+  TORCH_CHECK(plan.out_shardings.size() == plan.results.size(), "tpu: the SPMD program reports ",
+              plan.out_shardings.size(), " result shardings for ", plan.results.size(), " results");
+}
+
+std::vector<ShardedPtr> spmd_run(const SpmdPlan& plan, const std::vector<runtime::BufferPtr>& whole,
+                                 const std::vector<ShardedPtr>& sharded, int home) {
+  const size_t n = plan.devices.size();
+  std::vector<runtime::BufferPtr> keep_alive;
+  std::vector<std::vector<PJRT_Buffer*>> args(n);
+  for (size_t j = 0; j < plan.args.size(); ++j) {
+    if (sharded[j]) {
+      for (size_t d = 0; d < n; ++d) args[d].push_back(sharded[j]->shards[d]->get());
+      continue;
+    }
+    TORCH_INTERNAL_ASSERT(whole[j], "tpu: an SPMD program's parameter has no value");
+    for (size_t d = 0; d < n; ++d) {
+      PJRT_Device* dev = pjrt_device(plan.devices[d]);
+      runtime::BufferPtr b = whole[j];
+      if (plan.devices[d] != home) b = b->copy_to_device(dev);
+      keep_alive.push_back(b);
+      args[d].push_back(b->get());
+    }
+  }
+  // One SPMD launch in flight at a time: on XLA:CPU each partition holds a
+  // worker thread while it waits for its partners in a collective, and
+  // partitions of queued launches could take every worker (see
+  // ops/dist/collectives.cc).
+  static std::mutex launch_mu;
+  static auto* in_flight = new std::vector<runtime::BufferPtr>();
+  std::lock_guard<std::mutex> lock(launch_mu);
+  for (const auto& b : *in_flight) b->ready_event().await("an SPMD program");
+  auto outs = plan.prog->exe->execute_replicated(args);
+  bump(metrics().executions);
+  in_flight->clear();
+  std::vector<ShardedPtr> results;
+  for (size_t k = 0; k < plan.results.size(); ++k) {
+    auto v = std::make_shared<ShardedValue>();
+    v->devices = plan.devices;
+    v->sharding = plan.out_shardings[k];
+    // A replicated value is kept flat: its shards are usable as a storage's buffer.
+    v->dims = plan.results[k].dims;
+    for (size_t d = 0; d < n; ++d) {
+      v->shards.push_back(outs[d].at(k));
+      OpCall::track_result(outs[d][k], "SPMD program");
+    }
+    in_flight->push_back(outs[0].at(k));
+    results.push_back(std::move(v));
+  }
+  return results;
+}
+
+void spmd_store(StorageSlot* s, const ShardedPtr& v) {
+  s->buffer = nullptr;
+  s->sharded = v;
+  if (!v->sharding.replicated() || v->dims.size() != 1) return;
+  for (size_t d = 0; d < v->devices.size(); ++d)
+    if (v->devices[d] == s->device) s->buffer = v->shards[d];
+}
+
+}  // namespace torch_tpu::record

@@ -1,0 +1,60 @@
+// SPMD execution for the fused driver and its captures (torch_tpu.spmd):
+// a graph that reads a sharded storage compiles as one program over the
+// mesh, partitioned by XLA, and runs on every device of the mesh at once.
+// Sharded inputs pass their shards; other inputs are copied to every device
+// (replicated). Results come back sharded as the partitioner laid them out,
+// except storages the graph updates in place, which keep their sharding.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "aten/storage.h"
+#include "compile/executable_cache.h"
+#include "ir/graph.h"
+#include "ir/spmd.h"
+
+namespace torch_tpu::record {
+
+struct SpmdPlan {
+  struct Arg {
+    ShardedPtr sharded;         // as read at capture; null: replicated copies
+    std::vector<int64_t> dims;  // what the program's @main takes
+    std::string sharding;       // its HLO text
+  };
+  std::vector<int> devices;            // the mesh: tpu device index of each partition
+  std::vector<Arg> args;               // per program parameter
+  std::vector<ir::SpmdValue> results;  // per result: dims and any pinned sharding
+  ProgramPtr prog;
+  std::vector<runtime::Sharding> out_shardings;  // per result, from the compiled module
+
+  // Whether `v` (a storage's sharded value, or null) matches parameter j.
+  bool matches(size_t j, const ShardedPtr& v) const;
+  std::vector<ir::SpmdValue> params() const;
+};
+
+// The mesh of the first sharded parameter, checked against the others
+// (all must share it). `sharded[j]` is parameter j's value, or null.
+std::vector<int> spmd_mesh(const std::vector<ShardedPtr>& sharded);
+
+// Fills plan.args from the parameters' values and types (scalars and
+// unsharded storages are replicated), and plan.results: a result written
+// into parameter `pinned_param[k]` (>= 0) keeps that parameter's layout.
+void spmd_layout(SpmdPlan& plan, const ir::Graph& g, const std::vector<ShardedPtr>& sharded,
+                 const std::vector<int>& pinned_param);
+
+// The program for `g` (outputs set) under `plan`, from the cache or compiled;
+// sets plan.prog and plan.out_shardings. `key` is the graph's own key.
+void spmd_compile(SpmdPlan& plan, const ir::Graph& g, const CacheKey& key, int64_t ops);
+
+// One launch over the mesh. `whole[j]` is parameter j's buffer where it is
+// not sharded, on device `home` (copied to the others). Returns per result
+// the sharded value it produced.
+std::vector<ShardedPtr> spmd_run(const SpmdPlan& plan, const std::vector<runtime::BufferPtr>& whole,
+                                 const std::vector<ShardedPtr>& sharded, int home);
+
+// Stores a result: the slot holds the value on the mesh, and (replicated)
+// also whole on its own device.
+void spmd_store(StorageSlot* s, const ShardedPtr& v);
+
+}  // namespace torch_tpu::record
