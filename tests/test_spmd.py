@@ -154,9 +154,10 @@ def test_strict_eager_op_gathers_and_keeps_the_sharding():
         y = t.exp()
     torch.testing.assert_close(y.cpu(), x.exp())
     assert xs.get_sharding(t).tiles == (4, 1)
-    t.add_(1)  # an eager write: the value is whole on its device again
-    assert xs.get_sharding(t) is None
+    t.add_(1)  # an eager write: the layout sticks, the shards follow the value
+    assert xs.get_sharding(t).tiles == (4, 1)
     torch.testing.assert_close(t.cpu(), x + 1)
+    torch.testing.assert_close(torch.cat(xs.local_shards(t)), x + 1)
 
 
 @four
@@ -184,15 +185,16 @@ def test_tensors_on_different_meshes_raise(fresh_dynamo):
 C = dict(vocab=64, d=32, layers=2, heads=2, seq=16, batch=8)
 
 
-def shard_model(model, pattern):
-    """The pattern's mesh, with the model's parameters marked (none for dp)."""
+def shard_model(model, pattern, n=4):
+    """The pattern's mesh over `n` devices, with the model's parameters
+    marked (none for dp)."""
     if pattern in ("dp", "fsdp"):
-        mesh = xs.Mesh(np.arange(4), (4,), ("data",))
+        mesh = xs.Mesh(np.arange(n), (n,), ("data",))
         if pattern == "fsdp":
             for p in model.parameters():
                 xs.mark_sharding(p, mesh, ("data",) + (None,) * (p.dim() - 1))
         return mesh
-    mesh = xs.Mesh(np.arange(4), (1, 4) if pattern == "tp" else (2, 2), ("data", "model"))
+    mesh = xs.Mesh(np.arange(n), (1, n) if pattern == "tp" else (n // 2, 2), ("data", "model"))
     for b in model.blocks:
         for lin in (b.qkv, b.fc1):  # column-parallel: output features split
             xs.mark_sharding(lin.weight, mesh, ("model", None))
@@ -202,13 +204,18 @@ def shard_model(model, pattern):
     return mesh
 
 
-def train(device, pattern, steps=3):
+def batches(steps=3):
+    g = torch.Generator().manual_seed(1)
+    return [(torch.randint(0, C["vocab"], (C["batch"], C["seq"]), generator=g),
+             torch.randint(0, C["vocab"], (C["batch"], C["seq"]), generator=g)) for _ in range(steps)]
+
+
+def setup(device, pattern, n=4):
+    """(model, optimizer, step, mesh): the GPT, its AdamW and the training
+    step the way users write it, compiled for tpu."""
     torch.manual_seed(0)
     model = gpt_model(C).to(device)
-    g = torch.Generator().manual_seed(1)
-    batches = [(torch.randint(0, C["vocab"], (C["batch"], C["seq"]), generator=g),
-                torch.randint(0, C["vocab"], (C["batch"], C["seq"]), generator=g)) for _ in range(steps)]
-    mesh = shard_model(model, pattern) if pattern else None
+    mesh = shard_model(model, pattern, n) if pattern else None
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
 
     def step(x, y):
@@ -219,26 +226,30 @@ def train(device, pattern, steps=3):
         opt.step()
         return loss
 
-    if device != "cpu":
-        step = torch.compile(step, backend="tpu")
+    return model, opt, step if device == "cpu" else torch.compile(step, backend="tpu"), mesh
+
+
+def run_steps(step, mesh, data, device="tpu"):
     losses = []
-    for x, y in batches:
+    for x, y in data:
         if mesh is not None:  # a host batch onto the mesh, split on "data"
             x, y = xs.shard(x, mesh, ("data", None)), xs.shard(y, mesh, ("data", None))
         losses.append(step(x.to(device), y.to(device)).item())
-    return torch.tensor(losses), model, opt
+    return losses
 
 
 @pytest.fixture(scope="module")
 def cpu_run():
-    return train("cpu", None)
+    model, opt, step, _ = setup("cpu", None)
+    return torch.tensor(run_steps(step, None, batches(), "cpu")), model
 
 
 @four
 @pytest.mark.parametrize("pattern", ["dp", "fsdp", "tp", "2d"])
 def test_training_pattern_matches_one_device(pattern, cpu_run, fresh_dynamo):
-    ref_losses, ref_model, _ = cpu_run
-    losses, model, opt = train("tpu", pattern)
+    ref_losses, ref_model = cpu_run
+    model, opt, step, mesh = setup("tpu", pattern)
+    losses = torch.tensor(run_steps(step, mesh, batches()))
     torch.testing.assert_close(losses, ref_losses, rtol=1e-5, atol=1e-5)
     for (name, p), q in zip(model.named_parameters(), ref_model.parameters()):
         if name.endswith("qkv.bias"):
@@ -258,6 +269,68 @@ def test_training_pattern_matches_one_device(pattern, cpu_run, fresh_dynamo):
     else:
         assert xs.get_sharding(w).tiles == (4, 1) if pattern == "tp" else (2, 1)
         assert xs.get_sharding(model.blocks[0].fc2.weight).tiles[1] > 1
+
+
+def save_checkpoint(path):
+    """Two steps on a 2-d mesh of 8 devices (data 4 x model 2: parameters
+    split over both axes where they divide), then a checkpoint. Runs in an
+    8-device process started by the test below."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
+    model, opt, step, _ = setup("tpu", None)
+    mesh = xs.Mesh(np.arange(8), (4, 2), ("data", "model"))
+    for p in model.parameters():
+        first = ("data", "model") if p.shape[0] % 8 == 0 else "data"
+        xs.mark_sharding(p, mesh, (first,) + (None,) * (p.dim() - 1))
+    run_steps(step, mesh, batches(2))
+    assert xs.get_sharding(model.blocks[0].fc1.weight).tiles == (8, 1)
+    msd, osd = get_state_dict(model, opt)
+    dcp.save({"model": msd, "optim": osd}, checkpoint_id=path)
+
+
+@four
+def test_checkpoint_loads_into_another_mesh(tmp_path, cpu_run, fresh_dynamo):
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    path = str(tmp_path / "ckpt")
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, TORCH_TPU_NUM_CPU_DEVICES="8", PYTHONPATH=here + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    p = subprocess.run([sys.executable, "-c", f"import test_spmd; test_spmd.save_checkpoint({path!r})"],
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    # 8 devices, 2-d -> 4 devices, 1-d (FSDP): the layouts are the new mesh's.
+    model, opt, step, mesh = setup("tpu", "fsdp")
+    msd, osd = get_state_dict(model, opt)
+    sd = {"model": msd, "optim": osd}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "assuming the intent is to load in a single process"
+        dcp.load(sd, checkpoint_id=path)
+        set_state_dict(model, opt, model_state_dict=sd["model"], optim_state_dict=sd["optim"])
+    # The checkpoint read onto the host by DCP alone: what every mesh must hold.
+    host = {k: torch.empty(v.shape, dtype=v.dtype) for k, v in msd.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dcp.load({"model": host}, checkpoint_id=path)
+    for k, v in msd.items():
+        torch.testing.assert_close(v.cpu(), host[k], rtol=0, atol=0, msg=lambda m: f"{k}: {m}")
+    w = model.blocks[0].fc1.weight
+    assert xs.get_sharding(w).tiles == (4, 1) and xs.get_sharding(w).devices == (0, 1, 2, 3)
+    assert opt.state[w]["step"].item() == 2
+    # The third step continues the run: the loss of an uninterrupted run on CPU.
+    ref_losses, _ = cpu_run
+    third = run_steps(step, mesh, batches()[2:])
+    torch.testing.assert_close(torch.tensor(third), ref_losses[2:], rtol=1e-5, atol=1e-5)
+    # The same checkpoint into a 2 x 2 mesh (tensor parallel).
+    model2, opt2, _, _ = setup("tpu", "2d")
+    msd2, _ = get_state_dict(model2, opt2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dcp.load({"model": msd2}, checkpoint_id=path)
+    assert xs.get_sharding(model2.blocks[0].fc2.weight).tiles == (1, 2)
+    for k, v in msd2.items():
+        torch.testing.assert_close(v.cpu(), host[k], rtol=0, atol=0, msg=lambda m: f"{k}: {m}")
 
 
 def test_runs_in_a_four_device_process():

@@ -56,6 +56,14 @@ void copy_block(uint8_t* shard, const std::vector<int64_t>& shard_dims, const st
   }
 }
 
+// A shard's dims: the array's split evenly, rounded up (XLA pads the last).
+std::vector<int64_t> shard_dims(const ShardedValue& v) {
+  std::vector<int64_t> sd = v.dims;
+  for (size_t d = 0; d < v.sharding.tiles.size() && d < sd.size(); ++d)
+    sd[d] = (sd[d] + v.sharding.tiles[d] - 1) / v.sharding.tiles[d];
+  return sd;
+}
+
 std::vector<int64_t> block_start(const ShardedValue& v, size_t p, const std::vector<int64_t>& shard_dims) {
   std::vector<int64_t> tile = v.sharding.tile_of(static_cast<int64_t>(p), v.dims.size());
   for (size_t d = 0; d < tile.size(); ++d) tile[d] *= shard_dims[d];
@@ -95,8 +103,8 @@ ShardedPtr scatter_host(const ShardedValue& layout, const void* src, ir::ElemTyp
   v->dims = layout.dims;
   v->sharding = layout.sharding;
   auto* array = static_cast<uint8_t*>(const_cast<void*>(src));  // only read (into_shard)
-  for (size_t p = 0; p < layout.shards.size(); ++p) {
-    std::vector<int64_t> sd = layout.shards[p]->dims();
+  for (size_t p = 0; p < layout.devices.size(); ++p) {
+    std::vector<int64_t> sd = shard_dims(layout);
     int64_t sn = 1;
     for (int64_t d : sd) sn *= d;
     std::vector<uint8_t> host(static_cast<size_t>(sn) * esize, 0);
@@ -104,6 +112,27 @@ ShardedPtr scatter_host(const ShardedValue& layout, const void* src, ir::ElemTyp
     v->shards.push_back(client().buffer_from_host(host.data(), to_pjrt(elem), sd, layout.devices[p]));
   }
   return v;
+}
+
+ShardedPtr StorageSlot::layout_only(const ShardedPtr& v) {
+  auto l = std::make_shared<ShardedValue>();
+  l->devices = v->devices;
+  l->dims = v->dims;
+  l->sharding = v->sharding;
+  return l;
+}
+
+void reshard_slot(StorageSlot* s) {
+  if (!s->sharded || !s->sharded->shards.empty()) return;
+  int64_t n = 1;
+  for (int64_t d : s->sharded->dims) n *= d;
+  if (!s->buffer || n != s->numel) {
+    s->sharded.reset();
+    return;
+  }
+  std::vector<uint8_t> host(static_cast<size_t>(n) * static_cast<size_t>(ir::byte_size(s->elem)));
+  if (!host.empty()) s->buffer->to_host(host.data(), host.size());
+  s->sharded = scatter_host(*s->sharded, host.data(), s->elem);
 }
 
 void gather_slot(StorageSlot* s, const char* why) {

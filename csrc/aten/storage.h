@@ -42,14 +42,23 @@ struct StorageSlot {
   bool pending = false;
   // Set while the value lives on a mesh. `buffer`, when also set, holds the
   // same value whole on `device` (gathered for an op that runs unsharded).
-  // Every write of `buffer` clears this (set_buffer); an SPMD program's
-  // write sets this and clears `buffer`.
+  // A sharding sticks to the storage until clear_sharding: a write of the
+  // whole value (set_buffer) keeps the layout but not the shards, which
+  // are made again from `buffer` when an SPMD program next reads it
+  // (reshard_slot). An SPMD program's write sets the shards and clears
+  // `buffer`.
   ShardedPtr sharded;
   void set_buffer(runtime::BufferPtr b) {
     buffer = std::move(b);
-    sharded.reset();
+    if (sharded && !sharded->shards.empty()) sharded = layout_only(sharded);
   }
+  static ShardedPtr layout_only(const ShardedPtr& v);
 };
+
+// Makes a sharded slot's shards current (they are stale after a whole
+// write: see StorageSlot::sharded). Drops the sharding when the value no
+// longer fits its layout (a different size).
+void reshard_slot(StorageSlot* s);
 
 // Makes `s->buffer` hold the whole value of a sharded slot: a replicated
 // value's shard on the slot's device, else the shards assembled on the

@@ -259,6 +259,7 @@ class FusedDriver final : public Driver {
         // the flush, once the queue has run (captures start with it empty).
         std::function<runtime::BufferPtr()> queued;
         if (s->pending && !seg_written_.count(s)) queued = queued_value(s);
+        if (!queued && !s->pending) reshard_slot(s);
         TORCH_INTERNAL_ASSERT(((s->buffer || s->sharded) && !s->pending) || seg_written_.count(s) || queued,
                               "fused eager: storage state out of sync");
         gs.value = p.g.param(ir::TensorType{s->elem, {s->numel}});
@@ -882,6 +883,7 @@ class FusedDriver final : public Driver {
       const auto& a = c.args[j];
       if (a.kind != CapturedGraph::Arg::kInput) continue;
       StorageSlot* s = slots[a.input];
+      if (!s->pending) reshard_slot(s);
       if (s->pending || s->elem != a.elem || s->numel != a.numel || !plan.matches(j, s->sharded)) return std::nullopt;
       if (plan.args[j].sharded) {
         sharded[j] = s->sharded;

@@ -61,6 +61,7 @@ pybind11::object info(const at::Tensor& t) {
 std::vector<at::Tensor> host_shards(const at::Tensor& t) {
   StorageSlot* s = slot_of(t.storage());
   materialize_slot(s);
+  reshard_slot(s);
   ShardedPtr v = s->sharded;
   TORCH_CHECK(v, "local_shards: the tensor is not sharded");
   std::vector<at::Tensor> out;
