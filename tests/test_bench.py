@@ -221,3 +221,22 @@ def test_bench_generate_writes_its_outputs(tmp_path):
         assert r["tokens_equal_cpu"], (mode, r)
         assert r["decode_tokens_per_s"] > 0 and r["ttft_s"] > 0, r
     assert res["tpu-compile"]["cold_compiles"] > 0
+
+
+def test_bench_spmd_compares_with_jax_on_one_mesh(tmp_path):
+    """The SPMD bench on 2 devices, FSDP, tiny GPT: both frameworks train the
+    sharded step, and both partitioned programs gather the split weights."""
+    import json
+
+    from torch_tpu.bench import spmd
+
+    out = tmp_path / "spmd.json"
+    spmd.main(["--small", "--devices", "2", "--patterns", "fsdp", "--steps", "2", "--warmup", "0", "--windows", "1",
+               "--json", str(out)])
+    (row,) = json.loads(out.read_text())["results"]
+    assert row["pattern"] == "fsdp" and row["devices"] == 2
+    for fw in ("torch", "jax"):
+        r = row[fw]
+        assert r is not None, f"the {fw} run failed"
+        assert r["steps_per_s"] > 0 and r["first_step_s"] > 0
+        assert r["collectives"].get("all-gather", 0) > 0, r["collectives"]

@@ -1,5 +1,8 @@
 // Sharded storages (torch_tpu.spmd) outside SPMD programs: the whole value,
 // assembled from the shards, for host reads and ops that run unsharded.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty_like_native.h>
+#include <torch/library.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -136,7 +139,7 @@ void reshard_slot(StorageSlot* s) {
 }
 
 void gather_slot(StorageSlot* s, const char* why) {
-  if (!s->sharded || s->buffer) return;
+  if (!s->sharded || s->buffer || s->sharded->shards.empty()) return;
   ShardedPtr v = s->sharded;
   if (!v->sharding.replicated()) {
     static std::atomic<bool> warned{false};
@@ -149,5 +152,33 @@ void gather_slot(StorageSlot* s, const char* why) {
   runtime::BufferPtr b = client().buffer_from_host(host.data(), to_pjrt(s->elem), {s->numel}, s->device);
   s->buffer = std::move(b);  // the same value: the sharding stays
 }
+
+namespace {
+
+// empty_like (and so zeros_like, ones_like: an optimizer's state) of a
+// sharded tensor takes its layout, as JAX's zeros_like of a sharded array
+// does under jit: the state is born split like its parameter, and the
+// first SPMD program that reads it splits its value the same way.
+at::Tensor empty_like_tpu(const at::Tensor& self, std::optional<c10::ScalarType> dtype,
+                          std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                          std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> fmt) {
+  at::Tensor out = at::native::empty_like(self, dtype, layout, device, pin_memory, fmt);
+  if (self.device().type() != c10::DeviceType::PrivateUse1 || out.device() != self.device() ||
+      out.scalar_type() != self.scalar_type() || !out.is_contiguous() || !self.is_contiguous() ||
+      self.storage_offset() != 0)
+    return out;
+  StorageSlot* src = slot_of(self.storage());
+  StorageSlot* dst = slot_of(out.storage());
+  if (src->sharded && src->nbytes == dst->nbytes) {
+    dst->sharded = StorageSlot::layout_only(src->sharded);
+    dst->elem = src->elem;
+    dst->numel = src->numel;
+  }
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("empty_like", empty_like_tpu); }
 
 }  // namespace torch_tpu

@@ -262,8 +262,16 @@ class FusedDriver final : public Driver {
         if (!queued && !s->pending) reshard_slot(s);
         TORCH_INTERNAL_ASSERT(((s->buffer || s->sharded) && !s->pending) || seg_written_.count(s) || queued,
                               "fused eager: storage state out of sync");
-        gs.value = p.g.param(ir::TensorType{s->elem, {s->numel}});
-        ShardedPtr sharded = queued || seg_written_.count(s) ? nullptr : s->sharded;
+        ShardedPtr sharded =
+            queued || seg_written_.count(s) || !s->sharded || s->sharded->shards.empty() ? nullptr : s->sharded;
+        if (sharded) {
+          // The value in the shape its sharding applies to, viewed flat as
+          // every storage is (views of it fold that reshape away).
+          ir::Builder vb(p.g);
+          gs.value = vb.reshape(p.g.param(ir::TensorType{s->elem, sharded->dims}), {s->numel});
+        } else {
+          gs.value = p.g.param(ir::TensorType{s->elem, {s->numel}});
+        }
         p.params.push_back(Param{
             queued ? nullptr : s->buffer, s, s->elem, s->numel, {}, ids[i], std::move(queued), std::move(sharded)});
         storage[i] = gs.value;
@@ -855,7 +863,14 @@ class FusedDriver final : public Driver {
       if (p.g.type(vals.back()) == ir::TensorType{pr.elem, {pr.numel}}) pinned[k] = it->second;
     }
     p.g.set_outputs(vals);
-    spmd_layout(*plan, p.g, sharded, pinned);
+    std::vector<std::vector<int64_t>> shapes;
+    if (cap) shapes = result_shapes(*cap);
+    spmd_layout(*plan, p.g, sharded, pinned, cap ? &shapes : nullptr);
+    // Results leave the graph in their layout's shape, so that the reshape
+    // from the flat storage folds into the computation that made them.
+    ir::Builder b(p.g);
+    for (size_t k = 0; k < vals.size(); ++k) vals[k] = b.reshape(vals[k], plan->results[k].dims);
+    p.g.set_outputs(vals);
     spmd_compile(*plan, p.g, finish_key(p, outs), p.ops);
     std::vector<runtime::BufferPtr> whole;
     for (const Param& pr : p.params) whole.push_back(pr.sharded ? nullptr : pr.buffer);
@@ -870,6 +885,29 @@ class FusedDriver final : public Driver {
       cap->prog = plan->prog;
       cap->donated.clear();
     }
+  }
+
+  // Per result of a capture, the shape of the input or output tensor that
+  // holds its storage whole (empty when none does): an optimizer state's
+  // (rows, cols) lets the partitioner split it as its parameter is split.
+  static std::vector<std::vector<int64_t>> result_shapes(const CapturedGraph& c) {
+    std::vector<std::vector<int64_t>> shapes;
+    for (const auto& r : c.results) {
+      std::vector<int64_t> dims;
+      if (r.to_input) {
+        const ViewMeta& v = c.inputs[r.index].view;
+        if (v.covers(r.numel)) dims = v.sizes;
+      } else {
+        for (const auto& o : c.outputs) {
+          if (o.fresh != r.index) continue;
+          ViewMeta v{r.elem, o.sizes, o.strides, o.offset};
+          if (v.covers(r.numel)) dims = o.sizes;
+        }
+      }
+      if (dims.empty() && r.numel == 1) dims = {1};
+      shapes.push_back(std::move(dims));
+    }
+    return shapes;
   }
 
   // A replay of a capture that ran over a mesh: each input must have the

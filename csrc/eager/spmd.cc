@@ -19,21 +19,43 @@ std::string devices_text(const std::vector<int>& d) {
   return s + "]";
 }
 
-// The partitioner's result shardings, once per executable.
-std::vector<runtime::Sharding> output_shardings(const runtime::Executable& exe, int64_t n) {
-  static std::mutex mu;
-  static auto* known = new std::unordered_map<const runtime::Executable*, std::vector<runtime::Sharding>>();
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = known->find(&exe);
-  if (it != known->end()) return it->second;
+// Guards the two below.
+std::mutex& programs_mu() {
+  static auto* mu = new std::mutex();
+  return *mu;
+}
+std::string& last_program() {
+  static auto* p = new std::string();
+  return *p;
+}
+
+// The partitioner's result shardings, once per executable. Entries are
+// dropped with their executable (the memory tier may evict it, and a new
+// one can take its address).
+std::vector<runtime::Sharding> output_shardings(const std::shared_ptr<runtime::Executable>& exe, int64_t n) {
+  struct Known {
+    std::weak_ptr<runtime::Executable> exe;
+    std::vector<runtime::Sharding> shardings;
+  };
+  static auto* known = new std::unordered_map<const runtime::Executable*, Known>();
+  std::lock_guard<std::mutex> lock(programs_mu());
+  auto it = known->find(exe.get());
+  if (it != known->end() && it->second.exe.lock() == exe) return it->second.shardings;
+  if (known->size() > 1024) std::erase_if(*known, [](const auto& kv) { return kv.second.exe.expired(); });
   std::string format;
-  std::string proto = exe.optimized_program(&format);
+  std::string proto = exe->optimized_program(&format);
   auto s = runtime::module_output_shardings(proto, n, format == "hlo_with_config");
-  known->emplace(&exe, s);
+  last_program() = std::move(proto);
+  (*known)[exe.get()] = Known{exe, s};
   return s;
 }
 
 }  // namespace
+
+std::string last_spmd_program() {
+  std::lock_guard<std::mutex> lock(programs_mu());
+  return last_program();
+}
 
 bool SpmdPlan::matches(size_t j, const ShardedPtr& v) const {
   const Arg& a = args[j];
@@ -63,7 +85,7 @@ std::vector<int> spmd_mesh(const std::vector<ShardedPtr>& sharded) {
 }
 
 void spmd_layout(SpmdPlan& plan, const ir::Graph& g, const std::vector<ShardedPtr>& sharded,
-                 const std::vector<int>& pinned_param) {
+                 const std::vector<int>& pinned_param, const std::vector<std::vector<int64_t>>* shapes) {
   const auto& ps = g.params();
   plan.args.clear();
   for (size_t j = 0; j < ps.size(); ++j) {
@@ -82,10 +104,15 @@ void spmd_layout(SpmdPlan& plan, const ir::Graph& g, const std::vector<ShardedPt
   for (size_t k = 0; k < g.outputs().size(); ++k) {
     ir::SpmdValue r;
     r.dims = g.type(g.outputs()[k]).dims;
+    // A result written into a parameter's storage keeps that parameter's
+    // layout (replicated ones too): updated weights and optimizer state stay
+    // where they were, as JAX's out_shardings = in_shardings keeps them.
     int j = pinned_param[k];
-    if (j >= 0 && plan.args[j].sharded) {
+    if (j >= 0) {
       r.dims = plan.args[j].dims;
       r.sharding = plan.args[j].sharding;
+    } else if (shapes && !(*shapes)[k].empty()) {
+      r.dims = (*shapes)[k];
     }
     plan.results.push_back(std::move(r));
   }
@@ -119,7 +146,7 @@ void spmd_compile(SpmdPlan& plan, const ir::Graph& g, const CacheKey& key, int64
                                                      &ids, /*spmd=*/true);
   }
   plan.prog = prog;
-  plan.out_shardings = output_shardings(*prog->exe, n);
+  plan.out_shardings = output_shardings(prog->exe, n);
   TORCH_CHECK(plan.out_shardings.size() == plan.results.size(), "tpu: the SPMD program reports ",
               plan.out_shardings.size(), " result shardings for ", plan.results.size(), " results");
 }

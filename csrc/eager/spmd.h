@@ -40,8 +40,10 @@ std::vector<int> spmd_mesh(const std::vector<ShardedPtr>& sharded);
 // Fills plan.args from the parameters' values and types (scalars and
 // unsharded storages are replicated), and plan.results: a result written
 // into parameter `pinned_param[k]` (>= 0) keeps that parameter's layout.
+// `shapes[k]`, when given and not empty, is the shape of the tensor result
+// k holds whole (XLA then lays out that shape, not the flat storage).
 void spmd_layout(SpmdPlan& plan, const ir::Graph& g, const std::vector<ShardedPtr>& sharded,
-                 const std::vector<int>& pinned_param);
+                 const std::vector<int>& pinned_param, const std::vector<std::vector<int64_t>>* shapes = nullptr);
 
 // The program for `g` (outputs set) under `plan`, from the cache or compiled;
 // sets plan.prog and plan.out_shardings. `key` is the graph's own key.
@@ -56,5 +58,10 @@ std::vector<ShardedPtr> spmd_run(const SpmdPlan& plan, const std::vector<runtime
 // Stores a result: the slot holds the value on the mesh, and (replicated)
 // also whole on its own device.
 void spmd_store(StorageSlot* s, const ShardedPtr& v);
+
+// The optimized module (serialised HloModuleProto, possibly with its
+// config) of the SPMD program compiled or loaded last: what the partitioner
+// made, for counting its collectives.
+std::string last_spmd_program();
 
 }  // namespace torch_tpu::record

@@ -203,6 +203,17 @@ Value Builder::reshape(Value x, const Dims& d) {
   TensorType t{elem(x), d};
   if (t.numel() != type(x).numel()) fail("reshape " + type(x).mlir() + " to " + dims_str(d));
   if (d == dims(x)) return x;
+  // A reshape of a reshape is one reshape (row-major order is kept), and
+  // none when it restores the original shape. A storage's flat value viewed
+  // as a tensor and written back then carries no reshape pair, which XLA's
+  // SPMD partitioner would otherwise have to resolve (a dim-1 split cannot
+  // pass through the flat shape without a gather).
+  const Node& n = g_.nodes()[x.node];
+  if (n.op == "stablehlo.reshape") {
+    Value src = n.operands[0];
+    if (d == dims(src)) return src;
+    return g_.add("stablehlo.reshape", {src}, t);
+  }
   return g_.add("stablehlo.reshape", {x}, t);
 }
 

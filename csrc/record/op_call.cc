@@ -114,7 +114,7 @@ runtime::BufferPtr device_scalar(const ScalarBits& bits, ElemType t, int device)
 }
 
 // Whether a slot holds a value (run, or pending in a deferred graph).
-bool has_value(const StorageSlot* s) { return s->buffer || s->pending || s->sharded; }
+bool has_value(const StorageSlot* s) { return s->buffer || s->pending || (s->sharded && !s->sharded->shards.empty()); }
 
 // Buffers produced since the last synchronize(), for torch.tpu.synchronize,
 // and the ready events of those destroyed before their work ended (so that
@@ -757,7 +757,7 @@ void copy_to_host(const at::Tensor& src, void* dst, size_t nbytes) {
   else
     d.sync_point(SyncReason::kHostRead, "copy_to_host");
   ViewMeta v = view_of(src);
-  if (!s->buffer && s->sharded && s->elem == v.elem && v.covers(s->numel)) {
+  if (!s->buffer && s->sharded && !s->sharded->shards.empty() && s->elem == v.elem && v.covers(s->numel)) {
     // A sharded value read whole: assembled from its shards on the host.
     std::vector<uint8_t> host = assemble_sharded(*s->sharded, s->elem);
     TORCH_INTERNAL_ASSERT(host.size() == nbytes, "tpu: a sharded value's size differs from its storage's");

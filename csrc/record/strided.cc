@@ -83,6 +83,31 @@ Value into_view_order(Builder& b, Value blk, const ViewMeta& v, const std::vecto
   return b.broadcast_in_dim(b.transpose(blk, perm), v.sizes, kept);
 }
 
+// A nested view whose box, laid from the storage's start, holds the whole
+// storage: the box is the storage reshaped (no pad, no flat offset slice)
+// and the view is a slice of it at the offset's coordinates. XLA sees the
+// shape the storage's value was computed in (the reshape folds into its
+// producer), so a split of a sharded dimension (q, k, v out of a fused,
+// column-sharded projection) stays a slice the partitioner can place.
+// Invalid when the offset does not fall inside such a box.
+Value box_from_start(Builder& b, Value flat, const ViewMeta& v, const std::vector<int64_t>& shape,
+                     const std::vector<int64_t>& limit, int64_t span, const std::vector<int64_t>& cut_dims) {
+  if (span != b.dims(flat)[0]) return Value{};
+  std::vector<int64_t> start(shape.size()), stop(shape.size());
+  int64_t rem = v.offset, stride = span;
+  for (size_t j = 0; j < shape.size(); ++j) {
+    stride /= shape[j];
+    start[j] = rem / stride;
+    rem %= stride;
+  }
+  for (size_t j = 0; j < shape.size(); ++j) {
+    stop[j] = start[j] + limit[j];
+    if (stop[j] > shape[j]) return Value{};
+  }
+  std::vector<int64_t> ones(shape.size(), 1);
+  return b.reshape(b.slice(b.reshape(flat, shape), start, stop, ones), cut_dims);
+}
+
 }  // namespace
 
 bool ViewMeta::is_contiguous() const {
@@ -132,6 +157,8 @@ Value read_view(Builder& b, Value flat, const ViewMeta& v) {
     shape.push_back(v.strides[order[k - 1]]);
     limit.push_back(1);
     const int64_t span = v.sizes[order[0]] * v.strides[order[0]];
+    if (Value blk = box_from_start(b, flat, v, shape, limit, span, cut_dims); blk.valid())
+      return into_view_order(b, blk, v, order);
     Value f = flat;
     // The last row's trailing gap may run past the buffer's end; it is never read.
     if (v.offset + span > storage_numel)

@@ -126,8 +126,9 @@ def gpt_model(c: dict):
     return GPTModel()
 
 
-def build(name: str, device: str, capturable: bool = False):
-    """(model, optimizer, x, y, loss_fn) of a bench model, on `device`."""
+def build(name: str, device: str, capturable: bool = False, gpt: dict | None = None):
+    """(model, optimizer, x, y, loss_fn) of a bench model, on `device`;
+    `gpt` overrides the GPT's sizes (GPT)."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -140,7 +141,7 @@ def build(name: str, device: str, capturable: bool = False):
         x, y = torch.randn(b, d_in, generator=g), torch.randint(0, 10, (b,), generator=g)
         loss_fn = F.cross_entropy
     elif name == "gpt":
-        c = GPT
+        c = gpt or GPT
         model = gpt_model(c)
         x = torch.randint(0, c["vocab"], (c["batch"], c["seq"]), generator=g)
         y = torch.randint(0, c["vocab"], (c["batch"], c["seq"]), generator=g)
@@ -387,7 +388,7 @@ def _jax_resnet18(key):
     return params, bufs, loss_fn
 
 
-def jax_model(name: str):
+def jax_model(name: str, gpt: dict | None = None):
     """(params, buffers, loss_fn(params, buffers, x, y) -> (loss, new
     buffers), x, y) of a bench model in JAX, in the torch model's layouts
     (a dense weight is (out, in) and applied as ``x @ w.T``, as nn.Linear)."""
@@ -421,7 +422,7 @@ def jax_model(name: str):
         def loss_fn(p, x, y):
             return xent(lin(p[2], jax.nn.relu(lin(p[1], jax.nn.relu(lin(p[0], x))))), y)
     elif name == "gpt":
-        c = GPT
+        c = gpt or GPT
         d, H = c["d"], c["heads"]
         ks = iter(jax.random.split(key, 64))
 
@@ -472,7 +473,7 @@ def jax_model(name: str):
     return params, {}, with_buffers, x, y
 
 
-def jax_step(name: str, params, loss_fn):
+def jax_step(name: str, params, loss_fn, out_shardings=None):
     """(step, initial optimizer state) of a bench model's optimizer in JAX:
     ``step(params, buffers, state, x, y) -> (params, buffers, state, loss)``,
     jitted with the parameters, buffers and state donated, so XLA updates
@@ -507,13 +508,21 @@ def jax_step(name: str, params, loss_fn):
         p, s = update(p, g, s)
         return p, b, s, loss
 
-    return jax.jit(step, donate_argnums=(0, 1, 2)), state
+    # out_shardings (SPMD): the updated values keep their inputs' layouts.
+    kw = {} if out_shardings is None else {"out_shardings": out_shardings}
+    return jax.jit(step, donate_argnums=(0, 1, 2), **kw), state
 
 
 def run_jax(name: str, steps: int, warmup: int, windows: int = 1) -> dict:
     params, bufs, loss_fn, x, y = jax_model(name)
     step, state = jax_step(name, params, loss_fn)
-    t0 = time.perf_counter()
+    return time_jax(step, params, bufs, state, x, y, steps, warmup, windows)
+
+
+def time_jax(step, params, bufs, state, x, y, steps: int, warmup: int, windows: int, t0: float | None = None) -> dict:
+    """A jax_step's first step (from `t0`, default now), then steps/s over
+    windows, its outputs fed back as the next step's inputs."""
+    t0 = time.perf_counter() if t0 is None else t0
     params, bufs, state, loss = step(params, bufs, state, x, y)
     loss.block_until_ready()
     first = time.perf_counter() - t0
