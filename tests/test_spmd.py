@@ -161,6 +161,27 @@ def test_strict_eager_op_gathers_and_keeps_the_sharding():
 
 
 @four
+def test_dtensor_layouts_are_accepted():
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.tensor import Replicate, Shard
+
+    # A mesh over this process's devices needs no process group.
+    dm = DeviceMesh("tpu", torch.arange(4).reshape(2, 2), mesh_dim_names=("dp", "tp"), _init_backend=False,
+                    _rank=0)
+    x = torch.randn(8, 6)
+    t = xs.mark_sharding(x.to("tpu"), dm, [Shard(0), Replicate()])
+    s = xs.get_sharding(t)
+    assert s.tiles == (2, 1) and s.replicas == 2
+    torch.testing.assert_close(t.cpu(), x)
+    u = xs.mark_sharding(x.to("tpu"), dm, [Shard(1), Shard(0)])  # dim 0 over "tp", dim 1 over "dp"
+    assert xs.get_sharding(u).hlo == xs.get_sharding(xs.shard(x, xs.Mesh(np.arange(4), (2, 2), ("dp", "tp")),
+                                                               ("tp", "dp"))).hlo
+    with pytest.raises(ValueError, match="no SPMD layout"):
+        from torch.distributed.tensor import Partial
+        xs.mark_sharding(x.to("tpu"), dm, [Partial(), Replicate()])
+
+
+@four
 def test_clear_sharding_gathers():
     mesh = xs.Mesh(np.arange(4), (2, 2), ("data", "model"))
     x = torch.randn(4, 4)

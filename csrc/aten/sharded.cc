@@ -169,7 +169,8 @@ at::Tensor empty_like_tpu(const at::Tensor& self, std::optional<c10::ScalarType>
     return out;
   StorageSlot* src = slot_of(self.storage());
   StorageSlot* dst = slot_of(out.storage());
-  if (src->sharded && src->nbytes == dst->nbytes) {
+  // A storage with no slot (empty, or a tensor of a tracing mode) has no layout.
+  if (src && dst && src->sharded && src->nbytes == dst->nbytes) {
     dst->sharded = StorageSlot::layout_only(src->sharded);
     dst->elem = src->elem;
     dst->numel = src->numel;

@@ -1,5 +1,7 @@
 #include "ops/common.h"
 
+#include "record/driver.h"
+
 #include <algorithm>
 
 #include <ATen/Context.h>
@@ -68,8 +70,12 @@ void pointwise(std::string_view name, const std::vector<Operand>& ins, const at:
   call.attr(static_cast<int64_t>(compute)).attr(variant);
   // Elementwise work on contiguous tensors of one shape depends on the
   // element count alone: key and read them as 1-D, so [8, 128, 256] and
-  // [1024, 256] share one program (fewer compiles on a cold start).
-  const bool flat = out.dim() > 1 && out.is_contiguous() && std::all_of(ins.begin(), ins.end(), [&](const Operand& o) {
+  // [1024, 256] share one program (fewer compiles on a cold start). Only
+  // for programs of one op (strict eager): in a recorded graph the op stays
+  // in its tensors' shape, which XLA's SPMD partitioner needs (a weight
+  // split on its columns has no split on its flat form).
+  const bool flat = &record::current_driver() == &record::strict_driver() && out.dim() > 1 && out.is_contiguous() &&
+                    std::all_of(ins.begin(), ins.end(), [&](const Operand& o) {
                       return !o.t.defined() || (o.t.dim() == 0 && o.t.device().is_cpu()) ||
                              (o.t.sizes() == out.sizes() && o.t.is_contiguous());
                     });

@@ -15,6 +15,7 @@ StorageSlot* whole_storage_slot(const at::Tensor& t, const char* what) {
   TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1, what, ": expected a tpu tensor, got one on ",
               t.device());
   StorageSlot* s = slot_of(t.storage());
+  TORCH_CHECK(s, what, ": the tensor has no elements");
   TORCH_CHECK(
       t.is_contiguous() && t.storage_offset() == 0 && static_cast<size_t>(t.numel() * t.element_size()) == s->nbytes,
       what, ": the tensor must be contiguous and span its whole storage (shard the base tensor, not a view)");
@@ -51,6 +52,7 @@ void shard(const at::Tensor& t, const std::vector<int>& devices, const std::vect
 pybind11::object info(const at::Tensor& t) {
   if (t.device().type() != c10::DeviceType::PrivateUse1) return pybind11::none();
   StorageSlot* s = slot_of(t.storage());
+  if (!s) return pybind11::none();
   materialize_slot(s);
   ShardedPtr v = s->sharded;
   if (!v) return pybind11::none();
@@ -61,6 +63,7 @@ pybind11::object info(const at::Tensor& t) {
 // Per partition, its block on the host (for tests and checkpoints).
 std::vector<at::Tensor> host_shards(const at::Tensor& t) {
   StorageSlot* s = slot_of(t.storage());
+  TORCH_CHECK(s, "local_shards: the tensor is not sharded");
   materialize_slot(s);
   reshard_slot(s);
   ShardedPtr v = s->sharded;
@@ -76,6 +79,7 @@ std::vector<at::Tensor> host_shards(const at::Tensor& t) {
 
 void clear(const at::Tensor& t) {
   StorageSlot* s = slot_of(t.storage());
+  if (!s) return;
   materialize_slot(s);
   if (!s->sharded) return;
   gather_slot(s, "clear_sharding");
