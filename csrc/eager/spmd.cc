@@ -50,6 +50,20 @@ std::vector<runtime::Sharding> output_shardings(const std::shared_ptr<runtime::E
   return s;
 }
 
+// The program a graph key was last resolved to through its text (the
+// memory tier is keyed by text for SPMD programs); `prog` records one.
+ProgramPtr same_text(const CacheKey& key, int, ProgramPtr prog = nullptr) {
+  static auto* seen = new std::unordered_map<CacheKey, std::weak_ptr<CompiledProgram>, CacheKeyHash>();
+  std::lock_guard<std::mutex> lock(programs_mu());
+  if (prog) {
+    if (seen->size() > 4096) seen->clear();
+    (*seen)[key] = prog;
+    return prog;
+  }
+  auto it = seen->find(key);
+  return it == seen->end() ? nullptr : it->second.lock();
+}
+
 }  // namespace
 
 std::string last_spmd_program() {
@@ -133,17 +147,33 @@ void spmd_compile(SpmdPlan& plan, const ir::Graph& g, const CacheKey& key, int64
     for (int64_t d : r.dims) kb.add(static_cast<uint64_t>(d));
     kb.add(std::string_view(r.sharding));
   }
-  CacheKey k = kb.finish();
+  const CacheKey k = kb.finish();
   ProgramPtr prog = ExecutableCache::get().lookup(k);
   if (prog) {
     bump(metrics().cache_hits);
+  } else if ((prog = same_text(k, 0)) != nullptr) {
+    bump(metrics().cache_hits);
   } else {
-    bump(metrics().cache_misses);
-    std::vector<int64_t> ids;
-    for (int d : plan.devices) ids.push_back(client().devices().at(d).id);
-    auto emit = [&]() { return ir::spmd_module(g, plan.params(), plan.results, n); };
-    prog = ExecutableCache::get().compile_and_insert(client(), k, "spmd[" + std::to_string(ops) + " ops]", emit, false,
-                                                     &ids, /*spmd=*/true);
+    // The recorded calls' keys can differ where the program does not (an
+    // optimizer's first step records its state's creation; the text is the
+    // same as the later steps'): on a miss, the text decides.
+    std::string text = ir::spmd_module(g, plan.params(), plan.results, n);
+    KeyBuilder tb;
+    tb.add(std::string_view("spmd text"));
+    tb.add(std::string_view(text));
+    for (int d : plan.devices) tb.add(static_cast<uint64_t>(d));
+    const CacheKey tk = tb.finish();
+    prog = ExecutableCache::get().lookup(tk);
+    if (prog) {
+      bump(metrics().cache_hits);
+    } else {
+      bump(metrics().cache_misses);
+      std::vector<int64_t> ids;
+      for (int d : plan.devices) ids.push_back(client().devices().at(d).id);
+      prog = ExecutableCache::get().compile_and_insert(
+          client(), tk, "spmd[" + std::to_string(ops) + " ops]", [&]() { return text; }, false, &ids, /*spmd=*/true);
+    }
+    same_text(k, 0, prog);
   }
   plan.prog = prog;
   plan.out_shardings = output_shardings(prog->exe, n);

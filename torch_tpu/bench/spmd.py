@@ -157,7 +157,12 @@ def jax_child(pattern: str, n: int, steps: int, warmup: int, windows: int, small
         y = jax.device_put(y, NamedSharding(mesh, P("data", None)))
     t0 = time.perf_counter()  # the first step's time includes the compile, as torch_tpu's does
     collectives = count_collectives(step.lower(params, bufs, state, x, y).compile().as_text()) if n > 1 else {}
-    return dict(collectives=collectives, **time_jax(step, params, bufs, state, x, y, steps, warmup, windows, t0))
+    # One step in flight at a time over several devices: with more queued,
+    # XLA:CPU's partitions of different launches took every worker thread
+    # and its collective rendezvous aborted the process (torch_tpu's runtime
+    # keeps one SPMD launch in flight for the same reason).
+    return dict(collectives=collectives, **time_jax(step, params, bufs, state, x, y, steps, warmup, windows, t0,
+                                                    sync=n > 1))
 
 
 def measure(framework: str, pattern: str, n: int, a) -> dict | None:
@@ -170,16 +175,18 @@ def table(results: list) -> str:
              "collectives torch_tpu | collectives JAX |", "|---|---|---|---|---|---|---|---|"]
     for r in results:
         t, j = r["torch"], r["jax"]
-        if not t or not j:
-            lines.append(f"| {r['pattern']} | {r['devices']} | {'failed' if not t else ''} | "
-                         f"{'failed' if not j else ''} | | | | |")
-            continue
 
-        def fmt(c):
-            return ", ".join(f"{k} {v}" for k, v in sorted(c.items())) or "none"
-        lines.append(f"| {r['pattern']} | {r['devices']} | {t['steps_per_s']:.2f} | {j['steps_per_s']:.2f} | "
-                     f"{t['steps_per_s'] / j['steps_per_s']:.2f}x | {t['first_step_s']:.2f} / {j['first_step_s']:.2f}"
-                     f" | {fmt(t['collectives'])} | {fmt(j['collectives'])} |")
+        def rate(x):
+            return f"{x['steps_per_s']:.2f}" if x else "failed"
+
+        def first(x):
+            return f"{x['first_step_s']:.2f}" if x else "-"
+
+        def fmt(x):
+            return (", ".join(f"{k} {v}" for k, v in sorted(x["collectives"].items())) or "none") if x else "-"
+        ratio = f"{t['steps_per_s'] / j['steps_per_s']:.2f}x" if t and j else "-"
+        lines.append(f"| {r['pattern']} | {r['devices']} | {rate(t)} | {rate(j)} | {ratio} | {first(t)} / {first(j)}"
+                     f" | {fmt(t)} | {fmt(j)} |")
     return "\n".join(lines)
 
 

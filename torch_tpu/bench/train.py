@@ -519,21 +519,27 @@ def run_jax(name: str, steps: int, warmup: int, windows: int = 1) -> dict:
     return time_jax(step, params, bufs, state, x, y, steps, warmup, windows)
 
 
-def time_jax(step, params, bufs, state, x, y, steps: int, warmup: int, windows: int, t0: float | None = None) -> dict:
+def time_jax(step, params, bufs, state, x, y, steps: int, warmup: int, windows: int, t0: float | None = None,
+             sync: bool = False) -> dict:
     """A jax_step's first step (from `t0`, default now), then steps/s over
-    windows, its outputs fed back as the next step's inputs."""
+    windows, its outputs fed back as the next step's inputs. `sync` waits
+    for each step before dispatching the next."""
     t0 = time.perf_counter() if t0 is None else t0
     params, bufs, state, loss = step(params, bufs, state, x, y)
     loss.block_until_ready()
     first = time.perf_counter() - t0
     for _ in range(warmup):
         params, bufs, state, loss = step(params, bufs, state, x, y)
+        if sync:
+            loss.block_until_ready()
     loss.block_until_ready()
 
     def window():
         nonlocal params, bufs, state
         for _ in range(steps):
             params, bufs, state, loss = step(params, bufs, state, x, y)
+            if sync:
+                loss.block_until_ready()
         return float(loss)  # waits for it
 
     return dict(first_step_s=first, **_windows(window, steps, windows))
