@@ -199,6 +199,9 @@ def test_tensors_on_different_meshes_raise(fresh_dynamo):
     b = xs.shard(torch.randn(4), m2, ("data",))
     with pytest.raises(RuntimeError, match="different meshes"):
         torch.compile(lambda x, y: x + y, backend="tpu")(a, b)
+    # The failed graph left nothing half-done: the device keeps working.
+    c = xs.shard(torch.arange(4.0), m1, ("data",))
+    torch.testing.assert_close(torch.compile(lambda x: x * 2, backend="tpu")(c).cpu(), torch.arange(4.0) * 2)
 
 
 # --- training patterns: the bench's GPT, small ----------------------------

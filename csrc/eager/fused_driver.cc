@@ -780,16 +780,16 @@ class FusedDriver final : public Driver {
     }
     std::vector<ShardedPtr> sharded;
     for (const Param& pr : p->params) sharded.push_back(pr.sharded);
-    if (std::vector<int> mesh = spmd_mesh(sharded); !mesh.empty()) {
-      if (cap && !describe(*p, outs, *cap)) cap = nullptr;
-      try {
+    try {
+      if (std::vector<int> mesh = spmd_mesh(sharded); !mesh.empty()) {
+        if (cap && !describe(*p, outs, *cap)) cap = nullptr;
         flush_spmd(*p, outs, std::move(mesh), sharded, cap);
-      } catch (...) {
-        drop_results(*p, outs);
-        throw;
+        clear_pending(*p);
+        return;
       }
-      clear_pending(*p);
-      return;
+    } catch (...) {
+      drop_results(*p, outs);  // two meshes in one graph, or a failed SPMD compile or run
+      throw;
     }
     std::vector<std::pair<int, int>> aliases = donations(*p, outs);
     if (cap && !describe(*p, outs, *cap)) cap = nullptr;
