@@ -931,6 +931,7 @@ class FusedDriver final : public Driver {
       }
     }
     uint64_t rng_offset = 0;
+    std::vector<std::optional<c10::Scalar>> numbers(c.args.size());
     for (size_t j = 0; j < c.args.size(); ++j) {
       const auto& a = c.args[j];
       switch (a.kind) {
@@ -940,7 +941,7 @@ class FusedDriver final : public Driver {
           whole[j] = a.constant;
           break;
         case CapturedGraph::Arg::kCpuInput:
-          whole[j] = scalar_buffer(in[a.input].item(), a.elem, c.device);
+          numbers[j] = in[a.input].item();
           break;
         case CapturedGraph::Arg::kRngSeed:
           whole[j] = reserve_rng(a.gen, a.advance, a.elem, c.device, rng_offset);
@@ -950,7 +951,7 @@ class FusedDriver final : public Driver {
           break;
       }
     }
-    auto results = spmd_run(plan, whole, sharded, c.device);
+    auto results = spmd_run(plan, whole, sharded, c.device, &numbers);
     bump(metrics().replays);
     std::vector<c10::Storage> fresh;
     std::vector<at::Tensor> outs = make_outputs(c, in, fresh);

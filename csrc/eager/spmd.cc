@@ -102,6 +102,8 @@ void spmd_layout(SpmdPlan& plan, const ir::Graph& g, const std::vector<ShardedPt
                  const std::vector<int>& pinned_param, const std::vector<std::vector<int64_t>>* shapes) {
   const auto& ps = g.params();
   plan.args.clear();
+  plan.params_elem.clear();
+  for (int32_t p : ps) plan.params_elem.push_back(g.type(ir::Value{p, 0}).elem);
   for (size_t j = 0; j < ps.size(); ++j) {
     SpmdPlan::Arg a;
     a.sharded = sharded[j];
@@ -182,7 +184,8 @@ void spmd_compile(SpmdPlan& plan, const ir::Graph& g, const CacheKey& key, int64
 }
 
 std::vector<ShardedPtr> spmd_run(const SpmdPlan& plan, const std::vector<runtime::BufferPtr>& whole,
-                                 const std::vector<ShardedPtr>& sharded, int home) {
+                                 const std::vector<ShardedPtr>& sharded, int home,
+                                 const std::vector<std::optional<c10::Scalar>>* numbers) {
   const size_t n = plan.devices.size();
   std::vector<runtime::BufferPtr> keep_alive;
   std::vector<std::vector<PJRT_Buffer*>> args(n);
@@ -191,14 +194,26 @@ std::vector<ShardedPtr> spmd_run(const SpmdPlan& plan, const std::vector<runtime
       for (size_t d = 0; d < n; ++d) args[d].push_back(sharded[j]->shards[d]->get());
       continue;
     }
-    TORCH_INTERNAL_ASSERT(whole[j], "tpu: an SPMD program's parameter has no value");
-    for (size_t d = 0; d < n; ++d) {
-      PJRT_Device* dev = pjrt_device(plan.devices[d]);
-      runtime::BufferPtr b = whole[j];
-      if (plan.devices[d] != home) b = b->copy_to_device(dev);
-      keep_alive.push_back(b);
-      args[d].push_back(b->get());
+    if (numbers && (*numbers)[j]) {
+      const ir::ElemType elem = plan.params_elem[j];
+      for (size_t d = 0; d < n; ++d) {
+        runtime::BufferPtr b = scalar_buffer(*(*numbers)[j], elem, plan.devices[d]);
+        keep_alive.push_back(b);
+        args[d].push_back(b->get());
+      }
+      continue;
     }
+    TORCH_INTERNAL_ASSERT(whole[j], "tpu: an SPMD program's parameter has no value");
+    plan.copies.resize(plan.args.size());
+    SpmdPlan::Copies& c = plan.copies[j];
+    if (c.source != whole[j]) {
+      c.source = whole[j];
+      c.per_device.clear();
+      for (size_t d = 0; d < n; ++d)
+        c.per_device.push_back(plan.devices[d] == home ? whole[j]
+                                                       : whole[j]->copy_to_device(pjrt_device(plan.devices[d])));
+    }
+    for (size_t d = 0; d < n; ++d) args[d].push_back(c.per_device[d]->get());
   }
   // One SPMD launch in flight at a time: on XLA:CPU each partition holds a
   // worker thread while it waits for its partners in a collective, and

@@ -5,7 +5,10 @@
 // (replicated). Results come back sharded as the partitioner laid them out,
 // except storages the graph updates in place, which keep their sharding.
 #pragma once
+#include <c10/core/Scalar.h>
+
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,8 +25,16 @@ struct SpmdPlan {
     std::vector<int64_t> dims;  // what the program's @main takes
     std::string sharding;       // its HLO text
   };
-  std::vector<int> devices;            // the mesh: tpu device index of each partition
-  std::vector<Arg> args;               // per program parameter
+  std::vector<int> devices;               // the mesh: tpu device index of each partition
+  std::vector<Arg> args;                  // per program parameter
+  std::vector<ir::ElemType> params_elem;  // and its element type
+  // Per parameter, the last buffer copied to the mesh and its copies: a
+  // graph constant is copied once, not on every replay.
+  struct Copies {
+    runtime::BufferPtr source;
+    std::vector<runtime::BufferPtr> per_device;
+  };
+  mutable std::vector<Copies> copies;
   std::vector<ir::SpmdValue> results;  // per result: dims and any pinned sharding
   ProgramPtr prog;
   std::vector<runtime::Sharding> out_shardings;  // per result, from the compiled module
@@ -50,10 +61,13 @@ void spmd_layout(SpmdPlan& plan, const ir::Graph& g, const std::vector<ShardedPt
 void spmd_compile(SpmdPlan& plan, const ir::Graph& g, const CacheKey& key, int64_t ops);
 
 // One launch over the mesh. `whole[j]` is parameter j's buffer where it is
-// not sharded, on device `home` (copied to the others). Returns per result
-// the sharded value it produced.
+// not sharded, on device `home`, copied to the others; where `numbers[j]`
+// is set the parameter is that number instead, made on each device (no
+// copy: an optimizer's step counts and hyperparameters, every step).
+// Returns per result the sharded value it produced.
 std::vector<ShardedPtr> spmd_run(const SpmdPlan& plan, const std::vector<runtime::BufferPtr>& whole,
-                                 const std::vector<ShardedPtr>& sharded, int home);
+                                 const std::vector<ShardedPtr>& sharded, int home,
+                                 const std::vector<std::optional<c10::Scalar>>* numbers = nullptr);
 
 // Stores a result: the slot holds the value on the mesh, and (replicated)
 // also whole on its own device.
