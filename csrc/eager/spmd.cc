@@ -52,7 +52,7 @@ std::vector<runtime::Sharding> output_shardings(const std::shared_ptr<runtime::E
 
 // The program a graph key was last resolved to through its text (the
 // memory tier is keyed by text for SPMD programs); `prog` records one.
-ProgramPtr same_text(const CacheKey& key, int, ProgramPtr prog = nullptr) {
+ProgramPtr same_text(const CacheKey& key, ProgramPtr prog = nullptr) {
   static auto* seen = new std::unordered_map<CacheKey, std::weak_ptr<CompiledProgram>, CacheKeyHash>();
   std::lock_guard<std::mutex> lock(programs_mu());
   if (prog) {
@@ -153,7 +153,7 @@ void spmd_compile(SpmdPlan& plan, const ir::Graph& g, const CacheKey& key, int64
   ProgramPtr prog = ExecutableCache::get().lookup(k);
   if (prog) {
     bump(metrics().cache_hits);
-  } else if ((prog = same_text(k, 0)) != nullptr) {
+  } else if ((prog = same_text(k)) != nullptr) {
     bump(metrics().cache_hits);
   } else {
     // The recorded calls' keys can differ where the program does not (an
@@ -175,7 +175,7 @@ void spmd_compile(SpmdPlan& plan, const ir::Graph& g, const CacheKey& key, int64
       prog = ExecutableCache::get().compile_and_insert(
           client(), tk, "spmd[" + std::to_string(ops) + " ops]", [&]() { return text; }, false, &ids, /*spmd=*/true);
     }
-    same_text(k, 0, prog);
+    same_text(k, prog);
   }
   plan.prog = prog;
   plan.out_shardings = output_shardings(prog->exe, n);

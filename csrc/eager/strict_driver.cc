@@ -50,8 +50,10 @@ class StrictDriver final : public Driver {
 
   void dispatch(OpCall& call, const Lowering& lower) override {
     // A sharded input runs whole here (SPMD programs come from the fused driver).
-    for (size_t i = 0; i < call.num_slots(); ++i)
-      if (call.needs_value(i)) gather_slot(call.slot(i), "an eager op");
+    for (size_t i = 0; i < call.num_slots(); ++i) {
+      StorageSlot* s = call.slot(i);
+      if (s->sharded && !s->buffer && call.needs_value(i)) gather_slot(s, "an eager op");
+    }
     if (queued_.load(std::memory_order_acquire) == 0) {
       ProgramPtr prog = call.lookup(lower);
       if (prog) {
