@@ -98,7 +98,11 @@ def test_a_transformer_layer_in_inference_is_compiled_over_lengths(dynamic):
             after = debug.metrics()
             torch.testing.assert_close(got, layer(x), rtol=1e-5, atol=1e-5)
     assert _compile.stats["graphs"] > graphs
-    assert after["ops_dispatched"] == before["ops_dispatched"]  # the repeated length replays its program
+    # The repeated length replays its bucket's program: nothing compiles, and
+    # the only ops are the bucketing's (the padded input's transfer, the
+    # slice of the output back to the real length).
+    assert after["cache_misses"] == before["cache_misses"]
+    assert after["ops_dispatched"] - before["ops_dispatched"] <= 2
 
 
 @pytest.mark.parametrize("aot", [False, True], ids=["dynamo_graph", "aot_graph"])

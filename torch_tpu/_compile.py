@@ -29,7 +29,7 @@ import sys
 import weakref
 from typing import Any
 
-from torch_tpu import _C, _buckets, _hyperparams, _recompiles
+from torch_tpu import _C, _buckets, _hyperparams, _masked, _recompiles
 
 logger = logging.getLogger("torch_tpu")
 _FUSED = 2
@@ -37,7 +37,7 @@ _KNOWN_OPTIONS = {"debug_callback", "name", "trace_backward"}
 _NO_OP = "the graph recorded no op"  # _end_capture's reason for a graph of views
 # For the metrics report: ATen graphs handed to the backend, how many were
 # captured for replay, and why the others run their ops on every call.
-stats = {"graphs": 0, "captured": 0, "bucketed": 0, "without_aot": 0, "not_captured": {}}
+stats = {"graphs": 0, "captured": 0, "bucketed": 0, "masked": 0, "without_aot": 0, "not_captured": {}}
 
 
 def _node_val(node):
@@ -244,6 +244,10 @@ _METADATA_MUTATIONS = frozenset({
     "swapaxes_", "detach_", "requires_grad_", "share_memory_", "_set_data", "set_data"})
 
 
+def _masked_buckets() -> bool:
+    return os.environ.get("TORCH_TPU_MASKED_BUCKETS", "1") != "0"
+
+
 def _force_aot() -> bool:
     return os.environ.get("TORCH_TPU_COMPILE_AOT", "0") == "1"
 
@@ -357,6 +361,11 @@ def tpu_backend(gm, example_inputs, options: dict[str, Any] | None = None, mode:
                 stats["bucketed"] += 1
                 logger.debug("tpu backend: %s pads its dynamic sizes to powers of two", label)
                 return make_boxed_func(_buckets.Bucketed(runner, bucket_plan))
+            masked = _masked.plan(aten_gm) if runner.capturable and _masked_buckets() else None
+            if masked is not None:
+                stats["masked"] += 1
+                logger.debug("tpu backend: %s runs at bucket sizes with masks", label)
+                return make_boxed_func(_masked.Masked(_GraphRunner(masked.gm, label, kind), masked, runner))
             return make_boxed_func(runner)
 
         return compile_graph
