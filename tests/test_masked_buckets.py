@@ -231,3 +231,17 @@ def test_a_graph_the_analysis_cannot_prove_keeps_the_exact_path():
     for n in (5, 7):
         x = torch.randn(2, n, 3)
         torch.testing.assert_close(compiled(x.to(TPU)).cpu(), fn(x), rtol=1e-5, atol=1e-5)
+
+
+def test_user_bucket_boundaries_pick_the_padded_sizes():
+    compiled = torch.compile(_softmax_over_seq, backend="tpu", dynamic=True, options={"buckets": (12, 16)})
+    fetched = []
+    for n in (9, 11, 12, 13, 16, 20):
+        x = torch.randn(2, n, 6)
+        before = programs_fetched()
+        torch.testing.assert_close(compiled(x.to(TPU)).cpu(), _softmax_over_seq(x), rtol=1e-5, atol=1e-5)
+        fetched.append(programs_fetched() - before)
+    # 9, 11, 12 share bucket 12; 13 and 16 share 16; 20 goes to the power of two 32.
+    assert fetched[1:3] == [0, 0] and fetched[4] == 0 and fetched[3] >= 1 and fetched[5] >= 1, fetched
+    with pytest.raises(Exception, match="must be positive ints"):  # dynamo wraps the ValueError
+        torch.compile(_softmax_over_seq, backend="tpu", options={"buckets": ["a"]})(torch.randn(2, 3, 6).to(TPU))

@@ -298,19 +298,25 @@ def _safe(n, r_out, ins, rows, out) -> bool:
     return False
 
 
-def _next_pow2(n: int) -> int:
-    b = 1
+def bucket_size(n: int, boundaries: tuple = (), floor: int = 2) -> int:
+    """The padded size for a real size n: the smallest of the user's
+    `boundaries` that holds n, else the next power of two, at least `floor`."""
+    for b in boundaries:
+        if b >= n:
+            return b
+    b = floor
     while b < n:
         b *= 2
-    return max(b, 2)
+    return b
 
 
 class Bucketed:
     """Calls `runner` (a _GraphRunner) at the bucket size and slices back."""
 
-    def __init__(self, runner, p: Plan):
+    def __init__(self, runner, p: Plan, boundaries: tuple = ()):
         self.runner = runner
         self.plan = p
+        self.boundaries = boundaries
         self.calls = 0
 
     def __call__(self, *args):
@@ -322,7 +328,7 @@ class Bucketed:
         for i, syms in p.pads.items():
             for d, s in enumerate(syms):
                 vals.setdefault(s, args[i].shape[d])
-        buckets = {s: _next_pow2(v) for s, v in vals.items()}
+        buckets = {s: bucket_size(v, self.boundaries) for s, v in vals.items()}
         if all(buckets[s] == v for s, v in vals.items()):
             return self.runner(*args)
         new = list(args)

@@ -33,7 +33,7 @@ from torch_tpu import _C, _buckets, _hyperparams, _masked, _recompiles
 
 logger = logging.getLogger("torch_tpu")
 _FUSED = 2
-_KNOWN_OPTIONS = {"debug_callback", "name", "trace_backward"}
+_KNOWN_OPTIONS = {"buckets", "debug_callback", "name", "trace_backward"}
 _NO_OP = "the graph recorded no op"  # _end_capture's reason for a graph of views
 # For the metrics report: ATen graphs handed to the backend, how many were
 # captured for replay, and why the others run their ops on every call.
@@ -244,6 +244,18 @@ _METADATA_MUTATIONS = frozenset({
     "swapaxes_", "detach_", "requires_grad_", "share_memory_", "_set_data", "set_data"})
 
 
+def _bucket_boundaries(value) -> tuple:
+    """options={"buckets": (64, 96, 128)}: the padded sizes of dynamic
+    dimensions, before the powers of two that cover larger sizes."""
+    try:
+        out = tuple(sorted(int(b) for b in value))
+    except (TypeError, ValueError):
+        out = None
+    if out is None or any(b <= 0 for b in out) or any(int(b) != b for b in value):
+        raise ValueError(f"torch.compile backend 'tpu': options['buckets'] must be positive ints, got {value!r}")
+    return out
+
+
 def _masked_buckets() -> bool:
     return os.environ.get("TORCH_TPU_MASKED_BUCKETS", "1") != "0"
 
@@ -337,6 +349,7 @@ def tpu_backend(gm, example_inputs, options: dict[str, Any] | None = None, mode:
         raise ValueError(f"torch.compile backend 'tpu': unknown options {sorted(unknown)}; "
                          f"supported: {sorted(_KNOWN_OPTIONS)}")
     callback = opts.get("debug_callback")
+    boundaries = _bucket_boundaries(opts.get("buckets", ()))
     name = opts.get("name") or "graph"
     counter = [0]
     # debug_callback is documented to see ATen graphs: those come from AOTAutograd.
@@ -360,12 +373,13 @@ def tpu_backend(gm, example_inputs, options: dict[str, Any] | None = None, mode:
             if bucket_plan is not None:
                 stats["bucketed"] += 1
                 logger.debug("tpu backend: %s pads its dynamic sizes to powers of two", label)
-                return make_boxed_func(_buckets.Bucketed(runner, bucket_plan))
+                return make_boxed_func(_buckets.Bucketed(runner, bucket_plan, boundaries))
             masked = _masked.plan(aten_gm) if runner.capturable and _masked_buckets() else None
             if masked is not None:
                 stats["masked"] += 1
                 logger.debug("tpu backend: %s runs at bucket sizes with masks", label)
-                return make_boxed_func(_masked.Masked(_GraphRunner(masked.gm, label, kind), masked, runner))
+                return make_boxed_func(_masked.Masked(_GraphRunner(masked.gm, label, kind), masked, runner,
+                                                         boundaries))
             return make_boxed_func(runner)
 
         return compile_graph

@@ -36,6 +36,8 @@ import operator
 
 import torch
 
+from torch_tpu._buckets import bucket_size
+
 aten = torch.ops.aten
 _BIG = 2**62
 
@@ -491,9 +493,12 @@ def _cat(an: _Analysis, n):
 
 def _split(an: _Analysis, n):
     lay = list(an.lay(n.args[0]))
-    dim = (n.args[2] if len(n.args) > 2 else n.kwargs.get("dim", 0)) % len(lay)
+    at = 1 if n.target is aten.unbind.int else 2
+    dim = (n.args[at] if len(n.args) > at else n.kwargs.get("dim", 0)) % len(lay)
     if not _static(lay[dim]):
         _fail("a split of a dynamic dimension")
+    if n.target is aten.unbind.int:
+        return [tuple(lay[:dim] + lay[dim + 1:]) for _ in _val(n)]
     outs = []
     for o in _val(n):
         x = list(lay)
@@ -1089,14 +1094,6 @@ class _Rewrite:
 
 
 # --- the call ---------------------------------------------------------------
-def bucket_size(n: int) -> int:
-    """The padded size for a real size n: the next power of two, at least 8."""
-    b = 8
-    while b < n:
-        b *= 2
-    return b
-
-
 class Plan:
     """A rewritten graph and what its calls pad and slice."""
 
@@ -1150,8 +1147,9 @@ class Masked:
     sizes, with the real sizes as tensors, and slices the outputs back.
     `exact` runs the original graph (sizes that are not Python ints)."""
 
-    def __init__(self, runner, p: Plan, exact):
+    def __init__(self, runner, p: Plan, exact, boundaries: tuple = ()):
         self.runner, self.plan, self.exact = runner, p, exact
+        self.boundaries = boundaries
         self.reals = {}
         self.calls = 0
 
@@ -1176,7 +1174,7 @@ class Masked:
             for d, e in dims:
                 s, c = _affine(e)
                 vals.setdefault(s, args[i].shape[d] - c)
-        buckets = {s: bucket_size(v) for s, v in vals.items()}
+        buckets = {s: bucket_size(v, self.boundaries, floor=8) for s, v in vals.items()}
         new = list(args)
         for i, e in p.size_args.items():
             s, c = _affine(e)

@@ -744,6 +744,9 @@ void OpCall::track_result(const runtime::BufferPtr& b, std::string_view what) {
     track(b);
 }
 
+// Views of values up to this size are read through a host copy of the whole value.
+constexpr size_t kHostViewBytes = size_t{1} << 20;
+
 void copy_to_host(const at::Tensor& src, void* dst, size_t nbytes) {
   if (nbytes == 0) return;
   RECORD_FUNCTION("tpu::device_to_host", std::vector<c10::IValue>());
@@ -769,6 +772,14 @@ void copy_to_host(const at::Tensor& src, void* dst, size_t nbytes) {
   gather_slot(s, "a host read of part of it");
   if (s->buffer && s->elem == v.elem && v.covers(s->numel)) {
     s->buffer->to_host(dst, nbytes);
+  } else if (s->buffer && s->elem == v.elem && s->nbytes <= kHostViewBytes) {
+    // A view of a small value (an output sliced back from its bucket size,
+    // one row printed): the whole value comes to the host and the view is
+    // taken there, instead of a program per view shape.
+    at::Tensor whole = at::empty({s->numel}, src.options().device(c10::kCPU));
+    s->buffer->to_host(whole.mutable_data_ptr(), whole.nbytes());
+    at::Tensor out = at::from_blob(dst, src.sizes(), src.options().device(c10::kCPU));
+    out.copy_(whole.as_strided(src.sizes(), src.strides(), src.storage_offset()));
   } else {
     // Materialise the view as its own contiguous buffer first.
     at::Tensor tmp = at::empty(src.sizes(), src.options());
