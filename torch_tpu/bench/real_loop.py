@@ -68,7 +68,7 @@ def _items(name: str, x) -> int:
     return x.numel() if name == "gpt" else x.shape[0]
 
 
-def run(name: str, mode: str, fixed_steps: int) -> dict:
+def run(name: str, mode: str, fixed_steps: int, buckets: str = "") -> dict:
     import torch
 
     import torch_tpu  # noqa: F401  (the tpu device)
@@ -77,7 +77,8 @@ def run(name: str, mode: str, fixed_steps: int) -> dict:
     if mode == "tpu-fused":
         torch.tpu.eager_mode = torch.tpu.EagerMode.DEFER_AND_FUSE
     sync = torch.tpu.synchronize if device == "tpu" else (lambda: None)
-    compile_ = (lambda f: torch.compile(f, backend="tpu")) if mode == "tpu-compile" else (lambda f: f)
+    opts = {"buckets": tuple(int(b) for b in buckets.split(","))} if buckets.strip("-") else None
+    compile_ = (lambda f: torch.compile(f, backend="tpu", options=opts)) if mode == "tpu-compile" else (lambda f: f)
 
     # The fixed loop (as the train bench times it).
     step = compile_(train.torch_setup(name, device))
@@ -181,10 +182,12 @@ def main(argv=None) -> None:
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--fixed-steps", type=int, default=0, help="timed steps of the fixed loop (default: per model)")
     ap.add_argument("--out", default=train.default_out())
-    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--buckets", default="", help="tpu-compile: padded sizes of varying lengths, e.g. 80,96,112,128 "
+                    "(default: powers of two)")
+    ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
-        print("RESULT " + json.dumps(run(a.child[0], a.child[1], int(a.child[2]))))
+        print("RESULT " + json.dumps(run(a.child[0], a.child[1], int(a.child[2]), a.child[3])))
         return
     from tqdm import tqdm
 
@@ -195,8 +198,9 @@ def main(argv=None) -> None:
         for name in models:
             for mode in modes:
                 bar.set_postfix_str(f"{name}/{mode}")
+                steps = a.fixed_steps or fixed_default.get(name, 20)
                 results[name][mode] = train.run_child("torch_tpu.bench.real_loop",
-                                                      [name, mode, a.fixed_steps or fixed_default.get(name, 20)],
+                                                      [name, mode, steps, a.buckets or "-"],
                                                       f"{name}/{mode}", timeout=3600)
                 bar.update()
     print(f"{'model':<10}{'mode':<14}{'bench items/s':>14}{'plain accum.':>13}{'real loop':>11}"
