@@ -130,3 +130,53 @@ def test_a_cpu_tensor_the_graph_only_moves_to_tpu_is_an_input_of_its_program(aot
         if k > 0:
             assert debug.metrics()["ops_dispatched"] == before  # replayed, with this call's pos
     assert _compile.stats["captured"] == captured + 1
+
+
+def _model(kind: str):
+    """A tiny decoder (or encoder-decoder) of each family generate() serves."""
+    torch.manual_seed(0)
+    small = dict(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, max_position_embeddings=96)
+    if kind == "qwen2":
+        return transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**small)).eval()
+    if kind == "qwen3":
+        return transformers.Qwen3ForCausalLM(transformers.Qwen3Config(head_dim=8, **small)).eval()
+    if kind == "gpt2":
+        cfg = transformers.GPT2Config(vocab_size=96, n_embd=32, n_layer=2, n_head=4, n_positions=96)
+        return transformers.GPT2LMHeadModel(cfg).eval()
+    cfg = transformers.T5Config(vocab_size=96, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
+                                decoder_start_token_id=0)
+    return transformers.T5ForConditionalGeneration(cfg).eval()
+
+
+# Greedy, beam search, and sampling with top_k=1 (the sampling path --
+# logits processors, softmax, multinomial -- with one token left, so the
+# tokens are CPU's whatever the generator).
+_DECODING = {"greedy": dict(do_sample=False), "beam": dict(do_sample=False, num_beams=2),
+             "sample": dict(do_sample=True, top_k=1)}
+
+
+# Every family greedy; beam search and sampling on one (the decoding loop
+# is the same code for all of them; the matrix of 12 passes too, but costs
+# three minutes of CI).
+@pytest.mark.parametrize("kind, decoding", [("qwen2", "greedy"), ("qwen3", "greedy"), ("gpt2", "greedy"),
+                                            ("t5", "greedy"), ("qwen2", "beam"), ("gpt2", "sample")])
+def test_generate_of_each_family_with_new_lengths_matches_cpu(kind, decoding):
+    model = _model(kind)
+    tm = _model(kind).to(TPU)
+    tm.forward = torch.compile(tm.forward, backend="tpu")
+    g = torch.Generator().manual_seed(1)
+    # A batch of two, the second left-padded, then a batch of one with new
+    # lengths.
+    for batch, prompt, new in [(2, 6, 5), (1, 9, 7)]:
+        ids = torch.randint(1, 96, (batch, prompt), generator=g)
+        mask = torch.ones(batch, prompt, dtype=torch.long)
+        if batch == 2 and kind != "t5":
+            mask[1, :2] = 0
+            ids[1, :2] = 0
+        kw = dict(max_new_tokens=new, pad_token_id=0, attention_mask=mask, **_DECODING[decoding])
+        with torch.no_grad():
+            expected = model.generate(ids, disable_compile=True, **kw)
+            kw["attention_mask"] = mask.to(TPU)
+            got = tm.generate(ids.to(TPU), **kw)
+        assert torch.equal(got.cpu(), expected), (kind, decoding, batch, prompt, new)
