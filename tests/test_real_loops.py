@@ -254,6 +254,34 @@ def test_the_user_sees_numbers_outside_the_step():
     assert type(opt.state_dict()["param_groups"][0]["lr"]) is float
 
 
+def _sgd_momentum(ps):
+    return torch.optim.SGD(ps, lr=0.05, momentum=0.9, weight_decay=0.01)
+
+
+def test_one_cycle_on_sgd_cycles_momentum_without_recompiling():
+    # OneCycleLR cycles SGD's momentum with its lr (cycle_momentum=True, the
+    # default). torch.optim's SGD tests `momentum != 0` in Python, so the
+    # momentum was baked: a recompile every step until dynamo's limit.
+    _check_schedule(_sgd_momentum, SCHEDULERS["one_cycle"])
+
+
+def test_momentum_and_weight_decay_changed_by_hand_match_cpu_without_recompiling():
+    def make_sched(opt):
+        class Tweak:
+            def __init__(self):
+                self.n = 0
+
+            def step(self):
+                self.n += 1
+                for g in opt.param_groups:
+                    g["momentum"] = 0.9 - 0.1 * (self.n % 3)
+                    g["weight_decay"] = 0.01 * (1 + self.n % 2)
+                    g["nesterov"] = True
+        return Tweak()
+
+    _check_schedule(_sgd_momentum, lambda o: _Both(o, make_sched(o)))
+
+
 def test_changed_weight_decay_still_matches_cpu():
     # Hyperparameters that steer torch.optim's Python branches stay constants
     # of the program: a change recompiles, and the result is still CPU's.
@@ -385,17 +413,17 @@ def test_a_recompile_warns_once_per_cause_and_the_report_lists_it():
     with pytest.warns(_recompiles.RecompileWarning) as record, \
             torch._dynamo.config.patch(automatic_dynamic_shapes=False):
         for i, n in enumerate(sizes):
-            opt.param_groups[0]["momentum"] = 0.9 - 0.1 * (i % 3)  # a baked number
+            opt.param_groups[0]["dampening"] = 0.1 * (i % 3)  # a baked number
             step(torch.randn(n, 4, device=TPU))
             sched.step()  # the lr: an input, never a cause
     messages = [str(w.message) for w in record if issubclass(w.category, _recompiles.RecompileWarning)]
-    momentum = [msg for msg in messages if "param_groups[0]['momentum'] of the optimizer opt changed" in msg]
+    momentum = [msg for msg in messages if "param_groups[0]['dampening'] of the optimizer opt changed" in msg]
     size = [msg for msg in messages if "the size of x (dim 0) changed" in msg]
     assert len(momentum) == 1 and "constants of it" in momentum[0]
     assert len(size) == 1 and "mark_dynamic" in size[0]
     assert not any("'lr'" in msg for msg in messages)
     report = debug.compile_report()
-    assert "recompiles, by cause" in report and "'momentum'" in report and "the size of x" in report
+    assert "recompiles, by cause" in report and "'dampening'" in report and "the size of x" in report
 
 
 def test_the_scheduled_step_warns_nothing():

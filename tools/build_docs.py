@@ -95,20 +95,28 @@ def write_index(out: str, pages: list[tuple[str, str, float]]) -> None:
         )
 
 
-def build(out: str, only: list[str] | None = None, timeout: float = 300) -> dict[str, str]:
-    """Exports the notebooks; returns {notebook: error} for those that failed."""
+def build(out: str, only: list[str] | None = None, timeout: float = 300, jobs: int = 2) -> dict[str, str]:
+    """Exports the notebooks, `jobs` at a time (each export is its own
+    process, mostly single-threaded); returns {notebook: error} for those
+    that failed."""
+    from concurrent.futures import ThreadPoolExecutor
+
     os.makedirs(out, exist_ok=True)
     copy_frontend(out)
+    paths = notebooks(only)
     pages, failed = [], {}
-    bar = tqdm(notebooks(only), desc="notebooks", unit="nb")
-    for path in bar:
-        name = os.path.basename(path)[:-3]
-        bar.set_postfix_str(name)
-        secs, err = export(path, out, timeout)
-        if err:
-            failed[name] = err
-        else:
-            pages.append((name, title(path), secs))
+    with ThreadPoolExecutor(max(1, jobs)) as pool, tqdm(total=len(paths), desc="notebooks", unit="nb") as bar:
+        def one(path):
+            result = export(path, out, timeout)
+            bar.update()
+            return result
+
+        for path, (secs, err) in zip(paths, pool.map(one, paths)):
+            name = os.path.basename(path)[:-3]
+            if err:
+                failed[name] = err
+            else:
+                pages.append((name, title(path), secs))
     write_index(out, pages)
     return failed
 
@@ -118,8 +126,9 @@ def main() -> int:
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "site"))
     p.add_argument("--only", nargs="*", help="notebook names (without .py)")
     p.add_argument("--timeout", type=float, default=300, help="seconds per notebook")
+    p.add_argument("--jobs", type=int, default=2, help="notebooks exported at once")
     a = p.parse_args()
-    failed = build(a.out, a.only, a.timeout)
+    failed = build(a.out, a.only, a.timeout, a.jobs)
     for name, err in failed.items():
         print(f"\n=== {name} failed ===\n{err}", file=sys.stderr)
     print(f"site: {a.out}/index.html ({'%d failed' % len(failed) if failed else 'all notebooks ran'})")

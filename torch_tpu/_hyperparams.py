@@ -17,10 +17,16 @@ recommends for compiled optimizers, applied without asking the user to
 change the optimizer's construction. (A captured ``torch.tpu.graph`` holds
 its numbers as constants and raises at replay if one changed: graphs.py.)
 
-``lr`` is lifted, and Adam's and AdamW's ``betas`` (OneCycleLR cycles
-beta1). The other hyperparameters (SGD's momentum, weight decay, eps) steer
-Python branches in torch.optim (``if momentum != 0``), so they stay
-constants of the program, and a change recompiles.
+``lr`` is lifted; Adam's and AdamW's ``betas`` (OneCycleLR cycles
+beta1); and SGD's ``momentum`` and ``weight_decay`` once nonzero
+(OneCycleLR cycles SGD's momentum too). torch.optim's SGD tests those two
+in Python (``if momentum != 0``), which a tensor would turn into a graph
+break, so a tpu SGD whose group holds a lifted one steps through
+``_sgd_step`` below: the same update, with the branches taken from
+whether the number is lifted (lifted means nonzero when it was lifted; a
+lifted number set back to 0 computes what 0 computes). The other
+hyperparameters (eps, dampening, Adagrad's and RMSprop's) stay constants
+of the program, and a change recompiles.
 """
 from __future__ import annotations
 
@@ -52,7 +58,13 @@ def _lifted_keys(opt, group) -> tuple:
         keys = ("lr",)
     if capturable and not fused and isinstance(opt, torch.optim.Adam | torch.optim.AdamW):
         keys += ("betas",)
+    step = type(opt).step
+    if getattr(step, "__wrapped__", step) is _sgd_step and not fused and not group.get("differentiable"):
+        keys += _SGD_KEYS
     return keys
+
+
+_SGD_KEYS = ("momentum", "weight_decay")
 
 
 def _on_tpu(group) -> bool:
@@ -139,6 +151,8 @@ class lifted:
                     number = _number(key, value)
                     if number is None:
                         continue
+                    if number == 0 and key in _SGD_KEYS and (id(group), key) not in _shadows.get(opt, {}):
+                        continue  # zero until it first changes: the branch stays out of the program
                     shadow = _shadow_for(opt, group, key, number)
                     group[key] = shadow
                     if swapped is None:
@@ -164,6 +178,65 @@ class lifted:
             group[key] = value
 
 
+def _lifted(v) -> bool:
+    return isinstance(v, torch.Tensor)
+
+
+def _sgd_group(opt, group) -> None:
+    """torch.optim.SGD's update for one group whose momentum or weight decay
+    is a lifted tensor (the math of torch.optim.SGD's documentation)."""
+    params, grads, bufs = [], [], []
+    opt._init_group(group, params, grads, bufs)
+    if not params:
+        return
+    momentum, decay, lr = group["momentum"], group["weight_decay"], group["lr"]
+    g = torch._foreach_neg(grads) if group["maximize"] else list(grads)
+    if _lifted(decay) or decay != 0:
+        g = torch._foreach_add(g, torch._foreach_mul(params, decay))
+    if _lifted(momentum) or momentum != 0:
+        dampening = group["dampening"]
+        for i, (p, b) in enumerate(zip(params, bufs)):
+            if b is None:
+                b = torch.clone(g[i]).detach()
+            else:
+                b.mul_(momentum).add_(g[i], alpha=1 - dampening)
+            bufs[i] = b
+            opt.state[p]["momentum_buffer"] = b
+        g = torch._foreach_add(g, torch._foreach_mul(bufs, momentum)) if group["nesterov"] else bufs
+    if _lifted(lr):
+        torch._foreach_sub_(params, torch._foreach_mul(g, lr))
+    else:
+        torch._foreach_add_(params, g, alpha=-lr)
+
+
+def _sgd_step(self, closure=None):
+    """SGD.step: torch.optim's own unless a group holds a lifted momentum or
+    weight decay (inside a compiled call only)."""
+    if not any(_lifted(g["momentum"]) or _lifted(g["weight_decay"]) for g in self.param_groups):
+        return _sgd_step.original(self, closure)
+    loss = None
+    if closure is not None:
+        with torch.enable_grad():
+            loss = closure()
+    with torch.no_grad():
+        for group in self.param_groups:
+            _sgd_group(self, group)
+    return loss
+
+
+def _sgd_init_group(self, group, params, grads, bufs):
+    """SGD._init_group tests `group["momentum"] != 0`; a lifted momentum is
+    nonzero by construction, and reading it would be a host read."""
+    momentum = group["momentum"]
+    if not _lifted(momentum):
+        return _sgd_init_group.original(self, group, params, grads, bufs)
+    group["momentum"] = 1.0
+    try:
+        return _sgd_init_group.original(self, group, params, grads, bufs)
+    finally:
+        group["momentum"] = momentum
+
+
 def _register(opt) -> None:
     if any(_on_tpu(g) for g in opt.param_groups):
         _optimizers.add(opt)
@@ -181,3 +254,12 @@ def _install() -> None:
     add_param_group.__doc__ = add.__doc__
     add_param_group._torch_tpu = True
     torch.optim.Optimizer.add_param_group = add_param_group
+    # Optimizer.__init__ wraps a class's step once with its hook runner
+    # (profile_hook_step, marked `hooked`); the wrapped function is replaced,
+    # and the next SGD() wraps ours.
+    step = torch.optim.SGD.step
+    _sgd_step.original = step.__wrapped__ if getattr(step, "hooked", False) else step
+    _sgd_step.__doc__ = _sgd_step.original.__doc__
+    torch.optim.SGD.step = _sgd_step
+    _sgd_init_group.original = torch.optim.SGD._init_group
+    torch.optim.SGD._init_group = _sgd_init_group

@@ -40,8 +40,9 @@ def explain(reason: str) -> tuple[str, str] | None:
     if m:
         owner = re.sub(r"^[GL]\['(\w+)'\]$", r"\1", m["expr"].split(".param_groups")[0])
         return (f"param_groups[{m['group']}]['{m['key']}'] of the optimizer {owner} changed",
-                "the lr, and Adam's and AdamW's betas, are inputs of the program and may change freely; other "
-                "hyperparameters (momentum, weight decay, eps) are constants of it: change them rarely")
+                "the lr, Adam's and AdamW's betas, and SGD's momentum and weight decay are inputs of the program "
+                "and may change freely; other hyperparameters (eps, dampening, Adam's weight decay) are constants "
+                "of it: change them rarely")
     m = _NUMBER.match(line)
     if m:
         return (f"the Python number {m['expr']} changed",

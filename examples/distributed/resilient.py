@@ -5,8 +5,9 @@
 
 DDP training of the sorting transformer that:
 - saves model and optimizer state with torch.distributed.checkpoint every
-  --ckpt-every steps, then (after every rank has saved) writes a `complete`
-  marker, so a checkpoint cut short by a crash is never loaded;
+  --ckpt-every steps, each into a directory of its own that is marked
+  complete after every rank has saved (torch_tpu.checkpoint), so a
+  checkpoint cut short by a crash is never loaded;
 - at start-up resumes from the last complete checkpoint, so a rank that
   crashes (torchrun --max-restarts restarts every rank) costs at most the
   steps since that checkpoint;
@@ -26,22 +27,24 @@ from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_di
 from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
+import torch_tpu.checkpoint
+
 
 def save(ddp, opt, step, ckpt_dir):
+    """A checkpoint of its own under ckpt_dir, marked complete once every
+    rank has written (torch_tpu.checkpoint)."""
     msd, osd = get_state_dict(ddp, opt)
-    dcp.save({"model": msd, "optim": osd, "step": torch.tensor(step)}, checkpoint_id=ckpt_dir)
-    dist.barrier()  # every rank's shard is written
-    if dist.get_rank() == 0:
-        open(os.path.join(ckpt_dir, "complete"), "w").close()
+    torch_tpu.checkpoint.save({"model": msd, "optim": osd, "step": torch.tensor(step)}, ckpt_dir, step)
 
 
 def load(ddp, opt, ckpt_dir) -> int:
     """The step to resume at: the last complete checkpoint's, else 0."""
-    if not os.path.exists(os.path.join(ckpt_dir, "complete")):
+    found = torch_tpu.checkpoint.latest(ckpt_dir)
+    if found is None:
         return 0
     msd, osd = get_state_dict(ddp, opt)
     state = {"model": msd, "optim": osd, "step": torch.tensor(0)}
-    dcp.load(state, checkpoint_id=ckpt_dir)
+    dcp.load(state, checkpoint_id=found[0])
     set_state_dict(ddp, opt, model_state_dict=state["model"], optim_state_dict=state["optim"])
     return int(state["step"])
 

@@ -491,26 +491,41 @@ def dcp_save(out):
     _save(out, "dcp_save", {"losses": torch.stack(losses), "params": _full_params(model)})
 
 
-def dcp_load(out):
-    """One rank, no FSDP: load the 2-rank checkpoint and run the last step."""
+def _resume_last_step(out, model, split):
+    """Loads the saved checkpoint into `model` and a fresh optimizer, and runs
+    the last step on `split` of each batch: (loss, optimizer)."""
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
-    model = make_gpt().to(TPU)
-    model.tie_weights()
     opt = make_opt(model.parameters())
-    # Materialise the optimizer state so that loading has tensors to fill.
-    loss_of(model, *[t.to(TPU) for t in batches()[0]]).backward()
+    loss_of(model, *(split(t).to(TPU) for t in batches()[0])).backward()  # the state, for loading to fill
     opt.step()
     opt.zero_grad()
     msd, osd = get_state_dict(model, opt)
     state = {"model": msd, "optim": osd}
     dcp.load(state, checkpoint_id=os.path.join(out, "ckpt"))
     set_state_dict(model, opt, model_state_dict=state["model"], optim_state_dict=state["optim"])
-    x, y = (t.to(TPU) for t in batches()[STEPS - 1])
-    loss = loss_of(model, x, y)
+    loss = loss_of(model, *(split(t).to(TPU) for t in batches()[STEPS - 1]))
     loss.backward()
     opt.step()
+    return loss
+
+
+def dcp_load(out):
+    """One rank, no FSDP: load the 2-rank checkpoint and run the last step."""
+    model = make_gpt().to(TPU)
+    model.tie_weights()
+    loss = _resume_last_step(out, model, lambda t: t)
     _save(out, "dcp_load", {"loss": loss.detach().cpu(), "params": _full_params(model)})
+
+
+def dcp_load_fsdp(out):
+    """FSDP2 over another world size than the save's: load the checkpoint
+    (resharded by DCP) and run the last step on this world's split."""
+    from torch.distributed.device_mesh import init_device_mesh
+    r, w = dist.get_rank(), dist.get_world_size()
+    model = _fsdp_model(init_device_mesh("tpu", (w,)))
+    loss = _resume_last_step(out, model, lambda t: _local(t, r, w))
+    _save(out, "dcp_load_fsdp", {"loss": _global_loss(loss), "params": _full_params(model)})
 
 
 def train_forever(out):
