@@ -28,12 +28,12 @@ def _init() -> None:
     from torch_tpu._loader import _register
 
     _register()
-    from torch_tpu import _compile, _dlpack, _eager, _fastpath, _profiler, cache, debug, distributed, graphs
+    from torch_tpu import _dlpack, _dynamo_patches, _eager, _fastpath, _profiler, cache, debug, distributed, graphs
     # Background cache writes finish before the process exits.
     atexit.register(cache.flush)
     atexit.register(_eager._drain_autograd_device_threads)  # runs first (LIFO)
     _eager._install()
-    _compile._install()
+    _dynamo_patches._install()
     _dlpack._install()
     _fastpath._install()
     distributed._install()

@@ -22,7 +22,7 @@ import threading
 
 import torch
 
-from torch_tpu import _compile
+from torch_tpu import _dynamo_patches
 
 _state = threading.local()
 
@@ -35,7 +35,7 @@ def _install() -> None:
 
     @functools.wraps(orig_get)
     def get_fastpath_enabled() -> bool:
-        if torch.compiler.is_compiling() and _compile._in_call:
+        if torch.compiler.is_compiling() and _dynamo_patches._in_call:
             # dynamo tracing for tpu: a constant, where torch.backends (which
             # dynamo never traces) would break the graph at the first line
             # of the module's forward and leave all of it uncompiled.
@@ -54,7 +54,7 @@ def _install() -> None:
 
         @functools.wraps(orig)
         def forward(self, *args, _orig=orig, _cls=cls, **kwargs):
-            if torch.compiler.is_compiling() and _compile._in_call:
+            if torch.compiler.is_compiling() and _dynamo_patches._in_call:
                 return _orig(self, *args, **kwargs)  # traced for tpu: the switch above decides
             if not on_tpu(args, kwargs) or getattr(_state, "tpu_call", False):
                 return _orig(self, *args, **kwargs)

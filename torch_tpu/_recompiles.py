@@ -85,11 +85,11 @@ def patch(mod) -> None:
     orig = getattr(mod, "get_and_maybe_log_recompilation_reasons", None)
     if orig is None or getattr(orig, "_torch_tpu", False):
         return
-    from torch_tpu import _compile
+    from torch_tpu import _dynamo_patches
 
     def get_and_maybe_log_recompilation_reasons(*args, **kwargs):
         reasons = orig(*args, **kwargs)
-        if _compile._in_call and not kwargs.get("skip_logging"):
+        if _dynamo_patches._in_call and not kwargs.get("skip_logging"):
             note(reasons)
         return reasons
 
