@@ -281,13 +281,11 @@ class _Rewrite:
         _fail(f"{t} with a size as a number")
 
     def edit_arange_start(self, node, start):
-        t = node.target
         end = node.args[1]
         length = self.call(operator.sub, end, node.args[0]) if isinstance(end, torch.fx.Node) or isinstance(
             node.args[0], torch.fx.Node) else end - node.args[0]
         iota = self.call(aten.arange.default, length, **node.kwargs)
         node.replace_all_uses_with(self.call(aten.add.Tensor, iota, self.real(start)))
-        del t
 
     def edit_slice_from_end(self, node, dim, f, k):
         idx = self.call(aten.add.Tensor, self.call(aten.arange.default, k, dtype=torch.int64, device=self.device),
@@ -346,21 +344,26 @@ class _Rewrite:
 
 # --- the call ---------------------------------------------------------------
 class Plan:
-    """A rewritten graph and what its calls pad and slice."""
+    """A rewritten graph and what its calls pad and slice. Every dynamic
+    size is kept as (symbol, c) for `symbol + c`, worked out once here, so
+    a call does integer arithmetic only."""
 
     def __init__(self, gm, an: _Analysis, rw: _Rewrite):
         self.gm = gm
         self.symbols = rw.symbols
         old = [n for n in an.gm.graph.nodes if n.op == "placeholder"]
-        self.size_args = {i: an.sym[n] for i, n in enumerate(old) if n in an.sym}
+        self.size_args = {i: _affine(an.sym[n]) for i, n in enumerate(old) if n in an.sym}
         self.pads = {}
         for i, n in enumerate(old):
             v = _val(n)
             if isinstance(v, torch.Tensor):
-                dims = [(d, _size(x)) for d, x in enumerate(v.shape) if not _size(x).is_Integer]
+                dims = [(d, *_affine(_size(x))) for d, x in enumerate(v.shape) if not _size(x).is_Integer]
                 if dims:
                     self.pads[i] = dims
-        self.outs = an.outs
+        # Output k: [(dim, symbol, c)] to narrow, or a size expression (a
+        # size handed on, evaluated at the real sizes).
+        self.outs = {k: [(d, *_affine(e)) for d, e in enumerate(what) if not e.is_Integer]
+                     if isinstance(what, list) else what for k, what in an.outs.items()}
         self.device = rw.device
 
 
@@ -416,25 +419,21 @@ class Masked:
     def __call__(self, *args):
         p = self.plan
         vals = {}
-        for i, e in p.size_args.items():
+        for i, (s, c) in p.size_args.items():
             if not isinstance(args[i], int):
                 return self.exact(*args)
-            s, c = _affine(e)
             vals[s] = args[i] - c
         for i, dims in p.pads.items():
-            for d, e in dims:
-                s, c = _affine(e)
+            for d, s, c in dims:
                 vals.setdefault(s, args[i].shape[d] - c)
         buckets = {s: bucket_size(v, self.boundaries, floor=8) for s, v in vals.items()}
         new = list(args)
-        for i, e in p.size_args.items():
-            s, c = _affine(e)
+        for i, (s, c) in p.size_args.items():
             new[i] = buckets[s] + c
         for i, dims in p.pads.items():
             x = args[i]
             pad = [0] * (2 * x.dim())
-            for d, e in dims:
-                s, c = _affine(e)
+            for d, s, c in dims:
                 pad[2 * (x.dim() - 1 - d) + 1] = buckets[s] + c - x.shape[d]
             if any(pad):
                 new[i] = _pad(x, pad)
@@ -446,8 +445,7 @@ class Masked:
                 outs[k] = int(what.subs(vals))
                 continue
             o = outs[k]
-            for d, e in enumerate(what):
-                if not e.is_Integer:
-                    o = o.narrow(d, 0, int(e.subs(vals)))
+            for d, s, c in what:
+                o = o.narrow(d, 0, vals[s] + c)
             outs[k] = o
         return outs

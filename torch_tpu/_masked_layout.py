@@ -409,7 +409,7 @@ def _slice(an: _Analysis, n):
     step = n.args[4] if len(n.args) > 4 else 1
     out = _size(an.out_shape(n)[dim])
     if _static(lay[dim]):
-        lay[dim] = (out,) if not out.is_Integer else (out,)
+        lay[dim] = (out,)
         if not out.is_Integer and _affine(out) is None:
             _fail("a slice to an expression")
         return tuple(lay)
