@@ -100,6 +100,9 @@ class StrictDriver final : public Driver {
   }
 
   void sync_point(SyncReason, std::string_view) override { drain_all(); }
+  // Only the calls up to the one that writes `s` run; later ones stay queued.
+  void before_host_read(StorageSlot* s) override { run_until(s); }
+  bool one_program_per_call() const override { return true; }
   // Not drained at a mode change: fused eager reads queued values at its
   // flush (queued_value), so the optimizer step's graph compiles while the
   // queue ahead of it still does.

@@ -71,10 +71,10 @@ void pointwise(std::string_view name, const std::vector<Operand>& ins, const at:
   // Elementwise work on contiguous tensors of one shape depends on the
   // element count alone: key and read them as 1-D, so [8, 128, 256] and
   // [1024, 256] share one program (fewer compiles on a cold start). Only
-  // for programs of one op (strict eager): in a recorded graph the op stays
-  // in its tensors' shape, which XLA's SPMD partitioner needs (a weight
-  // split on its columns has no split on its flat form).
-  const bool flat = &record::current_driver() == &record::strict_driver() && out.dim() > 1 && out.is_contiguous() &&
+  // for programs of one op: in a recorded graph the op stays in its
+  // tensors' shape, which XLA's SPMD partitioner needs (a weight split on
+  // its columns has no split on its flat form).
+  const bool flat = record::current_driver().one_program_per_call() && out.dim() > 1 && out.is_contiguous() &&
                     std::all_of(ins.begin(), ins.end(), [&](const Operand& o) {
                       return !o.t.defined() || (o.t.dim() == 0 && o.t.device().is_cpu()) ||
                              (o.t.sizes() == out.sizes() && o.t.is_contiguous());

@@ -35,13 +35,21 @@ std::vector<SyncOp>& sync_registry() {
 }
 }  // namespace
 
+namespace {
+thread_local Driver* t_driver = nullptr;  // set_thread_driver
+}  // namespace
+
+void set_thread_driver(Driver* d) { t_driver = d; }
+
 Driver& current_driver() {
+  if (t_driver) return *t_driver;
   Driver* d = g_driver.load(std::memory_order_acquire);
   return d ? *d : strict_driver();
 }
 
 Driver* set_current_driver(Driver* d) {
-  Driver& old = current_driver();
+  Driver* installed = g_driver.load(std::memory_order_acquire);
+  Driver& old = installed ? *installed : strict_driver();
   Driver& next = d ? *d : strict_driver();
   if (&old == &next) return g_driver.load();
   // The old driver runs what it holds before the new one sees any call.

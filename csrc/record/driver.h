@@ -36,6 +36,16 @@ class Driver {
   // A kernel is about to read device values on the host: a deferred driver
   // must materialise what it holds first. Strict eager has nothing pending.
   virtual void sync_point(SyncReason why, std::string_view op) = 0;
+  // A host read of storage `s` is about to happen (copy_to_host): its value
+  // must be in its buffer when this returns. A deferred driver flushes.
+  virtual void before_host_read(StorageSlot* s) {
+    (void)s;
+    sync_point(SyncReason::kHostRead, "copy_to_host");
+  }
+  // Whether each call runs as its own program (strict eager). Kernels may
+  // then key elementwise work by element count alone; in a recorded graph
+  // ops keep their tensors' shapes, which XLA's SPMD partitioner needs.
+  virtual bool one_program_per_call() const { return false; }
   // Installed as the current driver / replaced by another one.
   virtual void activate() {}
   virtual void deactivate() {}
@@ -45,6 +55,10 @@ class Driver {
 Driver& current_driver();
 // Installs `d` (nullptr restores strict eager); returns the previous one.
 Driver* set_current_driver(Driver* d);
+// While set (non-null), this thread's calls go to `d` instead, and the
+// installed driver is neither deactivated nor told: how a loop body is
+// recorded into a region (record/region.h) in the middle of any mode.
+void set_thread_driver(Driver* d);
 Driver& strict_driver();
 Driver& fused_driver();
 // Python's optimizer hooks say when an optimizer.step() is being recorded by

@@ -1,0 +1,321 @@
+// The fused driver, shared by its three parts:
+//   fused_driver.cc      fused eager: recording into one pending graph, and the flush that runs it;
+//   compiled_capture.cc  the capture and replay of torch.compile(backend="tpu") graphs;
+//   static_graph.cc      torch.tpu.graph (torch.accelerator.Graph) capture and replay.
+// All three record through the same pending graph, so they are one Driver
+// with one lock; this header is private to csrc/eager.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/record_function.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "aten/device.h"
+#include "aten/generator.h"
+#include "aten/storage.h"
+#include "compile/dump.h"
+#include "compile/executable_cache.h"
+#include "compile/metrics.h"
+#include "record/capture.h"
+#include "record/driver.h"
+#include "eager/spmd.h"
+
+namespace torch_tpu::record {
+
+struct CapturedGraph {
+  struct Input {
+    bool cpu_scalar = false;  // a 0-d CPU tensor, passed as a runtime scalar
+    c10::ScalarType dtype;
+    ViewMeta view;
+    size_t nbytes = 0;
+    int alias_of = -1;  // first input with the same storage
+  };
+  struct Arg {
+    enum Kind { kInput, kConstant, kCpuInput, kRngSeed, kRngOffset } kind;
+    int input = -1;
+    ir::ElemType elem;
+    int64_t numel = 0;
+    runtime::BufferPtr constant;
+    c10::intrusive_ptr<c10::GeneratorImpl> gen;
+    uint64_t advance = 0;
+  };
+  struct Result {
+    bool to_input;  // into input `index`'s storage, else into new storage `index`
+    int index;
+    ir::ElemType elem;
+    int64_t numel;
+  };
+  struct Output {  // a view of input `input`'s storage, or of new storage `fresh`
+    int input = -1;
+    int fresh = -1;
+    c10::ScalarType dtype;
+    std::vector<int64_t> sizes, strides;
+    int64_t offset = 0;
+  };
+  int device = 0;
+  ProgramPtr prog;
+  std::shared_future<ProgramPtr> pending_prog;  // set instead of prog while the program compiles on the pool
+  std::vector<Input> inputs;
+  std::vector<Arg> args;
+  std::vector<Result> results;
+  std::vector<Output> outputs;
+  std::vector<size_t> fresh_nbytes;  // the new storages' sizes
+  std::vector<int> donated;          // args whose buffer the program may consume
+  std::shared_ptr<SpmdPlan> spmd;    // set: the program runs over a mesh (its inputs were sharded)
+};
+
+// A region captured by torch.accelerator.Graph / torch.tpu.graph: one
+// program bound to the storages it touched, as a CUDA graph is bound to
+// addresses. A replay reads those storages' current buffers and writes its
+// results back into them; no op is dispatched.
+struct StaticGraph {
+  using Arg = CapturedGraph::Arg;  // kInput: index into `slots`; never kCpuInput
+  struct Result {
+    int slot;
+    ir::ElemType elem;
+    int64_t numel;
+  };
+  int device = 0;
+  int64_t ops = 0;
+  ProgramPtr prog;  // null: the region left no live result
+  std::vector<Arg> args;
+  std::vector<Result> results;
+  std::vector<int> donated;                           // args whose buffer the program may consume
+  std::vector<StorageSlot*> slots;                    // the storages read or written
+  std::vector<std::shared_ptr<StorageSlot>> adopted;  // slots whose storage was freed: the graph owns them
+  std::string text;                                   // the StableHLO, kept in debug mode
+  // Parts of the region cut off before this one (at optimizer.step()), run
+  // first on each replay: the region is several programs in order.
+  std::vector<std::shared_ptr<StaticGraph>> before;
+};
+
+// TORCH_TPU_FUSE_MAX_OPS: the op count at which a fused graph flushes.
+int64_t max_ops_from_env();
+
+// Destroying a PJRT buffer that a program is consuming (donated) blocks until
+// that program has run: XLA:CPU waits for the donation to be confirmed. Freed
+// at once, every donating execute would be synchronous and Python could not
+// record the next step while the device runs this one. The donated buffers'
+// handles are kept until the program's results are ready (their memory
+// already belongs to the results).
+class DonatedHandles {
+ public:
+  static DonatedHandles& get() {
+    static auto* d = new DonatedHandles();  // never destroyed: no PJRT call after the client is gone
+    return *d;
+  }
+  void add(std::vector<runtime::BufferPtr> old, const std::vector<runtime::BufferPtr>& results) {
+    std::lock_guard<std::mutex> l(mu_);
+    while (!q_.empty() && q_.front().ready.is_ready()) q_.pop_front();
+    if (old.empty() || results.empty()) return;
+    q_.push_back(Entry{results.front()->ready_event(), std::move(old)});
+    if (q_.size() > kMaxPending) {  // far ahead of the device: wait for the oldest
+      try {
+        q_.front().ready.await("waiting for a donating program");
+      } catch (...) {  // NOLINT(bugprone-empty-catch): its error surfaces through its results
+      }
+      q_.pop_front();
+    }
+  }
+
+ private:
+  struct Entry {
+    runtime::Event ready;
+    std::vector<runtime::BufferPtr> handles;
+  };
+  static constexpr size_t kMaxPending = 64;
+  std::mutex mu_;
+  std::deque<Entry> q_;
+};
+
+// Reserves `advance` counters of `gen` for one replayed random op: returns the
+// seed as a device scalar and sets `offset` to the first reserved counter.
+runtime::BufferPtr reserve_rng(const c10::intrusive_ptr<c10::GeneratorImpl>& gen, uint64_t advance, ir::ElemType elem,
+                               int device, uint64_t& offset);
+
+// Runs a replayed program; `keep` lists the donatable arguments whose buffer
+// another holder still needs (XLA copies those instead of consuming them).
+std::vector<runtime::BufferPtr> execute_replay(const CompiledProgram& prog, const std::vector<PJRT_Buffer*>& argv,
+                                               int device, std::string_view what, size_t donatable,
+                                               const std::vector<int64_t>& keep);
+
+// A replay's arguments in order. `input(arg)` gives a kInput's buffer and
+// `cpu(i)` the value of CPU input i; runtime scalars made here are kept
+// alive in `scalars`. Random ops reserve fresh counters of their generator,
+// as eager does (and as a CUDA graph's philox offsets advance): a replay
+// draws new numbers, reproducibly from the seed.
+template <class InputFn, class CpuFn>
+std::vector<PJRT_Buffer*> replay_args(const std::vector<CapturedGraph::Arg>& args, int device,
+                                      std::vector<runtime::BufferPtr>& scalars, InputFn input, CpuFn cpu) {
+  std::vector<PJRT_Buffer*> argv;
+  argv.reserve(args.size());
+  scalars.reserve(args.size());
+  uint64_t rng_offset = 0;
+  for (const auto& a : args) {
+    switch (a.kind) {
+      case CapturedGraph::Arg::kInput:
+        argv.push_back(input(a));
+        continue;
+      case CapturedGraph::Arg::kConstant:
+        argv.push_back(a.constant->get());
+        continue;
+      case CapturedGraph::Arg::kCpuInput:
+        scalars.push_back(scalar_buffer(cpu(a.input), a.elem, device));
+        break;
+      case CapturedGraph::Arg::kRngSeed:
+        scalars.push_back(reserve_rng(a.gen, a.advance, a.elem, device, rng_offset));
+        break;
+      case CapturedGraph::Arg::kRngOffset:
+        scalars.push_back(scalar_buffer(c10::Scalar(static_cast<int64_t>(rng_offset)), a.elem, device));
+        break;
+    }
+    argv.push_back(scalars.back()->get());
+  }
+  return argv;
+}
+
+class FusedDriver final : public Driver {
+ public:
+  static FusedDriver& get();
+  const char* name() const override { return "fused"; }
+
+  // Fused eager (fused_driver.cc).
+  void activate() override;
+  void dispatch(OpCall& call, const Lowering& lower) override;
+  void sync_point(SyncReason why, std::string_view op) override;
+  void deactivate() override;
+  void set_bake_numbers(bool on);
+  void set_optimizer_step(bool on);
+
+  // torch.compile graphs (compiled_capture.cc).
+  void begin_capture();
+  std::shared_ptr<CapturedGraph> end_capture(const std::vector<at::Tensor>& in, const std::vector<at::Tensor>& out,
+                                             std::string& why_not);
+  std::optional<std::vector<at::Tensor>> replay(CapturedGraph& c, const std::vector<at::Tensor>& in);
+
+  // torch.tpu.graph (static_graph.cc).
+  void begin_graph_capture(bool keep_text);
+  void cut_graph_capture();
+  bool graph_capturing() const { return graph_capturing_; }
+  std::shared_ptr<StaticGraph> end_graph_capture(bool keep_text);
+  void abort_graph_capture();
+  void replay_graph(StaticGraph& g);
+
+ private:
+  struct Param {  // one per graph parameter, in order
+    runtime::BufferPtr buffer;
+    StorageSlot* slot;  // the storage it was read from, or null for a runtime scalar
+    ir::ElemType elem;
+    int64_t numel;
+    OpCall::ScalarSource scalar;
+    int gslot;                                   // its graph slot, or -1
+    std::function<runtime::BufferPtr()> queued;  // set: `buffer` comes from the compile-ahead queue
+    ShardedPtr sharded;                          // set: the storage's value lives on a mesh (SPMD)
+  };
+  struct GraphSlot {
+    StorageSlot* slot;  // null once the storage is freed
+    ir::Value value;    // its current value in the graph (invalid: not read or written yet)
+    bool written = false;
+    ir::ElemType elem0;  // what the slot held before the graph (a capture restores it)
+    int64_t numel0 = 0;
+  };
+  struct Pending {
+    explicit Pending(int dev) : device(dev) {}
+    int device;
+    ir::Graph g;
+    std::vector<Param> params;
+    std::unordered_map<StorageSlot*, int> ids;
+    std::vector<GraphSlot> slots;
+    KeyBuilder key;
+    int64_t ops = 0;
+    std::string origin;  // the recorded ops and their Python lines, while dumping
+  };
+
+  // The pending graph and its flush (fused_driver.cc).
+  void flush_locked(SyncReason why, std::string_view op, CapturedGraph* cap = nullptr);
+  static void drop_results(Pending& p, const std::vector<int>& outs);
+  void flush_spmd(Pending& p, const std::vector<int>& outs, std::vector<int> mesh,
+                  const std::vector<ShardedPtr>& sharded, CapturedGraph* cap);
+  static std::vector<int> live_outputs(const Pending& p);
+  static std::vector<std::pair<int, int>> donations(const Pending& p, const std::vector<int>& outs);
+  ProgramPtr program_for(Pending& p, const std::vector<int>& outs, const std::vector<std::pair<int, int>>& aliases,
+                         std::string* text);
+  static CacheKey finish_key(Pending& p, const std::vector<int>& outs);
+  static std::function<std::string()> emitter(Pending& p, const std::vector<int>& outs,
+                                              const std::vector<std::pair<int, int>>& aliases);
+  static ProgramPtr cached(const CacheKey& key);
+  ProgramPtr compile_now(Pending& p, const CacheKey& key, const std::function<std::string()>& emit);
+  static std::vector<runtime::BufferPtr> split_donations(const Pending& p,
+                                                         const std::vector<std::pair<int, int>>& aliases,
+                                                         std::vector<int64_t>& keep);
+  static bool queue_instead(const Pending& p, const std::vector<int>& outs, int64_t& out_bytes);
+  void queue_graph(Pending& p, const std::vector<int>& outs, const std::vector<std::pair<int, int>>& aliases,
+                   const CacheKey& key, const std::function<std::string()>& emit, int64_t out_bytes,
+                   CapturedGraph* cap);
+  static bool has_queued(const Pending& p);
+  static void resolve_queued(Pending& p);
+  bool bakes(const OpCall::ScalarSource& src, ir::ElemType elem) const;
+  static void fixed_or_rng(const Param& pr, CapturedGraph::Arg& a);
+  static void clear_pending(Pending& p);
+  bool reads_no_storage(const OpCall& call) const;
+  static void on_free(StorageSlot* s);
+  static void on_materialize(StorageSlot*) { get().sync_point(SyncReason::kSlotAccess, "storage access"); }
+
+  // torch.compile graphs (compiled_capture.cc).
+  bool describe(Pending& p, const std::vector<int>& outs, CapturedGraph& c);
+  static std::vector<std::vector<int64_t>> result_shapes(const CapturedGraph& c);
+  std::optional<std::vector<at::Tensor>> replay_spmd(CapturedGraph& c, const std::vector<at::Tensor>& in,
+                                                     const std::vector<StorageSlot*>& slots);
+  static std::vector<at::Tensor> make_outputs(const CapturedGraph& c, const std::vector<at::Tensor>& in,
+                                              std::vector<c10::Storage>& fresh);
+
+  // torch.tpu.graph (static_graph.cc).
+  void replay_one(StaticGraph& g);
+  StorageSlot* adopt(StorageSlot* s);
+  void release(StaticGraph* g);
+  std::shared_ptr<StaticGraph> close_segment(std::unique_ptr<Pending> p);
+  void restore_captured_slots();
+  void settle_segments();
+
+  std::recursive_mutex mu_;
+  std::unique_ptr<Pending> p_;
+  bool active_ = false;
+  bool optimizer_step_ = false;  // recording an optimizer.step() (set_optimizer_step)
+
+  std::atomic<bool> graph_capturing_{false};
+  std::string capture_break_;                           // the first flush during a graph capture
+  bool keep_text_ = false;                              // the capture keeps its StableHLO
+  std::vector<std::shared_ptr<StaticGraph>> segments_;  // closed parts of the capture underway
+  // Slots those parts wrote (pending until the capture ends) and their
+  // pre-capture type; slots freed meanwhile, to the parts' own copies.
+  std::unordered_map<StorageSlot*, std::pair<ir::ElemType, int64_t>> seg_written_;
+  std::unordered_map<StorageSlot*, StorageSlot*> adopted_now_;
+  std::unordered_map<StorageSlot*, std::vector<StaticGraph*>> users_;  // slots named by captured graphs
+  bool flushing_ = false;
+  int64_t flush_count_ = 0;
+  int64_t capture_start_ = -1;
+  bool compiled_capture_ = false;                              // between begin_capture() and end_capture()
+  bool capture_read_host_ = false;                             // a host read happened in that window
+  bool bake_numbers_ = false;                                  // set_bake_numbers; cleared by any flush
+  static constexpr uint64_t kBakedNumber = 0x5ca1a4f01dedULL;  // key tag before a baked-in number
+  const std::vector<at::Tensor>* cap_in_ = nullptr;
+  const std::vector<at::Tensor>* cap_out_ = nullptr;
+  std::string* cap_why_ = nullptr;
+  const int64_t max_ops_ = max_ops_from_env();
+};
+
+}  // namespace torch_tpu::record

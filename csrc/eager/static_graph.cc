@@ -1,0 +1,290 @@
+// torch.tpu.graph / torch.accelerator.Graph: a region recorded by fused
+// eager is compiled, not run, into StaticGraphs bound to the storages it
+// touched (as a CUDA graph is bound to addresses). A replay runs them on
+// those storages' current buffers. Storages freed while a graph names them
+// are adopted by the graph, as a CUDA graph's private pool outlives the
+// tensors allocated in it.
+#include "eager/fused_driver.h"
+
+namespace torch_tpu::record {
+
+// --- graph capture (torch.accelerator.Graph) ---
+void FusedDriver::begin_graph_capture(bool keep_text) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  TORCH_CHECK(!graph_capturing_,
+              "tpu graph capture is already underway; graphs cannot be captured inside each other");
+  flush_locked(SyncReason::kMarkStep, "before a graph capture");
+  drain_compile_ahead();
+  graph_capturing_ = true;
+  capture_break_.clear();
+  keep_text_ = keep_text;
+}
+
+// Ends the current part of the region being captured and starts the next
+// (the optimizer hook calls this before optimizer.step(): one program for
+// forward+backward and one for the step run faster on XLA:CPU than one
+// for both; see _eager._optimizer_step_begin). The part's results stay
+// pending until the capture ends, so a host read of one still breaks the
+// capture, and later parts read them as parameters.
+void FusedDriver::cut_graph_capture() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (!graph_capturing_ || !capture_break_.empty() || !p_) return;
+  auto seg = close_segment(std::move(p_));
+  if (seg->prog) segments_.push_back(std::move(seg));
+}
+
+// Builds the captured graph without running it (a CUDA graph's capture
+// runs nothing either): the storages keep their old values until replay().
+std::shared_ptr<StaticGraph> FusedDriver::end_graph_capture(bool keep_text) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  TORCH_CHECK(graph_capturing_, "tpu graph capture_end() called without capture_begin()");
+  keep_text_ = keep_text_ || keep_text;
+  struct Done {  // whatever happens, the slots go back to their pre-capture state
+    FusedDriver& d;
+    ~Done() {
+      d.graph_capturing_ = false;
+      d.restore_captured_slots();
+    }
+  } done{*this};
+  if (!capture_break_.empty()) {
+    std::string why = std::move(capture_break_);
+    capture_break_.clear();
+    graph_capturing_ = false;
+    flush_locked(SyncReason::kMarkStep, "after a failed graph capture");
+    TORCH_CHECK(false, "tpu graph capture failed: a ", why,
+                " happened while capturing. A captured graph cannot read tpu values on the host, copy "
+                "between host and device, or wait for the device; do that before capture_begin() or after "
+                "capture_end(). The work recorded so far was run eagerly.");
+  }
+  std::vector<std::shared_ptr<StaticGraph>> before = std::move(segments_);
+  segments_.clear();
+  if (!p_ && before.empty()) {
+    TORCH_WARN("tpu graph capture recorded no tpu op; replay() will do nothing");
+    return std::make_shared<StaticGraph>();
+  }
+  std::shared_ptr<StaticGraph> g = p_ ? close_segment(std::move(p_)) : std::make_shared<StaticGraph>();
+  if (!g->prog && before.empty())
+    TORCH_WARN("tpu graph capture: no result of the captured work is still alive; replay() will do nothing");
+  g->before = std::move(before);
+  return g;
+}
+
+// Ends a capture that raised: what was recorded runs eagerly.
+void FusedDriver::abort_graph_capture() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (!graph_capturing_) return;
+  graph_capturing_ = false;
+  capture_break_.clear();
+  settle_segments();
+  restore_captured_slots();
+  flush_locked(SyncReason::kMarkStep, "after a failed graph capture");
+}
+
+void FusedDriver::replay_graph(StaticGraph& g) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  TORCH_CHECK(!graph_capturing_, "a tpu graph cannot be replayed while another is being captured");
+  flush_locked(SyncReason::kMarkStep, "before a graph replay");
+  drain_compile_ahead();
+  RECORD_FUNCTION("tpu::graph_replay", std::vector<c10::IValue>());
+  for (auto& seg : g.before) replay_one(*seg);
+  replay_one(g);
+}
+
+void FusedDriver::replay_one(StaticGraph& g) {
+  if (!g.prog) return;
+  std::vector<runtime::BufferPtr> scalars;
+  auto input = [&](const StaticGraph::Arg& a) {
+    StorageSlot* s = g.slots[a.input];
+    TORCH_CHECK(s->buffer && s->elem == a.elem && s->numel == a.numel,
+                "tpu graph replay: a storage the graph reads was resized or emptied after capture (it held ", a.numel,
+                " elements then); capture the graph again");
+    return s->buffer->get();
+  };
+  std::vector<PJRT_Buffer*> argv =
+      replay_args(g.args, g.device, scalars, input, [](int) -> c10::Scalar { TORCH_INTERNAL_ASSERT(false); });
+  std::vector<int64_t> keep;
+  for (int j : g.donated)
+    if (g.slots[g.args[j].input]->buffer.use_count() != 1) keep.push_back(j);
+  std::vector<runtime::BufferPtr> donated;
+  for (int j : g.donated)
+    if (std::find(keep.begin(), keep.end(), j) == keep.end()) donated.push_back(g.slots[g.args[j].input]->buffer);
+  auto results = execute_replay(*g.prog, argv, g.device, "a captured tpu graph", g.donated.size(), keep);
+  DonatedHandles::get().add(std::move(donated), results);
+  for (size_t k = 0; k < g.results.size(); ++k) {
+    StorageSlot* s = g.slots[g.results[k].slot];
+    s->set_buffer(results[k]);
+    s->elem = g.results[k].elem;
+    s->numel = g.results[k].numel;
+    OpCall::track_result(s->buffer, "captured graph");
+  }
+}
+
+// A storage a captured graph names is being freed: the graphs keep its
+// slot (and buffer) as their own, as a CUDA graph's private memory pool
+// outlives the tensors allocated in it.
+StorageSlot* FusedDriver::adopt(StorageSlot* s) {
+  if (users_.empty()) return nullptr;
+  auto it = users_.find(s);
+  if (it == users_.end()) return nullptr;
+  auto own = std::make_shared<StorageSlot>();
+  own->nbytes = s->nbytes;
+  own->device = s->device;
+  own->buffer = s->buffer;
+  own->sharded = s->sharded;
+  own->elem = s->elem;
+  own->numel = s->numel;
+  for (StaticGraph* g : it->second) {
+    for (auto& gs : g->slots)
+      if (gs == s) gs = own.get();
+    g->adopted.push_back(own);
+  }
+  users_.erase(it);
+  return own.get();
+}
+
+void FusedDriver::release(StaticGraph* g) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  for (StorageSlot* s : g->slots) {
+    auto it = users_.find(s);
+    if (it == users_.end()) continue;  // an adopted slot
+    std::erase(it->second, g);
+    if (it->second.empty()) users_.erase(it);
+  }
+  if (users_.empty() && !active_) {
+    set_slot_free_hook(nullptr);
+    set_slot_materialize_hook(nullptr);
+  }
+}
+
+// One part of a graph capture as a StaticGraph bound to the storages it
+// touched; compiles (or finds) its program and runs nothing. The slots it
+// wrote stay pending (in seg_written_) until the capture ends.
+std::shared_ptr<StaticGraph> FusedDriver::close_segment(std::unique_ptr<Pending> p) {
+  auto g = std::shared_ptr<StaticGraph>(new StaticGraph(), [](StaticGraph* sg) {
+    get().release(sg);
+    delete sg;
+  });
+  for (auto& gs : p->slots)
+    if (gs.written && gs.slot) seg_written_.try_emplace(gs.slot, std::make_pair(gs.elem0, gs.numel0));
+  ++flush_count_;
+  bump(metrics().fused_ops, p->ops);
+  g->device = p->device;
+  g->ops = p->ops;
+  std::vector<int> outs = live_outputs(*p);
+  if (outs.empty()) return g;
+  for (const Param& pr : p->params)
+    TORCH_CHECK(!pr.sharded,
+                "tpu graph capture of a tensor sharded over a mesh is not supported; compile the step with "
+                "torch.compile(backend=\"tpu\"), which runs it as one SPMD program");
+  std::vector<std::pair<int, int>> aliases = donations(*p, outs);
+  std::unordered_map<StorageSlot*, int> index;
+  auto slot_index = [&](StorageSlot* s) {
+    auto [it, fresh] = index.try_emplace(s, static_cast<int>(g->slots.size()));
+    if (fresh) g->slots.push_back(s);
+    return it->second;
+  };
+  for (const Param& pr : p->params) {
+    StaticGraph::Arg a;
+    a.elem = pr.elem;
+    a.numel = pr.numel;
+    StorageSlot* live = pr.gslot >= 0 ? p->slots[pr.gslot].slot : nullptr;
+    // Freed during the capture after an earlier part wrote it: that
+    // part's graph owns the storage now, and this one reads it there.
+    if (!live && pr.slot)
+      if (auto it = adopted_now_.find(pr.slot); it != adopted_now_.end()) live = it->second;
+    if (live) {
+      a.kind = StaticGraph::Arg::kInput;
+      a.input = slot_index(live);
+    } else {
+      // A number, a CPU scalar tensor, or a storage freed during the
+      // capture: its value at capture time is part of the graph, as a
+      // CUDA graph keeps kernel arguments. Random ops draw anew.
+      fixed_or_rng(pr, a);
+    }
+    g->args.push_back(std::move(a));
+  }
+  for (int k : outs) {
+    StorageSlot* s = p->slots[k].slot;
+    g->results.push_back(StaticGraph::Result{slot_index(s), s->elem, s->numel});
+  }
+  for (auto [j, k] : aliases) g->donated.push_back(j);
+  g->prog = program_for(*p, outs, aliases, keep_text_ ? &g->text : nullptr);
+  for (StorageSlot* s : g->slots) users_[s].push_back(g.get());
+  set_slot_free_hook(&FusedDriver::on_free);
+  set_slot_materialize_hook(&FusedDriver::on_materialize);
+  return g;
+}
+
+// The end of a capture: every slot a part wrote leaves the pending state
+// with its pre-capture type (capturing ran nothing).
+void FusedDriver::restore_captured_slots() {
+  for (auto& [s, old] : seg_written_) {
+    s->pending = false;
+    if (s->buffer) {
+      s->elem = old.first;
+      s->numel = old.second;
+    }
+  }
+  seg_written_.clear();
+  adopted_now_.clear();
+}
+
+// A capture broke (a host read) after parts of it were closed: run those
+// parts now, in order, so the eager run that follows sees their results.
+void FusedDriver::settle_segments() {
+  if (segments_.empty()) return;
+  std::vector<std::shared_ptr<StaticGraph>> segs = std::move(segments_);
+  segments_.clear();
+  for (auto& [s, old] : seg_written_) s->pending = false;
+  seg_written_.clear();
+  for (auto& seg : segs) replay_one(*seg);
+  // The pending part read those storages at recording time: point its
+  // parameters at their new buffers.
+  if (p_)
+    for (Param& pr : p_->params)
+      if (pr.gslot >= 0 && p_->slots[pr.gslot].slot) pr.buffer = p_->slots[pr.gslot].slot->buffer;
+}
+
+namespace {
+Driver* g_before_capture = nullptr;  // the driver to restore when a graph capture ends
+}
+
+void begin_graph_capture(bool keep_text) {
+  FusedDriver& d = FusedDriver::get();
+  Driver* prev = set_current_driver(&fused_driver());
+  try {
+    d.begin_graph_capture(keep_text);
+  } catch (...) {
+    set_current_driver(prev);
+    throw;
+  }
+  g_before_capture = prev;
+}
+std::shared_ptr<StaticGraph> end_graph_capture(bool keep_text) {
+  FusedDriver& d = FusedDriver::get();
+  TORCH_CHECK(d.graph_capturing(), "tpu graph capture_end() called without capture_begin()");
+  struct Restore {
+    ~Restore() { set_current_driver(g_before_capture); }
+  } restore;
+  return d.end_graph_capture(keep_text);
+}
+void abort_graph_capture() {
+  if (!FusedDriver::get().graph_capturing()) return;
+  FusedDriver::get().abort_graph_capture();
+  set_current_driver(g_before_capture);
+}
+bool graph_capturing() { return FusedDriver::get().graph_capturing(); }
+void cut_graph_capture() { FusedDriver::get().cut_graph_capture(); }
+void replay_graph(StaticGraph& g) { FusedDriver::get().replay_graph(g); }
+std::string graph_text(const StaticGraph& g) {
+  std::string text;
+  for (const auto& seg : g.before) text += seg->text + "\n";
+  return text + g.text;
+}
+int64_t graph_ops(const StaticGraph& g) {
+  int64_t n = g.ops;
+  for (const auto& seg : g.before) n += seg->ops;
+  return n;
+}
+
+}  // namespace torch_tpu::record
