@@ -28,7 +28,18 @@ def _init() -> None:
     from torch_tpu._loader import _register
 
     _register()
-    from torch_tpu import _dlpack, _dynamo_patches, _eager, _fastpath, _profiler, cache, debug, distributed, graphs
+    from torch_tpu import (
+        _control_flow,
+        _dlpack,
+        _dynamo_patches,
+        _eager,
+        _fastpath,
+        _profiler,
+        cache,
+        debug,
+        distributed,
+        graphs,
+    )
     # Background cache writes finish before the process exits.
     atexit.register(cache.flush)
     atexit.register(_eager._drain_autograd_device_threads)  # runs first (LIFO)
@@ -40,6 +51,7 @@ def _init() -> None:
     debug._install()
     graphs._install()
     _profiler._install()
+    _control_flow._install()
 
 
 try:
@@ -58,3 +70,4 @@ else:
     from torch_tpu import cache, debug  # noqa: E402,F401
     from torch_tpu._eager import EagerMode, mark_step  # noqa: E402,F401
     from torch_tpu._fallback import cpu_fallback, get_cpu_fallback, set_cpu_fallback  # noqa: E402,F401
+    from torch_tpu._scan_layers import scan_layers  # noqa: E402,F401

@@ -127,6 +127,7 @@ MemoryStats& memory_stats(int device) {
 }
 
 void set_slot_free_hook(SlotFreeHook h) { g_free_hook.store(h, std::memory_order_release); }
+SlotFreeHook slot_free_hook() { return g_free_hook.load(std::memory_order_acquire); }
 void set_slot_materialize_hook(SlotMaterializeHook h) { g_materialize_hook.store(h, std::memory_order_release); }
 void set_queue_slot_hooks(SlotFreeHook on_free, SlotMaterializeHook on_materialize) {
   g_queue_free_hook.store(on_free, std::memory_order_release);

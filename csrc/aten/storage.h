@@ -73,6 +73,7 @@ ShardedPtr scatter_host(const ShardedValue& layout, const void* src, ir::ElemTyp
 // which must forget slots its pending graph names).
 using SlotFreeHook = void (*)(StorageSlot*);
 void set_slot_free_hook(SlotFreeHook h);
+SlotFreeHook slot_free_hook();
 // The recorder's hook to run before code here touches a pending slot's buffer.
 using SlotMaterializeHook = void (*)(StorageSlot*);
 void set_slot_materialize_hook(SlotMaterializeHook h);

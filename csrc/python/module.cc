@@ -25,11 +25,12 @@
 namespace py = pybind11;
 
 namespace torch_tpu {
-void register_graph_impl();                   // aten/graph.cc
-void bind_grad_hooks(pybind11::module_& m);   // python/grad_hooks.cc
-void bind_rank_check(pybind11::module_& m);   // python/rank_check.cc
-void bind_jax_kernels(pybind11::module_& m);  // python/jax_kernels.cc
-void bind_spmd(pybind11::module_& m);         // python/spmd.cc
+void register_graph_impl();                    // aten/graph.cc
+void bind_grad_hooks(pybind11::module_& m);    // python/grad_hooks.cc
+void bind_rank_check(pybind11::module_& m);    // python/rank_check.cc
+void bind_jax_kernels(pybind11::module_& m);   // python/jax_kernels.cc
+void bind_spmd(pybind11::module_& m);          // python/spmd.cc
+void bind_control_flow(pybind11::module_& m);  // python/control_flow.cc
 }  // namespace torch_tpu
 using namespace torch_tpu;
 
@@ -46,6 +47,7 @@ PYBIND11_MODULE(_C, m) {
   bind_rank_check(m);
   bind_jax_kernels(m);
   bind_spmd(m);
+  bind_control_flow(m);
   m.def("_is_initialized", &runtime_initialized);
   m.def("_device_count", &device_count);
   m.def("_platform_name", []() { return client().platform_name(); });

@@ -62,8 +62,9 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, vocab, block_size, dim, heads, layers):
+    def __init__(self, vocab, block_size, dim, heads, layers, scan_layers=False):
         super().__init__()
+        self.scan_layers = scan_layers
         self.tok = nn.Embedding(vocab, dim)
         self.pos = nn.Embedding(block_size, dim)
         self.blocks = nn.ModuleList(Block(dim, heads) for _ in range(layers))
@@ -86,8 +87,15 @@ class GPT(nn.Module):
     def forward(self, idx):
         T = idx.shape[1]
         x = self.tok(idx) + self.pos(torch.arange(T, device=idx.device))
-        for block in self.blocks:
-            x = block(x)
+        if self.scan_layers:
+            # The blocks as one loop over their stacked weights: the program
+            # (and its compile time) stays one block's size at any depth.
+            import torch_tpu
+
+            x = torch_tpu.scan_layers(self.blocks, x)
+        else:
+            for block in self.blocks:
+                x = block(x)
         return self.head(self.ln_f(x))  # (B, T, vocab) logits for the next token
 
 
@@ -140,6 +148,8 @@ def extra_flags(ap):
     ap.add_argument("--digits", type=int, default=10, help="digits 0..digits-1")
     ap.add_argument("--length", type=int, default=6, help="digits per sequence")
     ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--scan-layers", action="store_true",
+                    help="run the blocks as one loop (torch_tpu.scan_layers) instead of unrolled")
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--dim", type=int, default=64)
     ap.add_argument("--lr", type=float, default=3e-3)
@@ -153,7 +163,7 @@ def parse(argv=None):
 def build(args, device, capturable=False):
     """The GPT on `device` and its AdamW (capturable: step counters on the
     device, as torch.tpu.graph capture needs)."""
-    model = GPT(args.digits, 2 * args.length - 1, args.dim, args.heads, args.layers).to(device)
+    model = GPT(args.digits, 2 * args.length - 1, args.dim, args.heads, args.layers, args.scan_layers).to(device)
     # Weight decay on the matrices only, as in GPT-2: not on biases, LayerNorm or embeddings.
     def decays(name, p):
         return p.dim() == 2 and not name.startswith(("tok.", "pos."))

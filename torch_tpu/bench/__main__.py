@@ -1,4 +1,4 @@
-"""python -m torch_tpu.bench [train|ops|spmd] [options], --loop real for the
+"""python -m torch_tpu.bench [train|ops|spmd|depth] [options], --loop real for the
 real-loop bench (torch_tpu.bench.real_loop), or --generate for Hugging Face
 generate() (torch_tpu.bench.generate); see --help of each."""
 import sys
@@ -19,8 +19,11 @@ def main():
         from torch_tpu.bench import real_loop
         real_loop.main(args[:i] + args[i + 2:])
         return
-    cmd = args.pop(0) if args and args[0] in ("train", "ops", "spmd") else "train"
-    if cmd == "spmd":
+    cmd = args.pop(0) if args and args[0] in ("train", "ops", "spmd", "depth") else "train"
+    if cmd == "depth":
+        from torch_tpu.bench import depth
+        depth.main(args)
+    elif cmd == "spmd":
         from torch_tpu.bench import spmd
         spmd.main(args)
     elif cmd == "ops":

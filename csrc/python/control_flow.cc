@@ -1,0 +1,23 @@
+// torch_tpu._C bindings for regions and the loops built on them
+// (record/region.h, ops/control/while_loop.h), used by
+// torch_tpu/_control_flow.py.
+#include <torch/csrc/utils/pybind.h>
+
+#include "ops/control/while_loop.h"
+#include "record/region.h"
+
+namespace torch_tpu {
+
+void bind_control_flow(pybind11::module_& m) {
+  pybind11::class_<record::RegionGraph, std::shared_ptr<record::RegionGraph>>(m, "_RegionGraph")
+      .def_property_readonly("fingerprint", [](const record::RegionGraph& g) { return g.graph->fingerprint(); })
+      // The region as a StableHLO module whose @main takes its parameters (torch_tpu.export).
+      .def("text", [](const record::RegionGraph& g) { return g.graph->to_mlir(); });
+  m.def("_region_begin", &record::begin_region, pybind11::arg("params"));
+  m.def("_region_end", &record::end_region, pybind11::arg("results"));
+  m.def("_region_abort", &record::abort_region);
+  m.def("_recording_region", &record::recording_region);
+  m.def("_while_loop", &ops::while_loop, pybind11::arg("cond"), pybind11::arg("body"), pybind11::arg("inputs"));
+}
+
+}  // namespace torch_tpu

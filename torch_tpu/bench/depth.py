@@ -1,0 +1,118 @@
+"""python -m torch_tpu.bench depth: the bench's GPT training step compiled
+with torch.compile(backend="tpu") at several depths, its blocks unrolled
+(a Python loop over nn.Sequential) and as one loop (torch_tpu.scan_layers).
+
+Per (depth, form), in a fresh process with an empty compilation cache: the
+first step's time (tracing plus every compile), steps/s (median of timed
+windows), the programs compiled and the ops recorded for the first step.
+Unrolled, every block is in the program and XLA compiles each; scanned, the
+block is one loop body, so compile time should not grow with depth.
+
+  python -m torch_tpu.bench depth [--depths 2,24] [--small] [--steps N]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from torch_tpu.bench.train import GPT, _windows, build, default_out, machine, run_child
+
+SMALL = dict(vocab=64, d=64, layers=2, heads=2, seq=32, batch=8)
+
+
+def torch_child(depth: int, form: str, steps: int, warmup: int, windows: int, small: bool) -> dict:
+    import time
+
+    import torch
+
+    import torch_tpu
+
+    sizes = dict(SMALL if small else GPT, layers=depth)
+    model, opt, x, y, loss_fn = build("gpt", "tpu", gpt=sizes)
+    if form == "scan":
+        blocks = list(model.blocks)
+        model.blocks.forward = lambda h: torch_tpu.scan_layers(blocks, h)
+
+    @torch.compile(backend="tpu")
+    def step(x, y):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    ops0 = torch_tpu.debug.metrics()["ops_dispatched"]
+    t0 = time.perf_counter()
+    loss = step(x, y).item()
+    first = time.perf_counter() - t0
+    ops = torch_tpu.debug.metrics()["ops_dispatched"] - ops0
+    for _ in range(warmup):
+        step(x, y)
+    torch.tpu.synchronize()
+
+    def window():
+        for _ in range(steps):
+            out = step(x, y)
+        return out.item()
+
+    res = dict(first_step_s=first, first_loss=loss, ops_first_step=ops, **_windows(window, steps, windows))
+    res["compiles"] = torch_tpu.debug.metrics()["compiles"]
+    return res
+
+
+def table(results: list) -> str:
+    by = {(r["depth"], r["form"]): r for r in results if r.get("steps_per_s")}
+    depths = sorted({r["depth"] for r in results})
+    lines = ["| depth | unrolled: first step (s) | scanned: first step (s) | unrolled steps/s | scanned steps/s | "
+             "scanned / unrolled speed | ops recorded, unrolled / scanned |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
+    for d in depths:
+        u, s = by.get((d, "unrolled")), by.get((d, "scan"))
+
+        def f(r, k, fmt):
+            return format(r[k], fmt) if r else "failed"
+
+        ratio = f"{s['steps_per_s'] / u['steps_per_s']:.2f}" if u and s else "-"
+        ops = f"{u['ops_first_step'] if u else '-'} / {s['ops_first_step'] if s else '-'}"
+        lines.append(f"| {d} | {f(u, 'first_step_s', '.1f')} | {f(s, 'first_step_s', '.1f')} | "
+                     f"{f(u, 'steps_per_s', '.2f')} | {f(s, 'steps_per_s', '.2f')} | {ratio} | {ops} |")
+    lo, hi = min(depths), max(depths)
+    for form in ("unrolled", "scan"):
+        a, b = by.get((lo, form)), by.get((hi, form))
+        if a and b:
+            lines.append(f"\n{form}: first step at depth {hi} is {b['first_step_s'] / a['first_step_s']:.2f}x "
+                         f"that at depth {lo}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m torch_tpu.bench depth", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
+    ap.add_argument("--depths", default="2,24", help="comma-separated block counts (default 2,24)")
+    ap.add_argument("--small", action="store_true", help="a small GPT (d 64, seq 32) for a quick run")
+    ap.add_argument("--steps", type=int, default=5, help="steps per timed window (default 5)")
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--windows", type=int, default=3)
+    ap.add_argument("--out", default=None, help="directory for depth.json (default bench/results)")
+    a = ap.parse_args(argv)
+    if a.child:
+        depth, form, steps, warmup, windows, small = a.child
+        res = torch_child(int(depth), form, int(steps), int(warmup), int(windows), small == "1")
+        print("RESULT " + json.dumps(res))
+        return
+    results = []
+    for depth in (int(d) for d in a.depths.split(",")):
+        for form in ("unrolled", "scan"):
+            print(f"depth {depth}, {form} ...", file=sys.stderr, flush=True)
+            r = run_child("torch_tpu.bench.depth", [depth, form, a.steps, a.warmup, a.windows, int(a.small)],
+                          f"depth {depth}/{form}")
+            results.append(dict(depth=depth, form=form, **(r or {})))
+    text = table(results)
+    print(text)
+    out = a.out or default_out()
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "depth.json"), "w") as f:
+        json.dump(dict(machine=machine(), small=a.small, results=results), f, indent=1)
