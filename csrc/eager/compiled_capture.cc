@@ -18,8 +18,8 @@ void FusedDriver::begin_capture() {
   capture_read_host_ = false;
 }
 
-std::shared_ptr<CapturedGraph> FusedDriver::end_capture(const std::vector<at::Tensor>& in, const std::vector<at::Tensor>& out,
-                                           std::string& why_not) {
+std::shared_ptr<CapturedGraph> FusedDriver::end_capture(const std::vector<at::Tensor>& in,
+                                                        const std::vector<at::Tensor>& out, std::string& why_not) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   compiled_capture_ = false;
   if (flush_count_ != capture_start_) {
@@ -138,7 +138,7 @@ std::vector<std::vector<int64_t>> FusedDriver::result_shapes(const CapturedGraph
 // A replay of a capture that ran over a mesh: each input must have the
 // layout it had then (else the caller captures again).
 std::optional<std::vector<at::Tensor>> FusedDriver::replay_spmd(CapturedGraph& c, const std::vector<at::Tensor>& in,
-                                                   const std::vector<StorageSlot*>& slots) {
+                                                                const std::vector<StorageSlot*>& slots) {
   const SpmdPlan& plan = *c.spmd;
   std::vector<ShardedPtr> sharded(c.args.size());
   std::vector<runtime::BufferPtr> whole(c.args.size());
@@ -193,7 +193,7 @@ std::optional<std::vector<at::Tensor>> FusedDriver::replay_spmd(CapturedGraph& c
 // A replay's output tensors: views of the inputs' storages or of new ones
 // (made here, into `fresh`).
 std::vector<at::Tensor> FusedDriver::make_outputs(const CapturedGraph& c, const std::vector<at::Tensor>& in,
-                                            std::vector<c10::Storage>& fresh) {
+                                                  std::vector<c10::Storage>& fresh) {
   fresh.reserve(c.fresh_nbytes.size());
   {
     c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(c.device)));
@@ -205,8 +205,8 @@ std::vector<at::Tensor> FusedDriver::make_outputs(const CapturedGraph& c, const 
   // through the dispatcher twice per output, on every replay).
   for (const auto& o : c.outputs) {
     c10::Storage st = o.input >= 0 ? in[o.input].storage() : fresh[o.fresh];
-    auto impl = c10::make_intrusive<c10::TensorImpl>(
-        std::move(st), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c10::scalarTypeToTypeMeta(o.dtype));
+    auto impl = c10::make_intrusive<c10::TensorImpl>(std::move(st), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                                     c10::scalarTypeToTypeMeta(o.dtype));
     impl->set_sizes_and_strides(o.sizes, o.strides, o.offset);
     outs.emplace_back(std::move(impl));
   }

@@ -11,8 +11,7 @@ namespace torch_tpu::record {
 // --- graph capture (torch.accelerator.Graph) ---
 void FusedDriver::begin_graph_capture(bool keep_text) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  TORCH_CHECK(!graph_capturing_,
-              "tpu graph capture is already underway; graphs cannot be captured inside each other");
+  TORCH_CHECK(!graph_capturing_, "tpu graph capture is already underway; graphs cannot be captured inside each other");
   flush_locked(SyncReason::kMarkStep, "before a graph capture");
   drain_compile_ahead();
   graph_capturing_ = true;

@@ -24,8 +24,9 @@ using ScalarBits = std::array<uint64_t, 2>;
 ScalarBits scalar_bits(const c10::Scalar& s, ir::ElemType t);
 
 // Whether a slot holds a value (run, or pending in a deferred graph).
-inline bool has_value(const StorageSlot* s) { return s->buffer || s->pending || (s->sharded && !s->sharded->shards.empty()); }
-
+inline bool has_value(const StorageSlot* s) {
+  return s->buffer || s->pending || (s->sharded && !s->sharded->shards.empty());
+}
 
 // Raises torch.OutOfMemoryError before a program whose results (`out_bytes`)
 // exceed the device's whole memory is compiled or run.

@@ -69,7 +69,6 @@ ScalarBits scalar_bits(const c10::Scalar& s, ElemType t) {
   return bits;
 }
 
-
 namespace {
 
 // Small cache of 0-d device scalars: a loop doing `x * 0.9` transfers the
