@@ -213,3 +213,17 @@ def test_nested_strided_views_read_and_permuted_outputs_write():
         torch.exp(src.to("tpu"), out=st[1 : 1 + n].view(phys).permute(inv))
         torch.testing.assert_close(st.cpu(), sc)
     assert checked > 100
+
+
+def test_elementwise_results_keep_their_operands_layout_as_on_cpu():
+    # TensorIterator gives a result its operand's layout: a transposed
+    # operand's product is transposed too, so transposing back and viewing
+    # works (models do this after attention) on CPU and must on tpu.
+    x = torch.randn(2, 7, 32)
+    ops = [lambda q: q * 2, lambda q: q + q, torch.nn.functional.gelu, torch.neg, torch.exp]
+    for op in ops:
+        q_cpu = x.view(2, 7, 4, 8).transpose(1, 2)
+        q_tpu = x.to("tpu").view(2, 7, 4, 8).transpose(1, 2)
+        expected, got = op(q_cpu), op(q_tpu)
+        assert got.stride() == expected.stride()
+        torch.testing.assert_close(got.transpose(1, 2).view(2, 7, 32).cpu(), expected.transpose(1, 2).view(2, 7, 32))

@@ -75,7 +75,18 @@ def generate(data: dict) -> str:
     return "\n".join(lines)
 
 
-RENDER = {"train_step": train_step, "generate": generate}
+def depth(data: dict) -> str:
+    import importlib.util
+
+    # The bench's own table, loaded without importing torch.
+    spec = importlib.util.spec_from_file_location("_bench_depth", os.path.join(ROOT, "torch_tpu", "bench", "depth.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    size = "small GPT (d 64, seq 32)" if data.get("small") else "the bench's GPT (d 256, 4 heads, seq 128, batch 8)"
+    return f"Machine: {data.get('machine', 'unknown')}; {size}, AdamW.\n\n" + module.table(data["results"])
+
+
+RENDER = {"train_step": train_step, "generate": generate, "depth": depth}
 
 
 def render(text: str) -> str:

@@ -10,8 +10,9 @@ eager and torch.compile graphs (the loop inside the graph's program), and
 a trip count or a predicate is read on the device, never on the host.
 
 - while_loop: one stablehlo.while; additional inputs ride along unchanged.
-- scan: a while over an int64 counter that slices xs with index_select and
-  writes each step's outputs into stacked buffers with index_copy.
+- scan: a while over an int64 counter; each step reads its slice of xs
+  with a dynamic slice and writes its outputs into stacked buffers with a
+  dynamic update slice.
   Backward (PyTorch's scan autograd) is a scan too, so it is a loop as well.
 - cond: each branch is a while that runs once or not at all; only the
   branch taken does any work.
@@ -39,7 +40,7 @@ logger = logging.getLogger("torch_tpu")
 stats: dict = {"loops": {"while_loop": 0, "scan": 0, "cond": 0}, "fallbacks": {}}
 
 
-class _Unsupported(Exception):
+class _Unsupported(NotImplementedError):
     pass
 
 
@@ -52,9 +53,11 @@ def _on_tpu(values) -> bool:
 
 
 def _record(fn, args):
-    """Records fn(*placeholders) as a region: returns the region and the
-    (shape, dtype) of each tensor fn returned."""
-    params = [torch.empty(a.shape, dtype=a.dtype, device=a.device) for a in args]
+    """Records fn(*placeholders) as a region, placeholders shaped as `args`
+    (tensors, or (shape, dtype, device) triples): returns the region and
+    the (shape, dtype) of each tensor fn returned."""
+    params = [torch.empty(a.shape, dtype=a.dtype, device=a.device) if isinstance(a, torch.Tensor)
+              else torch.empty(a[0], dtype=a[1], device=a[2]) for a in args]
     _C._region_begin(params)
     try:
         out = fn(*params)
@@ -138,11 +141,10 @@ def _scan_loop(combine_fn, init: list, xs: list, additional: list) -> tuple:
     def body(i, *rest):
         carry, ys = rest[:k], rest[k:k + ny]
         xs_, add = rest[k + ny:k + ny + nx], rest[k + ny + nx:]
-        at = i.reshape(1)
-        x_t = [x.index_select(0, at).squeeze(0) for x in xs_]
+        x_t = [_C._dynamic_index(x, i) for x in xs_]
         out = combine_fn(*carry, *x_t, *add)
         out = list(out) if isinstance(out, (tuple, list)) else [out]
-        new_ys = [y.index_copy(0, at, o.unsqueeze(0)) for y, o in zip(ys, out[k:])]
+        new_ys = [_C._dynamic_update_index(y, o, i) for y, o in zip(ys, out[k:])]
         return (i + 1, *out[:k], *new_ys)
 
     out = _loop(cond, body, [counter, *init, *ys0], [*xs, *additional])

@@ -78,9 +78,9 @@ class RegionDriver final : public Driver {
     for (size_t k = 0; k < srcs.size(); ++k) {
       // Numbers are constants of the region (its fingerprint keys them);
       // random ops would draw the same numbers on every iteration.
-      TORCH_CHECK_NOT_IMPLEMENTED(srcs[k].kind != OpCall::ScalarSource::kRngSeed &&
-                                      srcs[k].kind != OpCall::ScalarSource::kRngOffset,
-                                  "random ops inside a loop body or branch are not supported (", call.name(), ")");
+      TORCH_CHECK_NOT_IMPLEMENTED(
+          srcs[k].kind != OpCall::ScalarSource::kRngSeed && srcs[k].kind != OpCall::ScalarSource::kRngOffset,
+          "random ops inside a loop body or branch are not supported (", call.name(), ")");
       scalars.push_back(b.constant_bits(call.scalar_bits_at(k), elems[k]));
     }
     std::vector<std::pair<ir::ElemType, int64_t>> after(n);

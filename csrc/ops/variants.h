@@ -16,6 +16,7 @@
 // (warning when a non-empty out changes shape), in-place requires the result
 // shape to be self's and the result dtype castable to self's.
 #pragma once
+#include <ATen/ops/empty_strided.h>
 #include <torch/library.h>
 
 #include <optional>
@@ -39,11 +40,32 @@ struct OutMeta {
   OutDtype out_dtype = OutDtype::kCastable;
 };
 
+namespace detail {
+// The strides of the first tensor operand of the result's shape whose
+// elements are dense and do not overlap, when that tensor is not
+// contiguous (empty: contiguous). TensorIterator gives its outputs its
+// operands' layout in the same way, so `(q * 2).transpose(1, 2).view(...)`
+// works on tpu wherever it works on CPU.
+inline void layout_from(std::vector<int64_t>& strides, bool& decided, c10::IntArrayRef sizes, const at::Tensor& t) {
+  if (decided || !t.defined() || t.device().is_cpu() || t.sizes() != sizes || !t.is_non_overlapping_and_dense()) return;
+  decided = true;
+  if (!t.is_contiguous()) strides = t.strides().vec();
+}
+template <class T>
+void layout_from(std::vector<int64_t>&, bool&, c10::IntArrayRef, const T&) {}
+}  // namespace detail
+
 template <class Op, class... Args>
 struct Variants {
   static at::Tensor functional(const at::Tensor& self, Args... args) {
     auto m = Op::meta(self, args...);
-    at::Tensor out = empty_tpu(m.sizes, m.dtype, m.device);
+    std::vector<int64_t> strides;
+    bool decided = false;
+    detail::layout_from(strides, decided, m.sizes, self);
+    (detail::layout_from(strides, decided, m.sizes, args), ...);
+    at::Tensor out = strides.empty()
+                         ? empty_tpu(m.sizes, m.dtype, m.device)
+                         : at::empty_strided(m.sizes, strides, at::TensorOptions().dtype(m.dtype).device(m.device));
     Op::impl(out, m, self, args...);
     return out;
   }

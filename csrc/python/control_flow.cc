@@ -18,6 +18,9 @@ void bind_control_flow(pybind11::module_& m) {
   m.def("_region_abort", &record::abort_region);
   m.def("_recording_region", &record::recording_region);
   m.def("_while_loop", &ops::while_loop, pybind11::arg("cond"), pybind11::arg("body"), pybind11::arg("inputs"));
+  m.def("_dynamic_index", &ops::dynamic_index, pybind11::arg("x"), pybind11::arg("i"));
+  m.def("_dynamic_update_index", &ops::dynamic_update_index, pybind11::arg("y"), pybind11::arg("v"),
+        pybind11::arg("i"));
 }
 
 }  // namespace torch_tpu

@@ -17,8 +17,6 @@ import json
 import os
 import sys
 
-from torch_tpu.bench.train import GPT, _windows, build, default_out, machine, run_child
-
 SMALL = dict(vocab=64, d=64, layers=2, heads=2, seq=32, batch=8)
 
 
@@ -28,6 +26,7 @@ def torch_child(depth: int, form: str, steps: int, warmup: int, windows: int, sm
     import torch
 
     import torch_tpu
+    from torch_tpu.bench.train import GPT, _windows, build
 
     sizes = dict(SMALL if small else GPT, layers=depth)
     model, opt, x, y, loss_fn = build("gpt", "tpu", gpt=sizes)
@@ -63,6 +62,8 @@ def torch_child(depth: int, form: str, steps: int, warmup: int, windows: int, sm
 
 
 def table(results: list) -> str:
+    """The markdown table of `results` (also rendered into docs/benchmarks.md
+    by tools/bench_tables.py, which loads this file without torch)."""
     by = {(r["depth"], r["form"]): r for r in results if r.get("steps_per_s")}
     depths = sorted({r["depth"] for r in results})
     lines = ["| depth | unrolled: first step (s) | scanned: first step (s) | unrolled steps/s | scanned steps/s | "
@@ -98,6 +99,8 @@ def main(argv=None) -> None:
     ap.add_argument("--windows", type=int, default=3)
     ap.add_argument("--out", default=None, help="directory for depth.json (default bench/results)")
     a = ap.parse_args(argv)
+    from torch_tpu.bench.train import default_out, machine, run_child
+
     if a.child:
         depth, form, steps, warmup, windows, small = a.child
         res = torch_child(int(depth), form, int(steps), int(warmup), int(windows), small == "1")
@@ -116,3 +119,7 @@ def main(argv=None) -> None:
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "depth.json"), "w") as f:
         json.dump(dict(machine=machine(), small=a.small, results=results), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -18,4 +18,11 @@ namespace torch_tpu::ops {
 std::vector<at::Tensor> while_loop(const record::RegionGraph& cond, const record::RegionGraph& body,
                                    const std::vector<at::Tensor>& inputs);
 
+// x[i] for a 0-d integer tensor i (one stablehlo.dynamic_slice): a scan's
+// step reads its slice of xs this way inside the loop.
+at::Tensor dynamic_index(const at::Tensor& x, const at::Tensor& i);
+// y with y[i] replaced by v (one stablehlo.dynamic_update_slice): a scan's
+// step writes its output into the stacked outputs this way.
+at::Tensor dynamic_update_index(const at::Tensor& y, const at::Tensor& v, const at::Tensor& i);
+
 }  // namespace torch_tpu::ops
