@@ -51,6 +51,7 @@ lint: setup
 	.venv/bin/clang-format --dry-run -Werror $(CXX_SOURCES)
 	.venv/bin/ruff check .
 	.venv/bin/python -m tools.bench_tables --check
+	.venv/bin/python -m tools.check_layers
 
 format: setup
 	.venv/bin/clang-format -i $(CXX_SOURCES)
