@@ -147,6 +147,26 @@ def test_cond_runs_the_branch_taken_as_a_loop(loops, compiled):
     assert loops["cond"] >= 1
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+def test_map_is_a_loop_with_gradients(loops, compiled):
+    from torch._higher_order_ops.map import map as tmap
+
+    def f(xs, w):
+        return tmap(lambda x, w: torch.sin(x @ w) * 2, xs, w).square().sum()
+
+    cpu = [torch.randn(6, 3, 4).requires_grad_(), torch.randn(4, 5).requires_grad_()]
+    tpu = [t.detach().to(TPU).requires_grad_() for t in cpu]
+    expected = f(*cpu)
+    expected.backward()
+    g = torch.compile(f, backend="tpu") if compiled else f
+    got = g(*tpu)
+    got.backward()
+    torch.testing.assert_close(got.cpu(), expected.detach())
+    for t, c in zip(tpu, cpu):
+        torch.testing.assert_close(t.grad.cpu(), c.grad)
+    assert loops["map"] >= 1
+
+
 def test_a_body_the_recorder_cannot_hold_runs_op_by_op(caplog):
     # .item() inside the body needs the value on the host: PyTorch's own
     # loop runs instead, with the same result, and the reason is logged.

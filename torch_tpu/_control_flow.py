@@ -14,8 +14,11 @@ a trip count or a predicate is read on the device, never on the host.
   with a dynamic slice and writes its outputs into stacked buffers with a
   dynamic update slice.
   Backward (PyTorch's scan autograd) is a scan too, so it is a loop as well.
+- map: a scan that carries nothing.
 - cond: each branch is a while that runs once or not at all; only the
   branch taken does any work.
+- associative_scan keeps PyTorch's own form, a tree of log2(n) combine
+  steps, which is already small.
 
 A body the recorder cannot hold (it reads a tensor that is not an input,
 draws random numbers, reads a value on the host, returns a non-tensor)
@@ -37,7 +40,7 @@ logger = logging.getLogger("torch_tpu")
 
 # "loops": how many loops were recorded as stablehlo.while (per kind);
 # "fallbacks": reasons a body ran op by op instead.
-stats: dict = {"loops": {"while_loop": 0, "scan": 0, "cond": 0}, "fallbacks": {}}
+stats: dict = {"loops": {"while_loop": 0, "scan": 0, "map": 0, "cond": 0}, "fallbacks": {}}
 
 
 class _Unsupported(NotImplementedError):
@@ -165,6 +168,23 @@ def _scan_tpu(combine_fn, init, xs, additional_inputs, mutated_arg_indices=""):
     return generic_scan(combine_fn, init, xs, additional_inputs=additional)
 
 
+# --- map ------------------------------------------------------------------------
+
+
+def _map_tpu(f, xs, pos_args, mutated_arg_indices=""):
+    from torch._higher_order_ops.map import map_dense
+
+    xs_l, pos = list(xs), list(pos_args)
+    if _enabled() and xs_l and _on_tpu(xs_l + pos) and xs_l[0].shape[0] > 0:
+        try:
+            out = _scan_loop(f, [], xs_l, pos)  # a scan that carries nothing
+            stats["loops"]["map"] += 1
+            return out
+        except Exception as e:  # noqa: BLE001 - any body the recorder cannot hold runs op by op
+            _fallback("map", e)
+    return map_dense(f, xs, pos_args, mutated_arg_indices=mutated_arg_indices)
+
+
 # --- cond -------------------------------------------------------------------------
 
 
@@ -207,9 +227,10 @@ def _cond_loops(pred, true_fn, false_fn, ops: list) -> tuple:
 
 def _install() -> None:
     from torch._higher_order_ops.cond import cond_op
+    from torch._higher_order_ops.map import map_impl
     from torch._higher_order_ops.scan import scan_op
     from torch._higher_order_ops.while_loop import while_loop_op
 
-    for op, fn in ((while_loop_op, _while_loop_tpu), (scan_op, _scan_tpu), (cond_op, _cond_tpu)):
+    for op, fn in ((while_loop_op, _while_loop_tpu), (scan_op, _scan_tpu), (map_impl, _map_tpu), (cond_op, _cond_tpu)):
         if DispatchKey.PrivateUse1 not in op.py_kernels:
             op.py_impl(DispatchKey.PrivateUse1)(fn)
