@@ -325,3 +325,23 @@ def test_scan_layers_with_activation_checkpointing_matches_cpu(loops, compiled):
     for (n, p), q in zip(ref.named_parameters(), mine.parameters()):
         torch.testing.assert_close(q.grad.cpu(), p.grad, msg=n)
     assert loops["scan"] >= 2
+
+
+def test_a_body_that_writes_an_outside_tensor_runs_op_by_op_and_writes_it():
+    # Recorded as a loop, the write would land only inside the loop: the
+    # recorder refuses it, and PyTorch's own loop writes it as on CPU.
+    from torch._higher_order_ops.while_loop import while_loop_op
+
+    outside = torch.zeros(3, device=TPU)
+
+    def body(i, x):
+        outside.fill_(5.0)
+        return i + 1, x * 2
+
+    _control_flow.stats["fallbacks"].clear()
+    out = while_loop_op(lambda i, x: i < 3, body,
+                        (torch.zeros((), dtype=torch.int64, device=TPU), torch.ones(3, device=TPU)), ())
+    torch.testing.assert_close(out[1].cpu(), torch.full((3,), 8.0))
+    torch.testing.assert_close(outside.cpu(), torch.full((3,), 5.0))
+    assert any("not its own" in k for k in _control_flow.stats["fallbacks"])
+    _control_flow.stats["fallbacks"].clear()

@@ -69,6 +69,10 @@ class RegionDriver final : public Driver {
       } else {
         TORCH_CHECK_NOT_IMPLEMENTED(!call.needs_value(i), "a loop body or branch read a tensor that is not among ",
                                     "its inputs (", call.name(), "); pass it as an input");
+        // Writing a tensor from outside would change it only inside the loop.
+        TORCH_CHECK_NOT_IMPLEMENTED(!call.writes(i) || !(s->buffer || s->pending || s->sharded),
+                                    "a loop body or branch wrote a tensor that is not its own (", call.name(),
+                                    "); return the new value instead");
       }
     }
     ir::Builder b(*r.graph);
