@@ -243,19 +243,18 @@ def test_bench_spmd_compares_with_jax_on_one_mesh(tmp_path):
 
 
 def test_bench_depth_runs_both_forms_and_the_scanned_model_learns_the_same(tmp_path):
-    """The depth bench on a small GPT: both forms run at both depths, start
+    """The depth bench on a small GPT at one depth: both forms run, start
     from the same loss (the same model), and the table renders."""
     import json
 
     from torch_tpu.bench import depth
 
-    depth.main(["--small", "--depths", "2,3", "--steps", "1", "--warmup", "0", "--windows", "1", "--out",
+    depth.main(["--small", "--depths", "3", "--steps", "1", "--warmup", "0", "--windows", "1", "--out",
                 str(tmp_path)])
     results = json.loads((tmp_path / "depth.json").read_text())["results"]
-    assert {(r["depth"], r["form"]) for r in results} == {(2, "unrolled"), (2, "scan"), (3, "unrolled"), (3, "scan")}
+    assert {(r["depth"], r["form"]) for r in results} == {(3, "unrolled"), (3, "scan")}
     for r in results:
         assert r.get("steps_per_s", 0) > 0, r
-    by = {(r["depth"], r["form"]): r for r in results}
-    for d in (2, 3):
-        assert abs(by[(d, "scan")]["first_loss"] - by[(d, "unrolled")]["first_loss"]) < 1e-4
+    unrolled, scanned = sorted(results, key=lambda r: r["form"] == "scan")
+    assert abs(scanned["first_loss"] - unrolled["first_loss"]) < 1e-4
     assert "| 3 |" in depth.table(results)

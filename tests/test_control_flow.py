@@ -92,6 +92,20 @@ def test_while_loop_is_one_loop_whatever_its_trip_count(loops, compiled):
     assert loops["while_loop"] >= 1
 
 
+def _matches_cpu_with_gradients(f, inputs, compiled):
+    """f's scalar result and the gradient of every input on tpu (eager, or
+    compiled with backend="tpu") against f on CPU."""
+    cpu = [t.clone().requires_grad_() for t in inputs]
+    tpu = [t.to(TPU).requires_grad_() for t in inputs]
+    expected = f(*cpu)
+    expected.backward()
+    got = (torch.compile(f, backend="tpu") if compiled else f)(*tpu)
+    got.backward()
+    torch.testing.assert_close(got.cpu(), expected.detach())
+    for t, c in zip(tpu, cpu):
+        torch.testing.assert_close(t.grad.cpu(), c.grad)
+
+
 def _rnn(h0, xs, w, u):
     def step(h, x):
         h = torch.tanh(h @ w + x @ u)
@@ -114,17 +128,8 @@ def test_scan_forward_and_backward_match_cpu(loops, compiled, reverse):
             last, ys = _rnn(h0, xs, w, u)
         return (last ** 2).sum() + (ys * torch.arange(ys.shape[0], device=ys.device)[:, None]).sum()
 
-    cpu = [torch.randn(2, 4), torch.randn(7, 2, 3), torch.randn(4, 4) * 0.5, torch.randn(3, 4) * 0.5]
-    cpu = [t.requires_grad_() for t in cpu]
-    tpu = [t.detach().to(TPU).requires_grad_() for t in cpu]
-    expected = f(*cpu)
-    expected.backward()
-    g = torch.compile(f, backend="tpu") if compiled else f
-    got = g(*tpu)
-    got.backward()
-    torch.testing.assert_close(got.cpu(), expected.detach())
-    for t, c in zip(tpu, cpu):
-        torch.testing.assert_close(t.grad.cpu(), c.grad)
+    _matches_cpu_with_gradients(f, [torch.randn(2, 4), torch.randn(7, 2, 3), torch.randn(4, 4) * 0.5,
+                                    torch.randn(3, 4) * 0.5], compiled)
     assert loops["scan"] >= 2  # forward and backward
 
 
@@ -154,16 +159,7 @@ def test_map_is_a_loop_with_gradients(loops, compiled):
     def f(xs, w):
         return tmap(lambda x, w: torch.sin(x @ w) * 2, xs, w).square().sum()
 
-    cpu = [torch.randn(6, 3, 4).requires_grad_(), torch.randn(4, 5).requires_grad_()]
-    tpu = [t.detach().to(TPU).requires_grad_() for t in cpu]
-    expected = f(*cpu)
-    expected.backward()
-    g = torch.compile(f, backend="tpu") if compiled else f
-    got = g(*tpu)
-    got.backward()
-    torch.testing.assert_close(got.cpu(), expected.detach())
-    for t, c in zip(tpu, cpu):
-        torch.testing.assert_close(t.grad.cpu(), c.grad)
+    _matches_cpu_with_gradients(f, [torch.randn(6, 3, 4), torch.randn(4, 5)], compiled)
     assert loops["map"] >= 1
 
 

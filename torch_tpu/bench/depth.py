@@ -21,44 +21,15 @@ SMALL = dict(vocab=64, d=64, layers=2, heads=2, seq=32, batch=8)
 
 
 def torch_child(depth: int, form: str, steps: int, warmup: int, windows: int, small: bool) -> dict:
-    import time
-
-    import torch
-
     import torch_tpu
-    from torch_tpu.bench.train import GPT, _windows, build
+    from torch_tpu.bench.train import GPT, build, time_compiled_step
 
     sizes = dict(SMALL if small else GPT, layers=depth)
     model, opt, x, y, loss_fn = build("gpt", "tpu", gpt=sizes)
     if form == "scan":
         blocks = list(model.blocks)
         model.blocks.forward = lambda h: torch_tpu.scan_layers(blocks, h)
-
-    @torch.compile(backend="tpu")
-    def step(x, y):
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    ops0 = torch_tpu.debug.metrics()["ops_dispatched"]
-    t0 = time.perf_counter()
-    loss = step(x, y).item()
-    first = time.perf_counter() - t0
-    ops = torch_tpu.debug.metrics()["ops_dispatched"] - ops0
-    for _ in range(warmup):
-        step(x, y)
-    torch.tpu.synchronize()
-
-    def window():
-        for _ in range(steps):
-            out = step(x, y)
-        return out.item()
-
-    res = dict(first_step_s=first, first_loss=loss, ops_first_step=ops, **_windows(window, steps, windows))
-    res["compiles"] = torch_tpu.debug.metrics()["compiles"]
-    return res
+    return time_compiled_step(model, opt, loss_fn, x, y, steps, warmup, windows)
 
 
 def table(results: list) -> str:
@@ -80,7 +51,7 @@ def table(results: list) -> str:
         lines.append(f"| {d} | {f(u, 'first_step_s', '.1f')} | {f(s, 'first_step_s', '.1f')} | "
                      f"{f(u, 'steps_per_s', '.2f')} | {f(s, 'steps_per_s', '.2f')} | {ratio} | {ops} |")
     lo, hi = min(depths), max(depths)
-    for form in ("unrolled", "scan"):
+    for form in ("unrolled", "scan") if lo != hi else ():
         a, b = by.get((lo, form)), by.get((hi, form))
         if a and b:
             lines.append(f"\n{form}: first step at depth {hi} is {b['first_step_s'] / a['first_step_s']:.2f}x "

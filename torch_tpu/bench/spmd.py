@@ -25,7 +25,16 @@ import os
 import re
 import sys
 
-from torch_tpu.bench.train import GPT, _windows, build, jax_model, jax_step, plugin_path, run_child, time_jax
+from torch_tpu.bench.train import (
+    GPT,
+    build,
+    jax_model,
+    jax_step,
+    plugin_path,
+    run_child,
+    time_compiled_step,
+    time_jax,
+)
 
 PATTERNS = ["dp", "fsdp", "tp", "2d"]
 SMALL = dict(vocab=64, d=32, layers=2, heads=2, seq=16, batch=8)
@@ -77,10 +86,7 @@ def count_collectives_proto(proto: bytes) -> dict:
 
 
 def torch_child(pattern: str, n: int, steps: int, warmup: int, windows: int, small: bool) -> dict:
-    import time
-
     import numpy as np
-    import torch
 
     import torch_tpu
     import torch_tpu.spmd as xs
@@ -95,28 +101,7 @@ def torch_child(pattern: str, n: int, steps: int, warmup: int, windows: int, sma
                 xs.mark_sharding(p, mesh, spec)
         x, y = xs.shard(x, mesh, ("data", None)), xs.shard(y, mesh, ("data", None))
 
-    @torch.compile(backend="tpu")
-    def step(x, y):
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    t0 = time.perf_counter()
-    step(x, y).item()
-    first = time.perf_counter() - t0
-    for _ in range(warmup):
-        step(x, y)
-    torch.tpu.synchronize()
-
-    def window():
-        for _ in range(steps):
-            loss = step(x, y)
-        return loss.item()
-
-    res = dict(first_step_s=first, **_windows(window, steps, windows))
-    res["compiles"] = torch_tpu.debug.metrics()["compiles"]
+    res = time_compiled_step(model, opt, loss_fn, x, y, steps, warmup, windows)
     res["collectives"] = count_collectives_proto(torch_tpu._C._spmd_last_program()) if n > 1 else {}
     return res
 

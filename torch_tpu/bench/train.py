@@ -199,6 +199,42 @@ def _windows(run_window, steps: int, windows: int) -> dict:
     return dict(steps_per_s=statistics.median(rates), window_steps_per_s=rates, final_loss=final)
 
 
+def time_compiled_step(model, opt, loss_fn, x, y, steps: int, warmup: int, windows: int) -> dict:
+    """A training step (zero_grad, forward, backward, optimizer step,
+    `return loss`) compiled with backend="tpu", timed: the first step (with
+    its tracing and compiles) and its loss and recorded ops, then steps/s
+    over timed windows (_windows), and the programs compiled."""
+    import torch
+
+    import torch_tpu
+
+    @torch.compile(backend="tpu")
+    def step(x, y):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    ops0 = torch_tpu.debug.metrics()["ops_dispatched"]
+    t0 = time.perf_counter()
+    first_loss = step(x, y).item()
+    first = time.perf_counter() - t0
+    ops = torch_tpu.debug.metrics()["ops_dispatched"] - ops0
+    for _ in range(warmup):
+        step(x, y)
+    torch.tpu.synchronize()
+
+    def window():
+        for _ in range(steps):
+            loss = step(x, y)
+        return loss.item()
+
+    res = dict(first_step_s=first, first_loss=first_loss, ops_first_step=ops, **_windows(window, steps, windows))
+    res["compiles"] = torch_tpu.debug.metrics()["compiles"]
+    return res
+
+
 def _replay_first_outputs(gm, example_inputs):
     """A torch.compile backend that runs each graph once and then returns
     those outputs again without computing (dynamo-floor)."""
