@@ -5,7 +5,8 @@ Unrolled, a 24-layer model puts 24 copies of its block in the program, and
 XLA compiles each. Here the block is traced once and becomes the body of a
 scan (torch._higher_order_ops.scan), which tpu lowers to one
 stablehlo.while (torch_tpu/_control_flow.py); its backward is a scan too.
-So compile time and program size do not grow with depth.
+So the blocks' share of the program does not grow with depth; what still
+grows is per parameter tensor (the stacking, and the optimizer's update).
 
 The weights are stacked with torch.stack on every call, so gradients reach
 each layer's own parameters and optimizers, state dicts and checkpoints

@@ -20,7 +20,7 @@ def _(mo):
 
     1. **Loops that compile once.** `torch.cond`, `while_loop`, `scan` and
        `torch_tpu.scan_layers` become `stablehlo.while` loops of the program,
-       so a deeper model or a longer loop does not grow the program
+       so a longer loop or a deeper stack adds no copies of the body to the program
        (`docs/control_flow.md`).
     2. **Kernels written in JAX or Pallas**, inlined into tpu programs, with
        gradients from `jax.vjp` (`docs/custom_kernels.md`).
