@@ -196,15 +196,21 @@ class _Block(torch.nn.Module):
         return x + scale * self.out(torch.nn.functional.gelu(self.fc(self.ln(x))))
 
 
+def _twin_stacks(block, depth):
+    """Two stacks of `depth` blocks of width 8 with the same weights: one on
+    the CPU (the reference), one on tpu."""
+    torch.manual_seed(0)
+    ref = torch.nn.ModuleList([block(8) for _ in range(depth)])
+    mine = torch.nn.ModuleList([block(8) for _ in range(depth)])
+    mine.load_state_dict(ref.state_dict())
+    return ref, mine.to(TPU)
+
+
 @pytest.mark.parametrize("compiled", [False, True])
 def test_scan_layers_trains_as_the_unrolled_stack_on_cpu(loops, compiled):
     import torch_tpu
 
-    torch.manual_seed(0)
-    ref = torch.nn.ModuleList([_Block(8) for _ in range(4)])
-    mine = torch.nn.ModuleList([_Block(8) for _ in range(4)])
-    mine.load_state_dict(ref.state_dict())
-    mine.to(TPU)
+    ref, mine = _twin_stacks(_Block, 4)
     opt_r = torch.optim.AdamW(ref.parameters(), lr=1e-2)
     opt_m = torch.optim.AdamW(mine.parameters(), lr=1e-2)
 
@@ -304,11 +310,7 @@ class _CheckpointedBlock(_Block):
 def test_scan_layers_with_activation_checkpointing_matches_cpu(loops, compiled):
     import torch_tpu
 
-    torch.manual_seed(0)
-    ref = torch.nn.ModuleList([_CheckpointedBlock(8) for _ in range(3)])
-    mine = torch.nn.ModuleList([_CheckpointedBlock(8) for _ in range(3)])
-    mine.load_state_dict(ref.state_dict())
-    mine.to(TPU)
+    ref, mine = _twin_stacks(_CheckpointedBlock, 3)
     x = torch.randn(2, 5, 8)
     h = x
     for b in ref:
