@@ -407,3 +407,17 @@ def test_bad_cpu_worker_nice_is_a_clear_error():
     r = run_py("import torch, torch_tpu\ntorch.zeros(2, device='tpu')", TORCH_TPU_CPU_WORKER_NICE="high")
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert "RuntimeError" in r.stderr and "TORCH_TPU_CPU_WORKER_NICE must be an integer from 0 to 19" in r.stderr
+
+
+def test_pinned_host_memory_is_reported_pinned():
+    # DDP's unused-parameter reduction allocates a pinned host buffer and
+    # asserts is_pinned(); DataLoader(pin_memory=True) and non_blocking
+    # copies rely on the same contract, views included.
+    t = torch.empty(6, pin_memory=True)
+    assert t.is_pinned() and t[2:].is_pinned()
+    assert not torch.empty(6).is_pinned()
+    src = torch.arange(6.0)
+    pinned = src.pin_memory()
+    assert pinned.is_pinned() and pinned.data_ptr() != src.data_ptr()
+    got = pinned.to("tpu", non_blocking=True)
+    torch.testing.assert_close(got.cpu(), src)

@@ -24,7 +24,7 @@ class _Digits(torch.utils.data.Dataset):
         return {"input_ids": ids, "labels": ids.clone()}
 
 
-def _train(tmp_path, use_cpu: bool):
+def _train(tmp_path, use_cpu: bool, with_trainer: bool = False):
     torch.manual_seed(0)
     cfg = transformers.LlamaConfig(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                                    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=96)
@@ -37,6 +37,8 @@ def _train(tmp_path, use_cpu: bool):
     trainer = transformers.Trainer(model=model, args=args, train_dataset=_Digits(24), eval_dataset=_Digits(8))
     out = trainer.train()
     logs = [h for h in trainer.state.log_history if "loss" in h or "eval_loss" in h]
+    if with_trainer:
+        return model, out.training_loss, logs, trainer
     return model, out.training_loss, logs, args.device
 
 

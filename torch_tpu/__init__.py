@@ -34,6 +34,7 @@ def _init() -> None:
         _dynamo_patches,
         _eager,
         _fastpath,
+        _hf_accelerate,
         _profiler,
         cache,
         debug,
@@ -52,6 +53,7 @@ def _init() -> None:
     graphs._install()
     _profiler._install()
     _control_flow._install()
+    _hf_accelerate._install()
 
 
 try:

@@ -4,7 +4,7 @@ relies on, kept apart from the backend itself (torch_tpu/_compile.py).
 Each patch acts on tpu compiles only (``_in_call``: inside a call of a
 function compiled for tpu; ``_ours``: inside one that traces backward) and
 leaves other backends' traces as they are. They are applied when the module
-they change is imported (``_AfterImportHook``), so a plain ``import torch``
+they change is imported (``_after_import``), so a plain ``import torch``
 never pays for importing dynamo or Inductor:
 
 - Inductor refuses tpu tensors with the fix in the message;
@@ -18,15 +18,13 @@ never pays for importing dynamo or Inductor:
 from __future__ import annotations
 
 import functools
-import importlib.abc
-import importlib.util
 import itertools
 import logging
 import os
-import sys
 import weakref
 
 from torch_tpu import _C, _hyperparams, _recompiles
+from torch_tpu._after_import import after_import
 from torch_tpu._compile import tpu_backend
 
 logger = logging.getLogger("torch_tpu")
@@ -681,41 +679,9 @@ _AFTER_IMPORT = {
 }
 
 
-class _AfterImportHook(importlib.abc.MetaPathFinder):
-    """Runs a patch right after a torch module is imported, so that plain
-    ``import torch`` never pays for importing dynamo or Inductor."""
-
-    def find_spec(self, fullname, path, target=None):
-        patch = _AFTER_IMPORT.get(fullname)
-        if patch is None:
-            return None
-        sys.meta_path.remove(self)  # find the real spec without us
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            sys.meta_path.insert(0, self)
-        if spec is None or spec.loader is None:
-            return spec
-        exec_module = spec.loader.exec_module
-
-        def exec_then_patch(module):
-            exec_module(module)
-            patch(module)
-
-        spec.loader.exec_module = exec_then_patch
-        return spec
-
-
 def _install() -> None:
     _hyperparams._install()
     _patch_compile_wrapper()
     _patch_hook_registration()
-    pending = False
     for name, patch in _AFTER_IMPORT.items():
-        mod = sys.modules.get(name)
-        if mod is not None:
-            patch(mod)
-        else:
-            pending = True
-    if pending and not any(isinstance(f, _AfterImportHook) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImportHook())
+        after_import(name, patch)

@@ -10,6 +10,7 @@
 
 #include "aten/device.h"
 #include "aten/generator.h"
+#include "aten/pinned_host.h"
 #include "aten/storage.h"
 #include "record/capture.h"
 #include "record/op_call.h"
@@ -114,8 +115,8 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
   at::Device getDeviceFromPtr(void*) const override {
     return at::Device(c10::DeviceType::PrivateUse1, current_device_index());
   }
-  bool isPinnedPtr(const void*) const override { return false; }
-  at::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
+  bool isPinnedPtr(const void* p) const override { return is_pinned_host_ptr(p); }
+  at::Allocator* getPinnedMemoryAllocator() const override { return pinned_host_allocator(); }
   bool hasPrimaryContext(c10::DeviceIndex) const override { return runtime_initialized(); }
   c10::DeviceIndex deviceCount() const override { return static_cast<c10::DeviceIndex>(device_count()); }
   void setCurrentDevice(c10::DeviceIndex d) const override {
