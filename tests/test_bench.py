@@ -258,3 +258,17 @@ def test_bench_depth_runs_both_forms_and_the_scanned_model_learns_the_same(tmp_p
     unrolled, scanned = sorted(results, key=lambda r: r["form"] == "scan")
     assert abs(scanned["first_loss"] - unrolled["first_loss"]) < 1e-4
     assert "| 3 |" in depth.table(results)
+
+
+def test_bench_soak_samples_each_rank(tmp_path):
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "soak.py"), "--steps", "40", "--every", "10",
+                        "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    data = json.load(open(tmp_path / "soak.json"))
+    assert data["nproc"] == 2 and len(data["samples"]) == 2 and len(data["growth"]) == 2
+    for samples in data["samples"]:
+        assert [s["step"] for s in samples] == [1, 10, 20, 30, 40]
+        assert all(s["rss_mib"] > 0 and s["fds"] > 0 and s["device_mib"] > 0 for s in samples), samples
+    # Each rank logs the loss of its own batches.
+    assert data["samples"][0][-1]["loss"] != data["samples"][1][-1]["loss"]
+    assert "host memory (RSS), MiB" in p.stdout

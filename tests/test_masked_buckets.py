@@ -245,3 +245,36 @@ def test_user_bucket_boundaries_pick_the_padded_sizes():
     assert fetched[1:3] == [0, 0] and fetched[4] == 0 and fetched[3] >= 1 and fetched[5] >= 1, fetched
     with pytest.raises(Exception, match="must be positive ints"):  # dynamo wraps the ValueError
         torch.compile(_softmax_over_seq, backend="tpu", options={"buckets": ["a"]})(torch.randn(2, 3, 6).to(TPU))
+
+
+@pytest.mark.parametrize("new_tokens", [1, 2])
+def test_a_decode_step_that_grows_its_cache_is_exact_and_shares_bucket_programs(new_tokens):
+    # A dynamic KV cache: cat([past keys, new keys]) along the padded length.
+    # The new keys must land just after the real past ones, not after the
+    # padding, and the grown cache comes back at its real length.
+    def step(past_k, past_v, x):
+        b, t, _ = x.shape
+        k = v = q = x.view(b, t, 2, 3).transpose(1, 2)
+        keys, values = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
+        return F.scaled_dot_product_attention(q, keys, values).transpose(1, 2).flatten(2), keys, values
+
+    compiled = torch.compile(step, backend="tpu", dynamic=True)
+    g = torch.Generator().manual_seed(0)
+    past_k, past_v = torch.randn(2, 2, 5, 3, generator=g), torch.randn(2, 2, 5, 3, generator=g)
+    tk, tv = past_k.to(TPU), past_v.to(TPU)
+    fetched = []
+    with torch.no_grad():
+        for _ in range(7 if new_tokens == 1 else 6):
+            x = torch.randn(2, new_tokens, 6, generator=g)
+            want = step(past_k, past_v, x)
+            before = programs_fetched()
+            got = compiled(tk, tv, x.to(TPU))
+            fetched.append(programs_fetched() - before)
+            for a, b in zip(got, want):
+                torch.testing.assert_close(a.cpu(), b, rtol=1e-5, atol=1e-5)
+            past_k, past_v = want[1], want[2]
+            tk, tv = got[1], got[2]
+    # Past lengths 5 to 11 (or 15) fall in buckets 8 and 16: one program
+    # each (fewer if another test's process left them in the disk tier),
+    # where the per-size path compiles one per length.
+    assert sum(fetched) <= 2 and fetched[-1] == 0, fetched

@@ -86,7 +86,16 @@ def depth(data: dict) -> str:
     return f"Machine: {data.get('machine', 'unknown')}; {size}, AdamW.\n\n" + module.table(data["results"])
 
 
-RENDER = {"train_step": train_step, "generate": generate, "depth": depth}
+def soak(data: dict) -> str:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_bench_soak", os.path.join(ROOT, "bench", "soak.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.table(data)
+
+
+RENDER = {"train_step": train_step, "generate": generate, "depth": depth, "soak": soak}
 
 
 def render(text: str) -> str:

@@ -327,6 +327,20 @@ class _Rewrite:
         zeros = self.call(aten.new_zeros.default, node.args[0], node.args[1])
         node.replace_all_uses_with(self.call(aten.index_copy.default, zeros, dim, idx, grad))
 
+    def edit_cat_after_real(self, node, dim, f, k):
+        """cat([padded, fixed...]): the fixed entries sit after the padded
+        size; a gather brings them to just after the real entries, so that
+        the result is padded at its end like every other tensor."""
+        with self.graph.inserting_before(node.next):
+            size = self.call(aten.sym_size.int, node, dim)
+            iota = self.call(aten.arange.default, size, dtype=torch.int64, device=self.device)
+            real = self.real(f)
+            fixed_at = self.call(aten.add.Tensor, self.call(aten.sub.Tensor, iota, real), self.padded(f))
+            src = self.call(aten.where.self, self.call(aten.lt.Tensor, iota, real), iota, self.call(
+                aten.where.self, self.call(aten.lt.Tensor, iota, self.call(aten.add.Tensor, real, k)), fixed_at, iota))
+            out = self.call(aten.index_select.default, node, dim, src)
+        node.replace_all_uses_with(out, delete_user_cb=lambda u: u is not size and u is not out)
+
     def edit_nll_target(self, node, index, layout, ignore):
         m = self.mask(layout, range(len(layout)))
         self.set_arg(node, index, self.call(aten.where.ScalarOther, m, node.args[index], int(ignore)))
@@ -396,6 +410,20 @@ def _pad(x, pad):
     return torch.nn.functional.pad(x, pad)
 
 
+def _is_window(x) -> bool:
+    """A view into a bigger buffer: an output narrowed back from its bucket
+    and fed in again (a grown KV cache). The program would take the whole
+    buffer, and so key on its size."""
+    return isinstance(x, torch.Tensor) and (
+        not x.is_contiguous() or x.untyped_storage().nbytes() != x.numel() * x.element_size())
+
+
+def _dense(x):
+    if x.device.type == "tpu" and x.numel() * x.element_size() <= _HOST_PAD_BYTES:
+        return x.cpu().to(x.device, non_blocking=True)
+    return x.clone(memory_format=torch.contiguous_format)
+
+
 class Masked:
     """Calls `runner` (a _GraphRunner of the rewritten graph) at the bucket
     sizes, with the real sizes as tensors, and slices the outputs back.
@@ -437,6 +465,8 @@ class Masked:
                 pad[2 * (x.dim() - 1 - d) + 1] = buckets[s] + c - x.shape[d]
             if any(pad):
                 new[i] = _pad(x, pad)
+            elif _is_window(x):
+                new[i] = _dense(x)
         reals = [self.real_tensor(s, vals[s]) for s in p.symbols]
         self.calls += 1
         outs = list(self.runner(*new, *reals))

@@ -12,6 +12,7 @@ which keeps the graph on the exact per-size path.
 """
 from __future__ import annotations
 
+import math
 import operator
 
 import torch
@@ -453,15 +454,17 @@ def _cat(an: _Analysis, n):
     dim = (n.args[1] if len(n.args) > 1 else 0) % rank
     lays = [x for x in lays if len(x) == rank]  # cat skips legacy empty 1-d pieces
     out = list(lays[-1])
-    if not all(_static(x[dim]) for x in lays[:-1]):
-        _fail("a cat after a dynamic piece")
-    if not _static(lays[-1][dim]):
-        if len(lays[-1][dim]) != 1:
-            _fail("a cat of a flattened dynamic dimension")
-        e = _size(an.out_shape(n)[dim])
-        out[dim] = (e,)
-    else:
-        out[dim] = (_size(an.out_shape(n)[dim]),)
+    dynamic = [i for i, x in enumerate(lays) if not _static(x[dim])]
+    if dynamic and dynamic != [len(lays) - 1]:
+        # A padded piece followed by fixed ones (a KV cache grown by the new
+        # keys): the fixed entries are moved to just after the real ones.
+        if dynamic != [0] or len(lays[0][dim]) != 1 or len(lays) != len(pieces):
+            _fail("a cat after a dynamic piece")
+        fixed = sum(math.prod(int(f) for f in x[dim]) for x in lays[1:])
+        an.edits.append(("cat_after_real", n, (dim, lays[0][dim][0], fixed)))
+    elif dynamic and len(lays[-1][dim]) != 1:
+        _fail("a cat of a flattened dynamic dimension")
+    out[dim] = (_size(an.out_shape(n)[dim]),)
     for x in lays:
         for i in range(rank):
             if i != dim and not _same_dim(x[i], out[i]):
