@@ -5,6 +5,8 @@
 // against the capture (dtype, device, storage size, view, aliasing) and
 // runs the program on their current buffers without dispatching any op.
 #include "eager/fused_driver.h"
+#include "eager/drivers.h"
+#include "eager/compile_ahead.h"
 
 namespace torch_tpu::record {
 

@@ -11,6 +11,8 @@
 // while recording, because kernels' lowerings capture their locals by
 // reference; it is emitted as text only on a cache miss.
 #include "eager/fused_driver.h"
+#include "eager/drivers.h"
+#include "eager/compile_ahead.h"
 
 namespace torch_tpu::record {
 

@@ -30,9 +30,10 @@
 #include "compile/dump.h"
 #include "compile/executable_cache.h"
 #include "compile/metrics.h"
-#include "record/capture.h"
+#include "eager/capture.h"
 #include "record/driver.h"
 #include "eager/spmd.h"
+#include "eager/drivers.h"
 
 namespace torch_tpu::record {
 

@@ -23,6 +23,7 @@
 #include "record/driver.h"
 #include "record/region.h"
 #include "record/strided.h"
+#include "eager/region.h"
 
 namespace torch_tpu::record {
 namespace {

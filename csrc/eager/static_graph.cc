@@ -5,6 +5,8 @@
 // are adopted by the graph, as a CUDA graph's private pool outlives the
 // tensors allocated in it.
 #include "eager/fused_driver.h"
+#include "eager/drivers.h"
+#include "eager/compile_ahead.h"
 
 namespace torch_tpu::record {
 

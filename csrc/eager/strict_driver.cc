@@ -35,6 +35,8 @@
 #include "compile/dump.h"
 #include "compile/metrics.h"
 #include "record/driver.h"
+#include "eager/drivers.h"
+#include "eager/compile_ahead.h"
 
 namespace torch_tpu::record {
 namespace {
@@ -412,6 +414,13 @@ class StrictDriver final : public Driver {
 }  // namespace
 
 Driver& strict_driver() { return StrictDriver::get(); }
+
+namespace {
+// Strict eager is what runs when no other driver is installed. Only the
+// function is registered here: the driver is built on first use, not
+// during static initialisation.
+const bool kStrictIsDefault = (set_default_driver(&strict_driver), true);
+}  // namespace
 
 void drain_compile_ahead() { StrictDriver::get().drain_all(); }
 

@@ -9,19 +9,21 @@
 #include "aten/device.h"
 #include "aten/fallback.h"
 #include "aten/generator.h"
-#include "aten/host_alias.h"
+#include "hooks/host_alias.h"
 #include "aten/storage.h"
 #include "compile/compile_pool.h"
 #include "compile/executable_cache.h"
 #include "compile/dump.h"
 #include "compile/metrics.h"
 #include "ops/dist/collectives.h"
-#include "record/capture.h"
+#include "eager/capture.h"
 #include "record/driver.h"
 #include "runtime/device_spans.h"
 #include "runtime/eh_frame_guard.h"
 #include "runtime/log.h"
 #include "runtime/worker_threads.h"
+#include "eager/drivers.h"
+#include "eager/compile_ahead.h"
 
 namespace py = pybind11;
 

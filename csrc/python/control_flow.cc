@@ -4,7 +4,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "ops/control/while_loop.h"
-#include "record/region.h"
+#include "eager/region.h"
 
 namespace torch_tpu {
 

@@ -1,5 +1,7 @@
 #include "record/driver.h"
 
+#include <c10/util/Exception.h>
+
 #include <atomic>
 
 #include "compile/metrics.h"
@@ -37,20 +39,28 @@ std::vector<SyncOp>& sync_registry() {
 
 namespace {
 thread_local Driver* t_driver = nullptr;  // set_thread_driver
+Driver& (*g_default)() = nullptr;         // set_default_driver
+
+Driver& default_driver() {
+  TORCH_CHECK(g_default, "tpu: no default driver is registered (the eager drivers are not linked in)");
+  return g_default();
+}
 }  // namespace
+
+void set_default_driver(Driver& (*get)()) { g_default = get; }
 
 void set_thread_driver(Driver* d) { t_driver = d; }
 
 Driver& current_driver() {
   if (t_driver) return *t_driver;
   Driver* d = g_driver.load(std::memory_order_acquire);
-  return d ? *d : strict_driver();
+  return d ? *d : default_driver();
 }
 
 Driver* set_current_driver(Driver* d) {
   Driver* installed = g_driver.load(std::memory_order_acquire);
-  Driver& old = installed ? *installed : strict_driver();
-  Driver& next = d ? *d : strict_driver();
+  Driver& old = installed ? *installed : default_driver();
+  Driver& next = d ? *d : default_driver();
   if (&old == &next) return g_driver.load();
   // The old driver runs what it holds before the new one sees any call.
   old.deactivate();

@@ -59,77 +59,12 @@ Driver* set_current_driver(Driver* d);
 // installed driver is neither deactivated nor told: how a loop body is
 // recorded into a region (record/region.h) in the middle of any mode.
 void set_thread_driver(Driver* d);
-Driver& strict_driver();
-Driver& fused_driver();
-// Python's optimizer hooks say when an optimizer.step() is being recorded by
-// the fused driver: ops that read no storage (the optimizer's lazily created
-// state) then run in strict eager, outside the step's graph.
-void set_optimizer_step(bool on);
-// While on, the fused driver records Python numbers (and wrapped-number CPU
-// scalars) as constants of the program, their values in its key, instead
-// of runtime parameters: for torch.compile graphs whose numbers are all
-// constants of the graph (each parameter costs every execute). Fused eager
-// keeps them as parameters, so that a learning-rate schedule reuses one
-// program. Any flush turns it off (numbers recorded after a host read may
-// be device values).
-void set_bake_numbers(bool on);
+// The driver current_driver() falls back to (strict eager, which registers
+// itself from the drivers' layer: record does not know the drivers).
+void set_default_driver(Driver& (*get)());
 
 // Called before a kernel reads device values on the host.
 void sync_point(SyncReason why, std::string_view op);
-// Runs every call waiting in strict eager's compile-ahead queue
-// (eager/strict_driver.cc): for code that reads storages directly.
-void drain_compile_ahead();
-// Runs strict eager's queued calls until the value of `s` is in its buffer;
-// the calls after it stay queued.
-void run_queued_until(StorageSlot* s);
-// Compiles (or loads from the persistent tiers) `text` on the compile pool,
-// into the executable cache under `key`; urgent jobs go first.
-std::shared_future<ProgramPtr> compile_on_pool(const CacheKey& key, std::string name, std::string text, bool tiered,
-                                               bool urgent);
-// Calls waiting in that queue now (tests and reports).
-int64_t compile_ahead_queued();
-// For a deferred driver reading storage `s` while strict eager's queue
-// still holds its value: a function that returns that value once the queue
-// has run (empty if the queue holds nothing for `s`).
-std::function<runtime::BufferPtr()> queued_value(StorageSlot* s);
-// A deferred driver writes `s`: the queue's value for it no longer lands there.
-void forget_queued(StorageSlot* s);
-
-// A deferred driver's graph whose program is in no cache tier, queued in
-// that same queue instead of compiled on the recording thread: Python goes
-// on (dynamo traces the next frame, fused eager records the next ops) while
-// a pool thread compiles it, and the written storages stay pending until it
-// has run.
-struct QueuedGraph {
-  std::string name;     // for errors and traces ("a fused graph")
-  std::string program;  // the program's name in metrics and logs ("fused[12 ops]")
-  int device = 0;
-  int64_t out_bytes = -1;
-  // Per program argument: its buffer, or (null) the queued value `from_queue[k]` returns.
-  std::vector<runtime::BufferPtr> bufs;
-  std::vector<std::function<runtime::BufferPtr()>> from_queue;
-  std::vector<int64_t> keep;  // donatable arguments another holder still needs
-  struct Out {
-    StorageSlot* slot;
-    ir::ElemType elem;
-    int64_t numel;
-    ir::ElemType elem0;  // what the storage held before (restored if the graph fails)
-    int64_t numel0;
-  };
-  std::vector<Out> outs;  // in result order
-  // Called with the results right after the launch (donated handles, metrics).
-  std::function<void(const std::vector<runtime::BufferPtr>&)> launched;
-};
-// Whether graphs may be queued (a compile pool, no launch blocking, key
-// checks or program dumps: those need errors and programs at their op).
-bool compile_ahead_enabled();
-// Queues `g` behind the calls already queued. Its program compiles on the
-// pool (`emit` gives the StableHLO, called here and only if no compile of
-// `key` is in flight), in queue order. Returns the program's future (a
-// capture keeps it).
-std::shared_future<ProgramPtr> enqueue_graph(const CacheKey& key, const std::function<std::string()>& emit,
-                                             QueuedGraph g);
-
 // A kernel's host synchronisation point, declared once at file scope:
 //   const record::SyncSite kNonzeroSync{"nonzero", SyncReason::kDataDependentShape};
 // and called where the kernel reads: kNonzeroSync(). Declaring it registers

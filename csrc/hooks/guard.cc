@@ -12,7 +12,7 @@
 #include "aten/generator.h"
 #include "aten/pinned_host.h"
 #include "aten/storage.h"
-#include "record/capture.h"
+#include "eager/capture.h"
 #include "record/op_call.h"
 #include "record/work_mark.h"
 

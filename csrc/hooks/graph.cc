@@ -8,7 +8,7 @@
 #include <atomic>
 #include <fstream>
 
-#include "record/capture.h"
+#include "eager/capture.h"
 
 namespace torch_tpu {
 namespace {

@@ -1,4 +1,4 @@
-#include "aten/host_alias.h"
+#include "hooks/host_alias.h"
 
 #include <ATen/ops/from_blob.h>
 

@@ -1,0 +1,23 @@
+// The drivers by name, and the switches Python sets on the fused driver.
+// record/driver.h says what a driver is; these are the ones eager/ defines.
+#pragma once
+#include "record/driver.h"
+
+namespace torch_tpu::record {
+
+Driver& strict_driver();
+Driver& fused_driver();
+// Python's optimizer hooks say when an optimizer.step() is being recorded by
+// the fused driver: ops that read no storage (the optimizer's lazily created
+// state) then run in strict eager, outside the step's graph.
+void set_optimizer_step(bool on);
+// While on, the fused driver records Python numbers (and wrapped-number CPU
+// scalars) as constants of the program, their values in its key, instead
+// of runtime parameters: for torch.compile graphs whose numbers are all
+// constants of the graph (each parameter costs every execute). Fused eager
+// keeps them as parameters, so that a learning-rate schedule reuses one
+// program. Any flush turns it off (numbers recorded after a host read may
+// be device values).
+void set_bake_numbers(bool on);
+
+}  // namespace torch_tpu::record
