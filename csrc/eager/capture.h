@@ -13,7 +13,12 @@
 #include <string>
 #include <vector>
 
-namespace torch_tpu::record {
+namespace torch_tpu::record {}  // namespace torch_tpu::record
+
+namespace torch_tpu::eager {
+
+// The recorder's names (OpCall, Driver, StorageSlot, ...) as eager's own.
+using namespace torch_tpu::record;
 
 struct CapturedGraph;
 // What Python holds (CapturedGraph's layout stays private to the driver).
@@ -56,4 +61,4 @@ void replay_graph(StaticGraph& g);
 std::string graph_text(const StaticGraph& g);  // StableHLO, when kept
 int64_t graph_ops(const StaticGraph& g);
 
-}  // namespace torch_tpu::record
+}  // namespace torch_tpu::eager

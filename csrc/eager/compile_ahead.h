@@ -11,7 +11,12 @@
 
 #include "record/driver.h"
 
-namespace torch_tpu::record {
+namespace torch_tpu::record {}  // namespace torch_tpu::record
+
+namespace torch_tpu::eager {
+
+// The recorder's names (OpCall, Driver, StorageSlot, ...) as eager's own.
+using namespace torch_tpu::record;
 
 // Runs every call waiting in strict eager's compile-ahead queue
 // (eager/strict_driver.cc): for code that reads storages directly.
@@ -67,4 +72,4 @@ bool compile_ahead_enabled();
 std::shared_future<ProgramPtr> enqueue_graph(const CacheKey& key, const std::function<std::string()>& emit,
                                              QueuedGraph g);
 
-}  // namespace torch_tpu::record
+}  // namespace torch_tpu::eager

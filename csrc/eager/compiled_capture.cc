@@ -8,7 +8,7 @@
 #include "eager/drivers.h"
 #include "eager/compile_ahead.h"
 
-namespace torch_tpu::record {
+namespace torch_tpu::eager {
 
 void FusedDriver::begin_capture() {
   std::lock_guard<std::recursive_mutex> lock(mu_);
@@ -319,4 +319,4 @@ std::optional<std::vector<at::Tensor>> replay(CapturedGraph& c, const std::vecto
   return FusedDriver::get().replay(c, inputs);
 }
 
-}  // namespace torch_tpu::record
+}  // namespace torch_tpu::eager

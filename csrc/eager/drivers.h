@@ -3,7 +3,12 @@
 #pragma once
 #include "record/driver.h"
 
-namespace torch_tpu::record {
+namespace torch_tpu::record {}  // namespace torch_tpu::record
+
+namespace torch_tpu::eager {
+
+// The recorder's names (OpCall, Driver, StorageSlot, ...) as eager's own.
+using namespace torch_tpu::record;
 
 Driver& strict_driver();
 Driver& fused_driver();
@@ -20,4 +25,4 @@ void set_optimizer_step(bool on);
 // be device values).
 void set_bake_numbers(bool on);
 
-}  // namespace torch_tpu::record
+}  // namespace torch_tpu::eager

@@ -14,7 +14,7 @@
 #include "eager/drivers.h"
 #include "eager/compile_ahead.h"
 
-namespace torch_tpu::record {
+namespace torch_tpu::eager {
 
 int64_t max_ops_from_env() {
   const char* v = std::getenv("TORCH_TPU_FUSE_MAX_OPS");
@@ -545,4 +545,4 @@ Driver& fused_driver() { return FusedDriver::get(); }
 void set_optimizer_step(bool on) { FusedDriver::get().set_optimizer_step(on); }
 void set_bake_numbers(bool on) { FusedDriver::get().set_bake_numbers(on); }
 
-}  // namespace torch_tpu::record
+}  // namespace torch_tpu::eager

@@ -35,7 +35,12 @@
 #include "eager/spmd.h"
 #include "eager/drivers.h"
 
-namespace torch_tpu::record {
+namespace torch_tpu::record {}  // namespace torch_tpu::record
+
+namespace torch_tpu::eager {
+
+// The recorder's names (OpCall, Driver, StorageSlot, ...) as eager's own.
+using namespace torch_tpu::record;
 
 struct CapturedGraph {
   struct Input {
@@ -319,4 +324,4 @@ class FusedDriver final : public Driver {
   const int64_t max_ops_ = max_ops_from_env();
 };
 
-}  // namespace torch_tpu::record
+}  // namespace torch_tpu::eager

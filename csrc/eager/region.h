@@ -8,7 +8,12 @@
 
 #include "record/region.h"
 
-namespace torch_tpu::record {
+namespace torch_tpu::record {}  // namespace torch_tpu::record
+
+namespace torch_tpu::eager {
+
+// The recorder's names (OpCall, Driver, StorageSlot, ...) as eager's own.
+using namespace torch_tpu::record;
 
 // Starts recording on this thread: until end_region, every op call becomes
 // a node of the region's graph instead of running, and the i-th parameter
@@ -23,4 +28,4 @@ std::shared_ptr<RegionGraph> end_region(const std::vector<at::Tensor>& results);
 void abort_region();
 bool recording_region();
 
-}  // namespace torch_tpu::record
+}  // namespace torch_tpu::eager

@@ -25,7 +25,7 @@
 #include "record/strided.h"
 #include "eager/region.h"
 
-namespace torch_tpu::record {
+namespace torch_tpu::eager {
 namespace {
 
 struct Region {
@@ -190,4 +190,4 @@ void abort_region() {
 
 bool recording_region() { return !t_regions.empty(); }
 
-}  // namespace torch_tpu::record
+}  // namespace torch_tpu::eager

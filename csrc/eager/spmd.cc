@@ -10,7 +10,7 @@
 #include "record/driver.h"
 #include "record/op_call.h"
 
-namespace torch_tpu::record {
+namespace torch_tpu::eager {
 namespace {
 
 std::string devices_text(const std::vector<int>& d) {
@@ -251,4 +251,4 @@ void spmd_store(StorageSlot* s, const ShardedPtr& v) {
     if (v->devices[d] == s->device) s->buffer = v->shards[d];
 }
 
-}  // namespace torch_tpu::record
+}  // namespace torch_tpu::eager

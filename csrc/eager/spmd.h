@@ -17,7 +17,12 @@
 #include "ir/graph.h"
 #include "ir/spmd.h"
 
-namespace torch_tpu::record {
+namespace torch_tpu::record {}  // namespace torch_tpu::record
+
+namespace torch_tpu::eager {
+
+// The recorder's names (OpCall, Driver, StorageSlot, ...) as eager's own.
+using namespace torch_tpu::record;
 
 struct SpmdPlan {
   struct Arg {
@@ -78,4 +83,4 @@ void spmd_store(StorageSlot* s, const ShardedPtr& v);
 // made, for counting its collectives.
 std::string last_spmd_program();
 
-}  // namespace torch_tpu::record
+}  // namespace torch_tpu::eager

@@ -8,7 +8,7 @@
 #include "eager/drivers.h"
 #include "eager/compile_ahead.h"
 
-namespace torch_tpu::record {
+namespace torch_tpu::eager {
 
 // --- graph capture (torch.accelerator.Graph) ---
 void FusedDriver::begin_graph_capture(bool keep_text) {
@@ -288,4 +288,4 @@ int64_t graph_ops(const StaticGraph& g) {
   return n;
 }
 
-}  // namespace torch_tpu::record
+}  // namespace torch_tpu::eager

@@ -38,7 +38,7 @@
 #include "eager/drivers.h"
 #include "eager/compile_ahead.h"
 
-namespace torch_tpu::record {
+namespace torch_tpu::eager {
 namespace {
 
 class StrictDriver final : public Driver {
@@ -452,4 +452,4 @@ std::shared_future<ProgramPtr> enqueue_graph(const CacheKey& key, const std::fun
   return StrictDriver::get().enqueue_graph(key, emit, std::move(g));
 }
 
-}  // namespace torch_tpu::record
+}  // namespace torch_tpu::eager

@@ -22,21 +22,21 @@ class TpuGraphImpl final : public at::GraphImplInterface {
   void capture_begin(at::MempoolId_t pool, at::GraphCaptureMode) override {
     TORCH_CHECK(!graph_ && !capturing_, "this tpu graph was already captured; call reset() before capturing again");
     pool_ = (pool.first || pool.second) ? pool : at::MempoolId_t{g_next_pool++, 0};
-    record::begin_graph_capture(debug_);
+    eager::begin_graph_capture(debug_);
     capturing_ = true;
   }
   void capture_end() override {
     TORCH_CHECK(capturing_, "tpu graph capture_end() called without capture_begin()");
     capturing_ = false;
-    graph_ = record::end_graph_capture(debug_);
+    graph_ = eager::end_graph_capture(debug_);
   }
   void instantiate() override {}  // compiled by capture_end()
   void replay() override {
     TORCH_CHECK(graph_, "tpu graph replay() called before a successful capture");
-    record::replay_graph(*graph_);
+    eager::replay_graph(*graph_);
   }
   void reset() override {
-    if (capturing_) record::abort_graph_capture();
+    if (capturing_) eager::abort_graph_capture();
     capturing_ = false;
     graph_.reset();
   }
@@ -47,17 +47,17 @@ class TpuGraphImpl final : public at::GraphImplInterface {
     TORCH_CHECK(graph_, "tpu graph debug_dump() called before a successful capture");
     std::ofstream f(path);
     TORCH_CHECK(f, "tpu graph debug_dump(): cannot open ", path);
-    f << "// tpu graph: " << record::graph_ops(*graph_) << " recorded ops\n" << record::graph_text(*graph_);
+    f << "// tpu graph: " << eager::graph_ops(*graph_) << " recorded ops\n" << eager::graph_text(*graph_);
   }
   ~TpuGraphImpl() override {
     try {
-      if (capturing_) record::abort_graph_capture();
+      if (capturing_) eager::abort_graph_capture();
     } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor must not throw
     }
   }
 
  private:
-  std::shared_ptr<record::StaticGraph> graph_;
+  std::shared_ptr<eager::StaticGraph> graph_;
   at::MempoolId_t pool_{0, 0};
   bool capturing_ = false;
   bool debug_ = false;

@@ -100,7 +100,7 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   void synchronizeDevice(const c10::DeviceIndex) const override { record::synchronize(); }
   void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
   // A graph capture records every thread's tpu work, so every stream is capturing.
-  bool isStreamCapturing(const c10::Stream&) const override { return record::graph_capturing(); }
+  bool isStreamCapturing(const c10::Stream&) const override { return eager::graph_capturing(); }
 };
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);

@@ -32,7 +32,7 @@ void bind_compile(py::module_& m) {
   m.def("_compile_records", []() {
     {
       py::gil_scoped_release nogil;
-      record::drain_compile_ahead();
+      eager::drain_compile_ahead();
     }
     py::list out;
     for (const auto& r : compile_records())
@@ -44,7 +44,7 @@ void bind_compile(py::module_& m) {
     {
       // Counts are of finished work: ops still waiting for their compile run first.
       py::gil_scoped_release nogil;
-      record::drain_compile_ahead();
+      eager::drain_compile_ahead();
     }
     auto& mt = metrics();
     py::dict d;
@@ -108,7 +108,7 @@ void bind_compile(py::module_& m) {
   m.def("_reset_metrics", []() {
     {
       py::gil_scoped_release nogil;
-      record::drain_compile_ahead();  // compiles still running would count after the reset
+      eager::drain_compile_ahead();  // compiles still running would count after the reset
     }
     metrics().reset();
   });
@@ -118,7 +118,7 @@ void bind_compile(py::module_& m) {
   m.def("_cache_configure", [](std::string disk_dir, std::string shared_dir, int64_t max_bytes) {
     py::gil_scoped_release nogil;
     // No compile may hold the tiers being replaced.
-    record::drain_compile_ahead();
+    eager::drain_compile_ahead();
     CompilePool::get().wait_idle();
     ExecutableCache::get().configure(TierSettings{disk_dir, shared_dir, max_bytes});
   });
@@ -135,7 +135,7 @@ void bind_compile(py::module_& m) {
     // Ops still waiting for their compile run first (their programs then
     // reach the disk tier), and no compile may outlive the process.
     try {
-      record::drain_compile_ahead();
+      eager::drain_compile_ahead();
     } catch (const std::exception& e) {
       log::write(log::Level::kWarning, std::string("a queued op failed while flushing the cache: ") + e.what());
     }

@@ -43,13 +43,13 @@ void bind_execution(py::module_& m) {
   m.def("_set_eager_mode", [](int mode) {
     TORCH_CHECK(mode >= 0 && mode <= 2, "unknown eager mode ", mode);
     py::gil_scoped_release nogil;
-    record::set_current_driver(mode == 2 ? &record::fused_driver() : nullptr);
+    record::set_current_driver(mode == 2 ? &eager::fused_driver() : nullptr);
     record::set_launch_blocking(mode == 1);
   });
-  m.def("_set_optimizer_step", [](bool on) { record::set_optimizer_step(on); });
-  m.def("_set_bake_numbers", [](bool on) { record::set_bake_numbers(on); });
+  m.def("_set_optimizer_step", [](bool on) { eager::set_optimizer_step(on); });
+  m.def("_set_bake_numbers", [](bool on) { eager::set_bake_numbers(on); });
   m.def("_eager_mode", []() {
-    if (&record::current_driver() == &record::fused_driver()) return 2;
+    if (&record::current_driver() == &eager::fused_driver()) return 2;
     return record::launch_blocking() ? 1 : 0;
   });
   m.def(
@@ -59,20 +59,20 @@ void bind_execution(py::module_& m) {
         record::current_driver().sync_point(record::SyncReason::kMarkStep, why);
       },
       py::arg("why") = "");
-  py::class_<record::CaptureHandle>(m, "_CapturedGraph");
+  py::class_<eager::CaptureHandle>(m, "_CapturedGraph");
   m.def("_begin_capture", []() {
     py::gil_scoped_release nogil;
-    record::begin_capture();
+    eager::begin_capture();
   });
   m.def("_end_capture", [](const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs) -> py::tuple {
     std::string why;
-    std::shared_ptr<record::CapturedGraph> g;
+    std::shared_ptr<eager::CapturedGraph> g;
     {
       py::gil_scoped_release nogil;
-      g = record::end_capture(inputs, outputs, why);
+      g = eager::end_capture(inputs, outputs, why);
     }
     if (!g) return py::make_tuple(py::none(), why);
-    return py::make_tuple(py::cast(record::CaptureHandle{g}), why);
+    return py::make_tuple(py::cast(eager::CaptureHandle{g}), why);
   });
   m.def("_register_graph_impl", &register_graph_impl);
   // TORCH_TPU_DUMP_DIR names each op's Python line: torch_tpu.debug._user_frame().
@@ -85,20 +85,20 @@ void bind_execution(py::module_& m) {
       return {};
     }
   });
-  m.def("_graph_capturing", &record::graph_capturing);
+  m.def("_graph_capturing", &eager::graph_capturing);
   m.def("_cut_graph_capture", []() {
     py::gil_scoped_release nogil;
-    record::cut_graph_capture();
+    eager::cut_graph_capture();
   });
   m.def("_abort_graph_capture", []() {
     py::gil_scoped_release nogil;
-    record::abort_graph_capture();
+    eager::abort_graph_capture();
   });
-  m.def("_replay", [](const record::CaptureHandle& h, const std::vector<at::Tensor>& inputs) -> py::object {
+  m.def("_replay", [](const eager::CaptureHandle& h, const std::vector<at::Tensor>& inputs) -> py::object {
     std::optional<std::vector<at::Tensor>> outs;
     {
       py::gil_scoped_release nogil;
-      outs = record::replay(*h.graph, inputs);
+      outs = eager::replay(*h.graph, inputs);
     }
     if (!outs) return py::none();
     return py::cast(*outs);
@@ -121,11 +121,11 @@ void bind_execution(py::module_& m) {
     return out;
   });
   m.def("_launch_blocking", &record::launch_blocking);
-  m.def("_compile_ahead_queued", &record::compile_ahead_queued);
+  m.def("_compile_ahead_queued", &eager::compile_ahead_queued);
   m.def("_internal_set_compile_delay_ms", [](int ms) { CompilePool::get().set_delay_ms(ms); });
   m.def("_drain_compile_ahead", []() {
     py::gil_scoped_release nogil;
-    record::drain_compile_ahead();
+    eager::drain_compile_ahead();
   });
 }
 

@@ -13,10 +13,10 @@ void bind_control_flow(pybind11::module_& m) {
       .def_property_readonly("fingerprint", [](const record::RegionGraph& g) { return g.graph->fingerprint(); })
       // The region as a StableHLO module whose @main takes its parameters (torch_tpu.export).
       .def("text", [](const record::RegionGraph& g) { return g.graph->to_mlir(); });
-  m.def("_region_begin", &record::begin_region, pybind11::arg("params"));
-  m.def("_region_end", &record::end_region, pybind11::arg("results"));
-  m.def("_region_abort", &record::abort_region);
-  m.def("_recording_region", &record::recording_region);
+  m.def("_region_begin", &eager::begin_region, pybind11::arg("params"));
+  m.def("_region_end", &eager::end_region, pybind11::arg("results"));
+  m.def("_region_abort", &eager::abort_region);
+  m.def("_recording_region", &eager::recording_region);
   m.def("_while_loop", &ops::while_loop, pybind11::arg("cond"), pybind11::arg("body"), pybind11::arg("inputs"));
   m.def("_dynamic_index", &ops::dynamic_index, pybind11::arg("x"), pybind11::arg("i"));
   m.def("_dynamic_update_index", &ops::dynamic_update_index, pybind11::arg("y"), pybind11::arg("v"),

@@ -93,7 +93,7 @@ void bind_spmd(pybind11::module_& m) {
   m.def("_spmd_info", &info);
   m.def("_spmd_host_shards", &host_shards);
   m.def("_spmd_clear", &clear);
-  m.def("_spmd_last_program", []() { return pybind11::bytes(record::last_spmd_program()); });
+  m.def("_spmd_last_program", []() { return pybind11::bytes(eager::last_spmd_program()); });
 }
 
 }  // namespace torch_tpu
