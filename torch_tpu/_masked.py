@@ -418,12 +418,6 @@ def _is_window(x) -> bool:
         not x.is_contiguous() or x.untyped_storage().nbytes() != x.numel() * x.element_size())
 
 
-def _dense(x):
-    if x.device.type == "tpu" and x.numel() * x.element_size() <= _HOST_PAD_BYTES:
-        return x.cpu().to(x.device, non_blocking=True)
-    return x.clone(memory_format=torch.contiguous_format)
-
-
 class Masked:
     """Calls `runner` (a _GraphRunner of the rewritten graph) at the bucket
     sizes, with the real sizes as tensors, and slices the outputs back.
@@ -463,10 +457,8 @@ class Masked:
             pad = [0] * (2 * x.dim())
             for d, s, c in dims:
                 pad[2 * (x.dim() - 1 - d) + 1] = buckets[s] + c - x.shape[d]
-            if any(pad):
+            if any(pad) or _is_window(x):  # a zero pad makes a window dense
                 new[i] = _pad(x, pad)
-            elif _is_window(x):
-                new[i] = _dense(x)
         reals = [self.real_tensor(s, vals[s]) for s in p.symbols]
         self.calls += 1
         outs = list(self.runner(*new, *reals))

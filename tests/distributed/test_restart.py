@@ -29,8 +29,13 @@ def _run(tmp, name, rdzv, fault, wrap="ddp"):
     """Runs restart_worker.py under torchrun; fault: False, "1" (rank 1 dies at
     step 10) or "save" (rank 0 dies writing the checkpoint of step 12)."""
     out, ckpt = os.path.join(tmp, f"{name}.pt"), os.path.join(tmp, f"{name}_ckpt")
-    launch = (["--standalone"] if rdzv == "standalone" else
-              ["--nnodes=1", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{_free_port()}"])
+    launch = {
+        "standalone": ["--standalone"],
+        "c10d": ["--nnodes=1", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{_free_port()}"],
+        # torchrun's default: a fixed world, the store on the master port.
+        "static": ["--nnodes=1", "--node-rank=0", "--rdzv-backend=static", "--master-addr=127.0.0.1",
+                   f"--master-port={_free_port()}"],
+    }[rdzv]
     cmd = [sys.executable, "-m", "torch.distributed.run", *launch, "--nproc-per-node=2", "--max-restarts=1",
            WORKER, ckpt, out]
     env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1", FAULT=str(fault or "0"), WRAP=wrap)
@@ -48,7 +53,7 @@ def _uninterrupted(tmp_path_factory, wrap):
     return _clean[wrap]
 
 
-@pytest.mark.parametrize("rdzv,wrap", [("standalone", "ddp"), ("c10d", "ddp"), ("c10d", "fsdp")])
+@pytest.mark.parametrize("rdzv,wrap", [("standalone", "ddp"), ("static", "ddp"), ("c10d", "ddp"), ("c10d", "fsdp")])
 def test_a_restarted_job_resumes_from_its_checkpoint_and_ends_where_an_uninterrupted_one_does(
         tmp_path, tmp_path_factory, rdzv, wrap):
     got = _run(tmp_path, "fault", rdzv, fault="1", wrap=wrap)
