@@ -56,3 +56,26 @@ def test_trainer_runs_on_tpu_and_matches_cpu(tmp_path):
                 assert got[key] == pytest.approx(expected[key], rel=1e-4, abs=1e-5), (key, got, expected)
     for (name, p), q in zip(ref.named_parameters(), model.parameters()):
         torch.testing.assert_close(q.detach().cpu(), p.detach(), atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_an_accelerate_of_unknown_shape_is_left_alone_with_a_warning():
+    # A future accelerate whose backend choice takes other arguments must not
+    # be patched blindly: the user is told that a Trainer under torchrun
+    # would train each rank alone.
+    import types
+
+    from torch_tpu import _hf_accelerate
+
+    class PartialState:
+        def _prepare_backend(self, cpu, backend, timeout):
+            return None, None
+
+        def set_device(self):
+            pass
+
+    mod = types.SimpleNamespace(PartialState=PartialState, DistributedType=types.SimpleNamespace(MULTI_GPU=1))
+    with pytest.warns(UserWarning, match="would train each rank alone"):
+        _hf_accelerate._patch_state(mod)
+    assert not getattr(PartialState, "_torch_tpu_patched", False)
+    assert PartialState._prepare_backend.__name__ == "_prepare_backend"
+    assert PartialState._prepare_backend.__qualname__.startswith("test_an_accelerate")

@@ -18,7 +18,9 @@ import accelerate.
 """
 from __future__ import annotations
 
+import inspect
 import os
+import warnings
 
 from torch_tpu._after_import import after_import
 
@@ -33,11 +35,24 @@ def _tpu_is_the_accelerator() -> bool:
     return acc is not None and acc.type == "tpu"
 
 
+def _known_shape(fn, params) -> bool:
+    try:
+        return list(inspect.signature(fn).parameters) == params
+    except (TypeError, ValueError):
+        return False
+
+
 def _patch_state(mod) -> None:
     PartialState, DistributedType = mod.PartialState, mod.DistributedType
     if getattr(PartialState, "_torch_tpu_patched", False):
         return
     prepare_backend, set_device = PartialState._prepare_backend, PartialState.set_device
+    if not _known_shape(prepare_backend, ["self", "cpu", "sagemaker_dp", "backend"]) or \
+            not _known_shape(set_device, ["self"]) or not hasattr(DistributedType, "MULTI_GPU"):
+        warnings.warn("torch_tpu: this version of accelerate decides distributed training in a way torch_tpu does "
+                      "not know; under torchrun a Hugging Face Trainer on tpu would train each rank alone, without "
+                      "DDP. Use accelerate 1.16 (requirements.txt) or a DDP/FSDP2 loop of your own.", stacklevel=2)
+        return
 
     def _prepare_backend(self, cpu=False, sagemaker_dp=False, backend=None):
         if (not cpu and not sagemaker_dp and backend in (None, "tpu")
