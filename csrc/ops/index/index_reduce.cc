@@ -11,6 +11,7 @@
 
 #include "ops/common.h"
 #include "ops/index/checks.h"
+#include "ops/index/reduce_into.h"
 
 namespace torch_tpu::ops {
 using ir::Dims;
@@ -44,7 +45,6 @@ at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tens
   int64_t d = wrap_dim(dim, self.dim());
   check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kSelect);
   std::string red(reduce);
-  bool is_float = c10::isFloatingType(self.scalar_type());
   record::OpCall call("index_reduce");
   call.attr(d).attr(std::string_view(red)).attr(include_self);
   call.input(self);
@@ -52,38 +52,15 @@ at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tens
   call.input(source);
   call.output(out);
   call.run([&](Builder& b, const Values& in) {
-    Value self_v = in[0], idx = in[1], src = in[2];
-    ElemType e = b.elem(self_v);
-    Dims shape = b.dims(self_v);
-    bool mean = red == "mean";
+    Value self_v = in[0], idx = in[1];
     BinaryOp comb = red == "prod"   ? BinaryOp::kMul
                     : red == "amax" ? BinaryOp::kMax
                     : red == "amin" ? BinaryOp::kMin
                                     : BinaryOp::kAdd;
-    Value base = self_v;
-    if (!include_self) {
-      Value ident = red == "amax"   ? lowest(b, e)
-                    : red == "amin" ? highest(b, e)
-                    : red == "prod" ? one(b, e)
-                                    : zero(b, e);
-      base = scatter_slices(b, self_v, idx, ident, d, std::nullopt);
-    }
-    Value r = scatter_slices(b, base, idx, src, d, comb);
-    if (mean) {
-      Value cnt0 = include_self ? one(b, e, shape) : zero(b, e, shape);
-      Value cnt = scatter_slices(b, cnt0, idx, one(b, e), d, BinaryOp::kAdd);
-      Value z = zero(b, e, shape);
-      Value safe = b.select(b.compare(cnt, z, Direction::kEq), one(b, e, shape), cnt);
-      Value q = b.div(r, safe);
-      if (!is_float) {
-        // Integer mean is floor division (counts are positive).
-        Value rem = b.rem(r, safe);
-        Value adj = b.and_(b.compare(rem, z, Direction::kNe), b.compare(rem, z, Direction::kLt));
-        q = b.select(adj, b.sub(q, one(b, e, shape)), q);
-      }
-      r = q;
-    }
-    return Values{r};
+    auto at_rows = [&](Value base, Value updates, std::optional<BinaryOp> c) {
+      return scatter_slices(b, base, idx, updates, d, c);
+    };
+    return Values{reduce_into(b, self_v, in[2], red, include_self, comb, BinaryOp::kAdd, at_rows)};
   });
   return out;
 }

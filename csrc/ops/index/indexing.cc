@@ -27,6 +27,7 @@
 #include "ops/common.h"
 #include "record/driver.h"
 #include "ops/index/checks.h"
+#include "ops/index/reduce_into.h"
 
 namespace torch_tpu::ops {
 
@@ -182,7 +183,6 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
   int64_t d = wrap_dim(dim, self.dim());
   check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kGather);
   std::string red(reduce);
-  bool is_float = c10::isFloatingType(self.scalar_type());
   record::OpCall call("scatter_reduce");
   call.attr(d).attr(std::string_view(red)).attr(include_self);
   call.input(self);
@@ -190,37 +190,13 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
   call.input(src);
   call.output(out);
   call.run([&](Builder& b, const Values& in) {
-    Value self_v = in[0], idx = in[1], s = in[2];
+    Value self_v = in[0], idx = in[1];
     ElemType e = b.elem(self_v);
-    Dims shape = b.dims(self_v);
-    bool mean = red == "mean";
-    BinaryOp comb = combiner(mean ? "sum" : red, e);
-    Value base = self_v;
-    if (!include_self) {
-      // Positions that receive updates start from the reduction's identity.
-      Value ident = red == "amax"     ? lowest(b, e)
-                    : red == "amin"   ? highest(b, e)
-                    : (red == "prod") ? one(b, e)
-                                      : zero(b, e);
-      base = scatter_dim(b, self_v, idx, ident, d, std::nullopt);
-    }
-    Value r = scatter_dim(b, base, idx, s, d, comb);
-    if (mean) {
-      Value cnt0 = include_self ? one(b, e, shape) : zero(b, e, shape);
-      Value cnt = scatter_dim(b, cnt0, idx, one(b, e), d, combiner("sum", e));
-      Value safe = b.select(b.compare(cnt, zero(b, e, shape), Direction::kEq), one(b, e, shape), cnt);
-      Value q = b.div(r, safe);
-      if (!is_float) {
-        // Integer mean rounds toward -inf like CPU's floor division.
-        Value rem = b.rem(r, safe);
-        Value adj = b.and_(b.compare(rem, zero(b, e, shape), Direction::kNe),
-                           b.compare(b.compare(rem, zero(b, e, shape), Direction::kLt),
-                                     b.compare(safe, zero(b, e, shape), Direction::kLt), Direction::kNe));
-        q = b.select(adj, b.sub(q, one(b, e, shape)), q);
-      }
-      r = q;
-    }
-    return Values{r};
+    auto along = [&](Value base, Value updates, std::optional<BinaryOp> c) {
+      return scatter_dim(b, base, idx, updates, d, c);
+    };
+    return Values{reduce_into(b, self_v, in[2], red, include_self, combiner(red == "mean" ? "sum" : red, e),
+                              combiner("sum", e), along)};
   });
   return out;
 }

@@ -26,8 +26,6 @@ using ir::Dims;
 
 enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
 
-Value full(Builder& b, double v, Value like) { return b.constant(v, b.elem(like), b.dims(like)); }
-
 Value sum_all(Builder& b, Value x) {
   Dims all;
   for (int64_t i = 0; i < (int64_t)b.dims(x).size(); ++i) all.push_back(i);
@@ -244,7 +242,7 @@ const char* loss_name(int64_t k) { return k == kMse ? "mse_loss" : k == kSmoothL
 Value loss_fwd(Builder& b, int64_t kind, Value d, Value p) {
   if (kind == kMse) return b.mul(d, d);
   Value ad = b.abs(d);
-  Value half = full(b, 0.5, d);
+  Value half = full_like(b, 0.5, d);
   Value small = b.compare(ad, p, Direction::kLt);
   if (kind == kSmoothL1) {
     Value quad = b.div(b.mul(half, b.mul(d, d)), p);
@@ -255,13 +253,13 @@ Value loss_fwd(Builder& b, int64_t kind, Value d, Value p) {
 
 // d loss / d x (before the grad and mean scaling), PyTorch CPU's formulas.
 Value loss_bwd(Builder& b, int64_t kind, Value d, Value p) {
-  if (kind == kMse) return b.mul(full(b, 2.0, d), d);
+  if (kind == kMse) return b.mul(full_like(b, 2.0, d), d);
   Value neg_p = b.neg(p);
   Value lo = b.compare(d, neg_p, Direction::kLt);
   Value hi = b.compare(d, p, Direction::kGt);
   if (kind == kSmoothL1) {
     Value mid = b.div(d, p);
-    return b.select(lo, full(b, -1.0, d), b.select(hi, full(b, 1.0, d), mid));
+    return b.select(lo, full_like(b, -1.0, d), b.select(hi, full_like(b, 1.0, d), mid));
   }
   return b.select(lo, neg_p, b.select(hi, p, d));
 }
