@@ -4,9 +4,9 @@
 // terms of the graph's inputs and outputs. A replay checks the inputs
 // against the capture (dtype, device, storage size, view, aliasing) and
 // runs the program on their current buffers without dispatching any op.
-#include "eager/fused_driver.h"
-#include "eager/drivers.h"
 #include "eager/compile_ahead.h"
+#include "eager/drivers.h"
+#include "eager/fused_driver.h"
 
 namespace torch_tpu::eager {
 

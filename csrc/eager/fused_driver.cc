@@ -10,9 +10,9 @@
 // records the same calls again reuses the compiled program. The IR is built
 // while recording, because kernels' lowerings capture their locals by
 // reference; it is emitted as text only on a cache miss.
-#include "eager/fused_driver.h"
-#include "eager/drivers.h"
 #include "eager/compile_ahead.h"
+#include "eager/drivers.h"
+#include "eager/fused_driver.h"
 
 namespace torch_tpu::eager {
 

@@ -31,9 +31,9 @@
 #include "compile/executable_cache.h"
 #include "compile/metrics.h"
 #include "eager/capture.h"
-#include "record/driver.h"
-#include "eager/spmd.h"
 #include "eager/drivers.h"
+#include "eager/spmd.h"
+#include "record/driver.h"
 
 namespace torch_tpu::record {}  // namespace torch_tpu::record
 

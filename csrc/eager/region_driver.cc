@@ -20,10 +20,10 @@
 
 #include "aten/device.h"
 #include "aten/storage.h"
+#include "eager/region.h"
 #include "record/driver.h"
 #include "record/region.h"
 #include "record/strided.h"
-#include "eager/region.h"
 
 namespace torch_tpu::eager {
 namespace {

@@ -4,9 +4,9 @@
 // those storages' current buffers. Storages freed while a graph names them
 // are adopted by the graph, as a CUDA graph's private pool outlives the
 // tensors allocated in it.
-#include "eager/fused_driver.h"
-#include "eager/drivers.h"
 #include "eager/compile_ahead.h"
+#include "eager/drivers.h"
+#include "eager/fused_driver.h"
 
 namespace torch_tpu::eager {
 

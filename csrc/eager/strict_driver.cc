@@ -21,9 +21,9 @@
 #include "compile/compile_pool.h"
 #include "compile/dump.h"
 #include "compile/metrics.h"
-#include "record/driver.h"
-#include "eager/drivers.h"
 #include "eager/compile_ahead.h"
+#include "eager/drivers.h"
+#include "record/driver.h"
 
 namespace torch_tpu::eager {
 namespace {

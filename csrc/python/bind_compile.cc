@@ -9,24 +9,35 @@
 #include "aten/device.h"
 #include "aten/fallback.h"
 #include "aten/generator.h"
-#include "hooks/host_alias.h"
 #include "aten/storage.h"
 #include "compile/compile_pool.h"
-#include "compile/executable_cache.h"
 #include "compile/dump.h"
+#include "compile/executable_cache.h"
 #include "compile/metrics.h"
-#include "ops/dist/collectives.h"
 #include "eager/capture.h"
+#include "eager/compile_ahead.h"
+#include "hooks/host_alias.h"
+#include "ops/dist/collectives.h"
 #include "record/driver.h"
 #include "runtime/device_spans.h"
 #include "runtime/eh_frame_guard.h"
 #include "runtime/log.h"
 #include "runtime/worker_threads.h"
-#include "eager/compile_ahead.h"
 
 namespace py = pybind11;
 
 namespace torch_tpu {
+
+namespace {
+// One of the metrics' maps keyed by name, copied under their lock.
+template <class Map, class Fn>
+py::dict by_name(Metrics& mt, const Map& map, Fn value) {
+  py::dict out;
+  std::lock_guard<std::mutex> lock(mt.mu);
+  for (const auto& [k, v] : map) out[py::str(k)] = value(v);
+  return out;
+}
+}  // namespace
 
 void bind_compile(py::module_& m) {
   m.def("_compile_records", []() {
@@ -61,30 +72,16 @@ void bind_compile(py::module_& m) {
     d["sync_points"] = mt.sync_points.load();
     d["key_checks"] = mt.key_checks.load();
     d["host_fills"] = mt.host_fills.load();
-    py::dict fb;
-    {
-      std::lock_guard<std::mutex> lock(mt.mu);
-      for (auto& [k, v] : mt.fallbacks) fb[py::str(k)] = v;
-    }
-    d["fallbacks"] = fb;
+    d["fallbacks"] = by_name(mt, mt.fallbacks, [](int64_t n) { return py::int_(n); });
     d["flushes"] = mt.flushes.load();
     d["fused_ops"] = mt.fused_ops.load();
     d["fused_cache_hits"] = mt.fused_cache_hits.load();
     d["fused_max_ops"] = mt.fused_max_ops.load();
     d["replays"] = mt.replays.load();
     d["donated_buffers"] = mt.donated.load();
-    py::dict fr;
-    {
-      std::lock_guard<std::mutex> lock(mt.mu);
-      for (auto& [k, v] : mt.flush_reasons) fr[py::str(k)] = v;
-    }
-    d["flush_reasons"] = fr;
-    py::dict by_op;
-    {
-      std::lock_guard<std::mutex> lock(mt.mu);
-      for (auto& [k, v] : mt.compiles_by_op) by_op[py::str(k)] = py::make_tuple(v.count, v.ns / 1e6);
-    }
-    d["compiles_by_op"] = by_op;
+    d["flush_reasons"] = by_name(mt, mt.flush_reasons, [](int64_t n) { return py::int_(n); });
+    d["compiles_by_op"] = by_name(mt, mt.compiles_by_op,
+                                  [](const Metrics::OpCompiles& c) { return py::make_tuple(c.count, c.ns / 1e6); });
     d["background_compiles"] = mt.background_compiles.load();
     d["compiles_ahead"] = mt.compiles_ahead.load();
     d["compile_ahead_drains"] = mt.compile_ahead_drains.load();

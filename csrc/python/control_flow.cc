@@ -3,8 +3,8 @@
 // torch_tpu/_control_flow.py.
 #include <torch/csrc/utils/pybind.h>
 
-#include "ops/control/while_loop.h"
 #include "eager/region.h"
+#include "ops/control/while_loop.h"
 
 namespace torch_tpu {
 

@@ -25,9 +25,9 @@
 #include <utility>
 
 #include "ops/common.h"
-#include "record/driver.h"
 #include "ops/index/checks.h"
 #include "ops/index/reduce_into.h"
+#include "record/driver.h"
 
 namespace torch_tpu::ops {
 
