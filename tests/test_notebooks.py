@@ -41,7 +41,7 @@ def test_notebook_runs(site, name):
 
 def test_guide_has_every_chapter():
     names = [os.path.basename(p)[:-3] for p in build_docs.notebooks()]
-    assert [n[:2] for n in names] == [f"{i:02d}" for i in range(1, 11)], names
+    assert [n[:2] for n in names] == [f"{i:02d}" for i in range(1, 13)], names
     titles = [build_docs.title(p) for p in build_docs.notebooks()]
     assert all(t.startswith(f"{i}. ") for i, t in enumerate(titles, 1)), titles
 

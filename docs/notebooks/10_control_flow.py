@@ -14,18 +14,23 @@ def _():
 @app.cell
 def _(mo):
     mo.md(r"""
-    # 10. Loops, JAX kernels and export
+    # 10. Loops that compile once
 
-    Three things an XLA backend does that a CUDA-style one does not:
+    A CUDA-style backend runs a Python loop op by op, and a compiler that
+    traces it unrolls it: a 24-layer model becomes 24 copies of its block, and
+    every new trip count is a new program. XLA has loops of its own
+    (`stablehlo.while`), and tpu lowers PyTorch's control-flow operators to
+    them, in strict eager, fused eager and under `torch.compile` alike:
 
-    1. **Loops that compile once.** `torch.cond`, `while_loop`, `scan` and
-       `torch_tpu.scan_layers` become `stablehlo.while` loops of the program,
-       so a longer loop or a deeper stack adds no copies of the body to the program
-       (`docs/control_flow.md`).
-    2. **Kernels written in JAX or Pallas**, inlined into tpu programs, with
-       gradients from `jax.vjp` (`docs/custom_kernels.md`).
-    3. **Export to StableHLO**: a `torch.export` program as a module that runs
-       on tpu and, serialized, in JAX (`docs/export.md`).
+    - `torch.cond`: only the branch taken runs, and the predicate never
+      leaves the device;
+    - `while_loop`: the trip count is read on the device;
+    - `scan` and `map`: one body, with gradients (PyTorch's backward of a scan
+      is itself a scan);
+    - `torch_tpu.scan_layers`: a stack of identical blocks as one loop.
+
+    `docs/control_flow.md` has the details and what falls back to running op
+    by op. Chapter 11 covers kernels written in JAX, chapter 12 export.
     """)
     return
 
@@ -33,7 +38,6 @@ def _(mo):
 @app.cell
 def _(mo):
 
-    import numpy as np
     import torch
     import torch.nn.functional as F
 
@@ -42,7 +46,7 @@ def _(mo):
     from torch_tpu import debug
 
     mo.md(f"torch {torch.__version__}, torch_tpu {torch_tpu.__version__} on **{torch.tpu.get_device_name()}**")
-    return F, control_flow, debug, np, torch, torch_tpu
+    return F, control_flow, debug, torch, torch_tpu
 
 
 @app.cell
@@ -86,7 +90,42 @@ def _(debug, mo, torch):
 @app.cell
 def _(mo):
     mo.md(r"""
-    ## 2. `scan_layers`: a deep stack as one loop
+    ## 2. A branch on data, with gradients
+
+    `torch.cond(pred, true_fn, false_fn, operands)` picks a branch from a
+    tensor. On tpu the predicate stays on the device and only the branch
+    taken runs. Below, a compiled training loss switches branch from call to
+    call, and each gradient equals PyTorch's on the CPU: the program does not
+    remember the branch of its first call.
+    """)
+    return
+
+
+@app.cell
+def _(mo, torch):
+    def loss_fn(p, x):
+        return torch.cond(p.sum() > 0, lambda x: (x.sin() * 2).sum(), lambda x: (x.cos() - 1).sum(), (x,))
+
+    _compiled = torch.compile(loss_fn, backend="tpu")
+    _x = torch.randn(6)
+    _rows = []
+    for _sign in (1.0, -1.0, 1.0):
+        _p = torch.full((3,), _sign)
+        _xc = _x.clone().requires_grad_()
+        loss_fn(_p, _xc).backward()
+        _xt = _x.to("tpu").requires_grad_()
+        _compiled(_p.to("tpu"), _xt).backward()
+        torch.testing.assert_close(_xt.grad.cpu(), _xc.grad)
+        _branch = "sin" if _sign > 0 else "cos"
+        _rows.append(f"| {_sign:+.0f} | {_branch} | {(_xt.grad.cpu() - _xc.grad).abs().max().item():.1e} |")
+    mo.md("| sign of p | branch | max gradient difference from CPU |\n|---|---|---|\n" + "\n".join(_rows))
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md(r"""
+    ## 3. `scan_layers`: a deep stack as one loop
 
     `torch_tpu.scan_layers(blocks, x)` computes what `for b in blocks: x = b(x)`
     computes, with the blocks' weights stacked and one block traced as the
@@ -160,87 +199,15 @@ def _(F, control_flow, mo, torch, torch_tpu):
 @app.cell
 def _(mo):
     mo.md(r"""
-    ## 3. A kernel written in JAX
-
-    `custom_jax_kernel` makes a JAX function an op on tpu tensors. Its
-    StableHLO is inlined into the program, and its gradient comes from
-    `jax.vjp`. Here, RMSNorm, checked against PyTorch on the CPU, forward and
-    backward.
-    """)
-    return
-
-
-@app.cell
-def _(mo, torch):
-    import jax
-
-    from torch_tpu.pallas import custom_jax_kernel
-
-    @custom_jax_kernel(static_argnums=(2,))
-    def rms_norm(x, w, eps):
-        return x * jax.lax.rsqrt((x * x).mean(-1, keepdims=True) + eps) * w
-
-    _x = torch.randn(4, 16, requires_grad=True)
-    _w = torch.randn(16, requires_grad=True)
-    _xt, _wt = (_t.detach().to("tpu").requires_grad_() for _t in (_x, _w))
-    rms_norm(_xt, _wt, 1e-6).square().sum().backward()
-    _ref = _x * torch.rsqrt(_x.pow(2).mean(-1, keepdim=True) + 1e-6) * _w
-    _ref.square().sum().backward()
-    torch.testing.assert_close(_xt.grad.cpu(), _x.grad, rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(_wt.grad.cpu(), _w.grad, rtol=1e-4, atol=1e-5)
-    mo.md("RMSNorm in JAX on tpu: forward and both gradients equal PyTorch's on the CPU.")
-    return (jax,)
-
-
-@app.cell
-def _(mo):
-    mo.md(r"""
-    ## 4. Export to StableHLO, serve with JAX
-
-    `torch_tpu.export.to_stablehlo` takes what `torch.export.export` returns
-    and gives the module, its weights and its signature. The module runs on
-    tpu, and `jax_exported()` wraps it for `jax.export`: serialized, it loads
-    anywhere JAX runs, without PyTorch.
-    """)
-    return
-
-
-@app.cell
-def _(jax, mo, np, torch):
-    from torch_tpu.export import to_stablehlo
-
-    torch.manual_seed(0)
-    _model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.GELU(), torch.nn.Linear(32, 4)).eval()
-    _x = torch.randn(3, 8)
-    _m = to_stablehlo(torch.export.export(_model, (_x,)))
-    _blob = _m.jax_exported().serialize()
-    _served = jax.export.deserialize(_blob).call(*[_w.numpy() for _w in _m.weights.values()], _x.numpy())
-    with torch.no_grad():
-        _expected = _model(_x)
-    torch.testing.assert_close(torch.from_numpy(np.array(_served[0])), _expected)
-    torch.testing.assert_close(_m(_x.to("tpu")).cpu(), _expected)
-    _sig = "\n".join(f"| {_s.kind} | `{_s.name}` | {_s.shape} |" for _s in _m.inputs)
-    mo.md(
-        "The module's `@main` takes:\n\n| kind | name | shape |\n|---|---|---|\n" + _sig
-        + f"\n\n{len(_m.text.splitlines())} lines of StableHLO, {len(_blob):,} bytes serialized; JAX's and "
-        "tpu's results equal PyTorch's on the CPU."
-    )
-    return
-
-
-@app.cell
-def _(mo):
-    mo.md(r"""
     ## What to take away
 
-    - Write loops with `torch.cond`, `while_loop` and `scan`; on tpu each is
-      one loop of the program, in eager and under `torch.compile`.
+    - Write loops and branches with `torch.cond`, `while_loop` and `scan`; on
+      tpu each is one loop of the program, in eager and under
+      `torch.compile`, and a new trip count or branch compiles nothing.
+    - Gradients through them equal PyTorch's on the CPU, whichever branch a
+      call takes.
     - `torch_tpu.scan_layers(blocks, x)` keeps a deep stack's program one block
       big; the weights stay the blocks' own.
-    - `torch_tpu.pallas.custom_jax_kernel` runs JAX (and Pallas) code as a tpu op
-      with gradients.
-    - `torch_tpu.export.to_stablehlo` turns a `torch.export` program into
-      StableHLO that tpu and JAX both run.
     """)
     return
 
