@@ -14,6 +14,7 @@
 #include "compile/metrics.h"
 #include "record/driver.h"
 #include "record/op_call_internal.h"
+#include "record/window.h"
 
 namespace torch_tpu::record {
 
@@ -26,6 +27,14 @@ ViewMeta view_of(const at::Tensor& t) {
   v.sizes.assign(t.sizes().begin(), t.sizes().end());
   v.strides.assign(t.strides().begin(), t.strides().end());
   v.offset = t.storage_offset();
+  // A size-1 dimension's stride addresses nothing; it is keyed as the
+  // contiguous one, so that `x[:, -1:]` of a growing `x` (whose stride there
+  // is x's length) keys the same at every length.
+  int64_t contiguous = 1;
+  for (size_t d = v.sizes.size(); d-- > 0;) {
+    if (v.sizes[d] == 1) v.strides[d] = contiguous;
+    contiguous *= v.sizes[d];
+  }
   return v;
 }
 
@@ -45,6 +54,8 @@ OpCall::OpCall(std::string_view name) : name_(name) {
   bump(metrics().ops_dispatched);
   key_.add(name);
 }
+
+OpCall::~OpCall() = default;
 
 int OpCall::slot_index(StorageSlot* s) {
   for (size_t i = 0; i < slots_.size(); ++i)
@@ -73,7 +84,17 @@ int OpCall::input(const at::Tensor& t) {
     a.kind = Arg::kView;
     a.view = flat_ ? flat_view_of(t) : view_of(t);
     a.elem = a.view.elem;
-    a.slot = slot_index(slot_of(t.storage()));
+    StorageSlot* s = slot_of(t.storage());
+    bool written = false;  // an output registered first: no window (unwindow())
+    for (const auto& o : outs_) written |= slots_[o.first].slot == s;
+    if (auto w = written ? std::nullopt : window_for(s, a.view, dev)) {
+      a.windowed = s;
+      a.whole_view = std::move(a.view);
+      a.view = std::move(w->view);
+      windows_.push_back(std::move(w->slot));
+      s = windows_.back().get();
+    }
+    a.slot = slot_index(s);
     slots_[a.slot].read = true;
     key_.add(1);
     key_view(a.view, a.slot);
@@ -145,10 +166,29 @@ void OpCall::output(const at::Tensor& t) {
   // memory (an expanded tensor) has no defined result.
   at::assert_no_internal_overlap(t);
   ViewMeta v = flat_ ? flat_view_of(t) : view_of(t);
-  int s = slot_index(slot_of(t.storage()));
+  StorageSlot* target = slot_of(t.storage());
+  unwindow(target);
+  int s = slot_index(target);
   key_.add(4);
   key_view(v, s);
   outs_.emplace_back(s, std::move(v));
+}
+
+void OpCall::unwindow(StorageSlot* target) {
+  // The call writes a storage it reads through a window: the window would
+  // alias the storage the program writes, so that input reads the storage
+  // as usual. The key records the change.
+  for (size_t i = 0; i < args_.size(); ++i) {
+    Arg& a = args_[i];
+    if (a.kind != Arg::kView || a.windowed != target) continue;
+    slots_[a.slot].read = false;
+    a.view = std::move(a.whole_view);
+    a.slot = slot_index(target);
+    a.windowed = nullptr;
+    slots_[a.slot].read = true;
+    key_.add(5 | (static_cast<uint64_t>(i) << 8));
+    key_view(a.view, a.slot);
+  }
 }
 
 void OpCall::run(const Lowering& lower) {

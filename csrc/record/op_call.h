@@ -20,6 +20,7 @@
 #include <c10/core/Scalar.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -41,6 +42,7 @@ using Lowering = std::function<std::vector<ir::Value>(ir::Builder&, const std::v
 class OpCall {
  public:
   explicit OpCall(std::string_view name);
+  ~OpCall();  // out of line: StorageSlot is incomplete here
 
   // --- recording (kernels) ---
   // A tpu tensor (any view), or a 0-dim CPU tensor, which is passed as a
@@ -146,6 +148,10 @@ class OpCall {
     at::Tensor cpu;     // kScalarTensor
     c10::Scalar value;  // kScalar
     ir::ElemType elem;
+    // kView read through a window (record/window.h): the storage and view
+    // it stands for, should the call turn out to write that storage.
+    StorageSlot* windowed = nullptr;
+    ViewMeta whole_view;
     int rng_part = -1;  // kScalar from rng_state(): 0 seed, 1 offset
     c10::intrusive_ptr<c10::GeneratorImpl> gen;
     uint64_t rng_advance = 0;
@@ -160,6 +166,7 @@ class OpCall {
   const Arg& scalar_arg(size_t k) const;
   c10::Scalar scalar_value(const Arg& a) const { return a.kind == Arg::kScalar ? a.value : a.cpu.item(); }
   void key_view(const ViewMeta& v, int slot);
+  void unwindow(StorageSlot* target);
   bool needs_param(const SlotUse& u) const;
   // The element type and count a written slot holds afterwards.
   std::pair<ir::ElemType, int64_t> written_elem(size_t si) const;
@@ -170,6 +177,7 @@ class OpCall {
   std::vector<Arg> args_;
   std::vector<SlotUse> slots_;
   std::vector<std::pair<int, ViewMeta>> outs_;  // (slot index, view)
+  std::vector<std::unique_ptr<StorageSlot>> windows_;
   int device_ = -1;
   bool flat_ = false;
 };

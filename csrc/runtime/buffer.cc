@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "runtime/error.h"
+#include "runtime/plugin.h"
 
 namespace torch_tpu::runtime {
 
@@ -107,6 +108,43 @@ std::shared_ptr<Buffer> Buffer::copy_to_device(PJRT_Device* device) const {
   a.dst_device = device;
   check(api, api->PJRT_Buffer_CopyToDevice(&a), "PJRT_Buffer_CopyToDevice");
   return std::make_shared<Buffer>(client_, a.dst_buffer);
+}
+
+namespace {
+void release_window_base(void*, void* base) { delete static_cast<BufferPtr*>(base); }
+}  // namespace
+
+BufferPtr window_of(const BufferPtr& base, size_t byte_offset, const std::vector<int64_t>& dims,
+                    PJRT_Buffer_Type type) {
+  const ClientRef& core = base->client();
+  const PJRT_Api* api = core->api;
+  if (!TT_PJRT_HAS(api, PJRT_Client_CreateViewOfDeviceBuffer) || !TT_PJRT_HAS(api, PJRT_Buffer_UnsafePointer) ||
+      !TT_PJRT_HAS(api, PJRT_Buffer_Device))
+    return nullptr;
+  PJRT_Buffer_UnsafePointer_Args p{};
+  p.struct_size = PJRT_Buffer_UnsafePointer_Args_STRUCT_SIZE;
+  p.buffer = base->get();
+  if (!take_error(api, api->PJRT_Buffer_UnsafePointer(&p)).empty() || p.buffer_pointer == 0) return nullptr;
+  PJRT_Buffer_Device_Args d{};
+  d.struct_size = PJRT_Buffer_Device_Args_STRUCT_SIZE;
+  d.buffer = base->get();
+  if (!take_error(api, api->PJRT_Buffer_Device(&d)).empty()) return nullptr;
+  auto* keep = new BufferPtr(base);
+  PJRT_Client_CreateViewOfDeviceBuffer_Args a{};
+  a.struct_size = PJRT_Client_CreateViewOfDeviceBuffer_Args_STRUCT_SIZE;
+  a.client = core->client;
+  a.device_buffer_ptr = reinterpret_cast<char*>(p.buffer_pointer) + byte_offset;
+  a.dims = dims.data();
+  a.num_dims = dims.size();
+  a.element_type = type;
+  a.device = d.device;
+  a.on_delete_callback = &release_window_base;
+  a.on_delete_callback_arg = keep;
+  if (!take_error(api, api->PJRT_Client_CreateViewOfDeviceBuffer(&a)).empty() || a.buffer == nullptr) {
+    delete keep;
+    return nullptr;
+  }
+  return std::make_shared<Buffer>(core, a.buffer);
 }
 
 }  // namespace torch_tpu::runtime

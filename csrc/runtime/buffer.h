@@ -17,6 +17,7 @@ class Buffer {
   ~Buffer();
 
   PJRT_Buffer* get() const { return buf_; }
+  const ClientRef& client() const { return client_; }
   PJRT_Buffer_Type element_type() const;
   std::vector<int64_t> dims() const;
   size_t on_device_bytes() const;
@@ -46,5 +47,14 @@ class Buffer {
   bool unfinished_ = false;
 };
 using BufferPtr = std::shared_ptr<Buffer>;
+
+// A buffer of `dims` elements of `type` over `base`'s memory from
+// `byte_offset` on, without a copy (PJRT_Client_CreateViewOfDeviceBuffer); it
+// keeps `base` alive until the plugin releases it. For platforms whose device
+// memory the host can address. The caller makes sure `base`'s value is
+// computed first: the window carries no event of its own. Null where the
+// plugin cannot make one (no such call, no device pointer, an address the
+// plugin refuses), so callers fall back to reading `base` whole.
+BufferPtr window_of(const BufferPtr& base, size_t byte_offset, const std::vector<int64_t>& dims, PJRT_Buffer_Type type);
 
 }  // namespace torch_tpu::runtime
