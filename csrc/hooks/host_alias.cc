@@ -8,7 +8,6 @@
 #include "aten/device.h"
 #include "aten/storage.h"
 #include "record/op_call.h"
-#include "runtime/error.h"
 
 namespace torch_tpu {
 
@@ -78,16 +77,13 @@ std::optional<at::Tensor> host_alias(const at::Tensor& t) {
   AliasCounts n;
   if (auto it = counts().find(s->buffer.get()); it != counts().end()) n = it->second;
   if (n.active > 0 || s->buffer.use_count() - n.total != 1) return std::nullopt;
-  PJRT_Buffer_UnsafePointer_Args a{};
-  a.struct_size = PJRT_Buffer_UnsafePointer_Args_STRUCT_SIZE;
-  a.buffer = s->buffer->get();
-  if (!runtime::take_error(c.api(), c.api()->PJRT_Buffer_UnsafePointer(&a)).empty() || a.buffer_pointer == 0)
-    return std::nullopt;
+  const uintptr_t ptr = s->buffer->unsafe_pointer();
+  if (ptr == 0) return std::nullopt;
   auto* rec = new AliasRecord{s->buffer};
   AliasCounts& c2 = counts()[s->buffer.get()];
   ++c2.total;
   ++c2.active;
-  char* base = reinterpret_cast<char*>(a.buffer_pointer) + t.storage_offset() * t.element_size();
+  char* base = reinterpret_cast<char*>(ptr) + t.storage_offset() * t.element_size();
   return at::for_blob(base, t.sizes())
       .strides(t.strides())
       .context(rec, &alias_deleter)

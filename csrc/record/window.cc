@@ -26,16 +26,6 @@ bool windows_on() {
 
 bool integral(ir::ElemType e) { return !ir::is_float(e) && !ir::is_complex(e); }
 
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> st(sizes.size());
-  int64_t acc = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    st[i] = acc;
-    acc *= sizes[i] > 0 ? sizes[i] : 1;
-  }
-  return st;
-}
-
 }  // namespace
 
 std::optional<Window> window_for(StorageSlot* s, const ViewMeta& v, int device) {
@@ -74,7 +64,7 @@ std::optional<Window> window_for(StorageSlot* s, const ViewMeta& v, int device) 
   out.slot->buffer = std::move(w);
   out.view.elem = v.elem;
   out.view.sizes = v.sizes;
-  out.view.strides = contiguous_strides(v.sizes);
+  out.view.strides = v.strides;  // contiguous (checked above), size-1 strides canonical
   out.view.offset = lead;
   return out;
 }

@@ -110,6 +110,16 @@ std::shared_ptr<Buffer> Buffer::copy_to_device(PJRT_Device* device) const {
   return std::make_shared<Buffer>(client_, a.dst_buffer);
 }
 
+uintptr_t Buffer::unsafe_pointer() const {
+  const PJRT_Api* api = client_->api;
+  if (!TT_PJRT_HAS(api, PJRT_Buffer_UnsafePointer)) return 0;
+  PJRT_Buffer_UnsafePointer_Args a{};
+  a.struct_size = PJRT_Buffer_UnsafePointer_Args_STRUCT_SIZE;
+  a.buffer = buf_;
+  if (!take_error(api, api->PJRT_Buffer_UnsafePointer(&a)).empty()) return 0;
+  return a.buffer_pointer;
+}
+
 namespace {
 void release_window_base(void*, void* base) { delete static_cast<BufferPtr*>(base); }
 }  // namespace
@@ -118,13 +128,9 @@ BufferPtr window_of(const BufferPtr& base, size_t byte_offset, const std::vector
                     PJRT_Buffer_Type type) {
   const ClientRef& core = base->client();
   const PJRT_Api* api = core->api;
-  if (!TT_PJRT_HAS(api, PJRT_Client_CreateViewOfDeviceBuffer) || !TT_PJRT_HAS(api, PJRT_Buffer_UnsafePointer) ||
-      !TT_PJRT_HAS(api, PJRT_Buffer_Device))
-    return nullptr;
-  PJRT_Buffer_UnsafePointer_Args p{};
-  p.struct_size = PJRT_Buffer_UnsafePointer_Args_STRUCT_SIZE;
-  p.buffer = base->get();
-  if (!take_error(api, api->PJRT_Buffer_UnsafePointer(&p)).empty() || p.buffer_pointer == 0) return nullptr;
+  if (!TT_PJRT_HAS(api, PJRT_Client_CreateViewOfDeviceBuffer) || !TT_PJRT_HAS(api, PJRT_Buffer_Device)) return nullptr;
+  const uintptr_t ptr = base->unsafe_pointer();
+  if (ptr == 0) return nullptr;
   PJRT_Buffer_Device_Args d{};
   d.struct_size = PJRT_Buffer_Device_Args_STRUCT_SIZE;
   d.buffer = base->get();
@@ -133,7 +139,7 @@ BufferPtr window_of(const BufferPtr& base, size_t byte_offset, const std::vector
   PJRT_Client_CreateViewOfDeviceBuffer_Args a{};
   a.struct_size = PJRT_Client_CreateViewOfDeviceBuffer_Args_STRUCT_SIZE;
   a.client = core->client;
-  a.device_buffer_ptr = reinterpret_cast<char*>(p.buffer_pointer) + byte_offset;
+  a.device_buffer_ptr = reinterpret_cast<char*>(ptr) + byte_offset;
   a.dims = dims.data();
   a.num_dims = dims.size();
   a.element_type = type;

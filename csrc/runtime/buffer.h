@@ -18,6 +18,9 @@ class Buffer {
 
   PJRT_Buffer* get() const { return buf_; }
   const ClientRef& client() const { return client_; }
+  // The address of the buffer's memory, for platforms whose device memory
+  // the host addresses; 0 where the plugin gives none.
+  uintptr_t unsafe_pointer() const;
   PJRT_Buffer_Type element_type() const;
   std::vector<int64_t> dims() const;
   size_t on_device_bytes() const;
