@@ -29,3 +29,13 @@ def fresh_dynamo():
     torch._dynamo.utils.counters.clear()
     yield
     torch._dynamo.reset()
+
+
+@pytest.fixture
+def strict_eager():
+    """Strict eager for the test, whatever mode the run selects (files that
+    test what strict eager alone does use it: pytestmark)."""
+    prev = torch.tpu.eager_mode
+    torch.tpu.eager_mode = torch.tpu.EagerMode.DEFER_NEVER
+    yield
+    torch.tpu.eager_mode = prev

@@ -19,12 +19,7 @@ def _misses():
     return debug.metrics()["cache_misses"]
 
 
-@pytest.fixture(autouse=True)
-def _strict():
-    prev = torch.tpu.eager_mode
-    torch.tpu.eager_mode = torch.tpu.EagerMode.DEFER_NEVER
-    yield
-    torch.tpu.eager_mode = prev
+pytestmark = pytest.mark.usefixtures("strict_eager")
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8, torch.bool])

@@ -10,6 +10,7 @@
 #include <torch/library.h>
 
 #include "ops/common.h"
+#include "ops/shape/append.h"
 
 namespace torch_tpu::ops {
 using ir::Dims;
@@ -65,6 +66,9 @@ at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
     if (!found && t.device().type() == c10::DeviceType::PrivateUse1) dev = t.device(), found = true;
   }
   at::Tensor r = at::cat(metas, dim);
+  std::vector<at::Tensor> ins(tensors.begin(), tensors.end());
+  if (auto room = cat_with_room(ins, wrap_dim(dim, r.dim()), r.sizes(), r.scalar_type()))
+    return room->filled ? room->out : cat_out(tensors, dim, room->out);
   at::Tensor out = empty_tpu(r.sizes(), r.scalar_type(), dev);
   return cat_out(tensors, dim, out);
 }

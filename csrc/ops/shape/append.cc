@@ -1,0 +1,86 @@
+#include "ops/shape/append.h"
+
+#include <ATen/ops/as_strided.h>
+#include <c10/util/accumulate.h>
+
+#include "ops/common.h"
+#include "record/driver.h"
+
+namespace torch_tpu::ops {
+namespace {
+
+// Rounding the storage up to a power of two bounds the programs at one per
+// size class; the floor keeps short prompts in one class, the ceiling keeps
+// the spare room of large tensors small.
+constexpr int64_t kMinRoom = 16;
+constexpr int64_t kMaxElems = int64_t{1} << 16;
+
+int64_t room_for(int64_t n) {
+  int64_t c = kMinRoom;
+  while (c < n) c *= 2;
+  return c;
+}
+
+// All elements lie along `dim`: a row, whatever the rank.
+bool is_row(const at::Tensor& t, int64_t dim) { return t.numel() > 0 && t.numel() == t.size(dim); }
+
+// A contiguous tensor of `sizes` at the start of `whole`'s storage.
+at::Tensor leading(const at::Tensor& whole, c10::IntArrayRef sizes) {
+  std::vector<int64_t> strides(sizes.size(), 1);
+  for (int64_t i = static_cast<int64_t>(sizes.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * sizes[i + 1];
+  return at::as_strided(whole, sizes, strides, 0);
+}
+
+}  // namespace
+
+std::optional<Room> cat_with_room(const std::vector<at::Tensor>& ins, int64_t dim, c10::IntArrayRef sizes,
+                                  c10::ScalarType dtype) {
+  if (ins.size() != 2 || !c10::isIntegralType(dtype, /*includeBool=*/true)) return std::nullopt;
+  const at::Tensor& a = ins[0];
+  const at::Tensor& b = ins[1];
+  const bool rows = is_row(a, dim) && is_row(b, dim);
+  for (const at::Tensor& t : ins)
+    if (t.device() != a.device() || !t.is_privateuseone() || t.scalar_type() != dtype || t.numel() == 0)
+      return std::nullopt;
+  const int64_t n = c10::multiply_integers(sizes);
+  if (!(rows || dim == static_cast<int64_t>(sizes.size()) - 1) || n > kMaxElems ||
+      !record::current_driver().one_program_per_call())
+    return std::nullopt;
+  const int64_t room = room_for(n);
+  const auto bytes = static_cast<size_t>(room) * c10::elementSize(dtype);
+  at::Tensor whole = empty_tpu({room}, dtype, a.device());
+  Room r{leading(whole, sizes)};
+  if (a.storage_offset() != 0 || !a.is_contiguous() || a.storage().nbytes() != bytes) return r;
+  // Each row of the result is a's row then b's; a's row length is a runtime
+  // scalar, so one program serves every length in this storage size.
+  const int64_t len = rows ? a.numel() : a.size(dim);
+  const int64_t k = rows ? b.numel() : b.size(dim);
+  const int64_t bn = b.numel();
+  record::OpCall call("cat_append");
+  call.attr(k);
+  call.input(at::as_strided(a, {room}, {1}, 0));
+  call.input(b);
+  call.scalar(len, at::kLong);
+  call.output(whole);
+  call.run([room, k, bn](Builder& bl, const Values& in) {
+    using ir::BinaryOp;
+    const ElemType s64 = ElemType::kS64;
+    auto num = [&](int64_t v) { return bl.constant(static_cast<double>(v), s64, {room}); };
+    auto op = [&](BinaryOp o, Value x, Value y) { return bl.binary(o, x, y); };
+    Value i = bl.iota({room}, 0, s64);
+    Value l = bl.broadcast_to(in[2], {room});
+    Value w = op(BinaryOp::kAdd, l, num(k));
+    Value row = op(BinaryOp::kDiv, i, w);
+    Value col = op(BinaryOp::kSub, i, op(BinaryOp::kMul, row, w));
+    Value ia = bl.clamp(num(0), op(BinaryOp::kAdd, op(BinaryOp::kMul, row, l), col), num(room - 1));
+    Value ib =
+        bl.clamp(num(0), op(BinaryOp::kSub, op(BinaryOp::kAdd, op(BinaryOp::kMul, row, num(k)), col), l), num(bn - 1));
+    Value va = gather_rows(bl, in[0], ia);
+    Value vb = gather_rows(bl, bl.reshape(in[1], {bn}), ib);
+    return Values{bl.select(bl.compare(col, l, Direction::kLt), va, vb)};
+  });
+  r.filled = true;
+  return r;
+}
+
+}  // namespace torch_tpu::ops
