@@ -93,10 +93,20 @@ int OpCall::input(const at::Tensor& t) {
       a.view = std::move(w->view);
       windows_.push_back(std::move(w->slot));
       s = windows_.back().get();
+    } else if (!written && read_at_runtime_position(s, a.view)) {
+      a.at_runtime = true;
     }
     a.slot = slot_index(s);
     slots_[a.slot].read = true;
-    key_.add(1);
+    key_.add(a.at_runtime ? 6 : 1);
+    if (a.at_runtime) {
+      ViewMeta shape_only{a.view.elem, a.view.sizes, {}, 0};
+      key_view(shape_only, a.slot);
+      ViewMeta v = a.view;
+      args_.push_back(std::move(a));
+      add_view_position(v);
+      return visible_++;
+    }
     key_view(a.view, a.slot);
   } else {
     TORCH_CHECK(t.device().is_cpu() && t.dim() == 0,
@@ -108,7 +118,17 @@ int OpCall::input(const at::Tensor& t) {
     key_.add(2 | (static_cast<uint64_t>(a.elem) << 8));
   }
   args_.push_back(std::move(a));
-  return static_cast<int>(args_.size() - 1);
+  return visible_++;
+}
+
+void OpCall::add_view_position(const ViewMeta& v) {
+  std::vector<int64_t> pos = {v.offset};
+  pos.insert(pos.end(), v.strides.begin(), v.strides.end());
+  for (int64_t x : pos) {
+    scalar(c10::Scalar(x), c10::kLong);
+    args_.back().hidden = true;
+    --visible_;
+  }
 }
 
 int OpCall::scalar(const c10::Scalar& s, c10::ScalarType dtype) {
@@ -118,7 +138,7 @@ int OpCall::scalar(const c10::Scalar& s, c10::ScalarType dtype) {
   a.elem = to_elem(dtype);
   key_.add(3 | (static_cast<uint64_t>(a.elem) << 8));
   args_.push_back(std::move(a));
-  return static_cast<int>(args_.size() - 1);
+  return visible_++;
 }
 
 void OpCall::rng_state(c10::GeneratorImpl* gen, uint64_t seed, uint64_t offset, uint64_t advance) {
@@ -180,6 +200,13 @@ void OpCall::unwindow(StorageSlot* target) {
   // as usual. The key records the change.
   for (size_t i = 0; i < args_.size(); ++i) {
     Arg& a = args_[i];
+    if (a.kind == Arg::kView && a.at_runtime && slots_[a.slot].slot == target) {
+      // Its hidden scalars stay (unused): the key records the change.
+      a.at_runtime = false;
+      key_.add(7 | (static_cast<uint64_t>(i) << 8));
+      key_view(a.view, a.slot);
+      continue;
+    }
     if (a.kind != Arg::kView || a.windowed != target) continue;
     slots_[a.slot].read = false;
     a.view = std::move(a.whole_view);
@@ -247,10 +274,17 @@ std::vector<Value> OpCall::assemble(ir::Builder& b, std::vector<Value>& storage,
   std::vector<Value> ins;
   size_t k = 0;
   for (const Arg& a : args_) {
-    if (a.kind == Arg::kView)
+    if (a.kind == Arg::kView && a.at_runtime) {
+      // Its position is in the hidden scalars that follow: offset, strides.
+      std::vector<Value> strides(scalars.begin() + k + 1, scalars.begin() + k + 1 + a.view.sizes.size());
+      ins.push_back(read_view_at(b, storage_value(a.slot, a.elem), a.elem, a.view.sizes, scalars[k], strides));
+    } else if (a.kind == Arg::kView) {
       ins.push_back(read_view(b, storage_value(a.slot, a.elem), a.view));
-    else
+    } else if (a.hidden) {
+      ++k;
+    } else {
       ins.push_back(scalars[k++]);
+    }
   }
   std::vector<Value> results = lower(b, ins);
   TORCH_INTERNAL_ASSERT(results.size() == outs_.size(), name_, ": lowering returned ", results.size(), " values for ",

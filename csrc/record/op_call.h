@@ -152,6 +152,11 @@ class OpCall {
     // it stands for, should the call turn out to write that storage.
     StorageSlot* windowed = nullptr;
     ViewMeta whole_view;
+    // kView read at a runtime offset and strides (record/window.h): the
+    // rank + 1 hidden scalars after it hold them.
+    bool at_runtime = false;
+    // kScalar that only feeds a runtime view read, not the lowering.
+    bool hidden = false;
     int rng_part = -1;  // kScalar from rng_state(): 0 seed, 1 offset
     c10::intrusive_ptr<c10::GeneratorImpl> gen;
     uint64_t rng_advance = 0;
@@ -167,6 +172,7 @@ class OpCall {
   c10::Scalar scalar_value(const Arg& a) const { return a.kind == Arg::kScalar ? a.value : a.cpu.item(); }
   void key_view(const ViewMeta& v, int slot);
   void unwindow(StorageSlot* target);
+  void add_view_position(const ViewMeta& v);
   bool needs_param(const SlotUse& u) const;
   // The element type and count a written slot holds afterwards.
   std::pair<ir::ElemType, int64_t> written_elem(size_t si) const;
@@ -179,6 +185,7 @@ class OpCall {
   std::vector<std::pair<int, ViewMeta>> outs_;  // (slot index, view)
   std::vector<std::unique_ptr<StorageSlot>> windows_;
   int device_ = -1;
+  int visible_ = 0;  // arguments the lowering sees
   bool flat_ = false;
 };
 

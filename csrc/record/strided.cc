@@ -172,6 +172,25 @@ Value read_view(Builder& b, Value flat, const ViewMeta& v) {
   return b.gather(flat, idx, {}, {0}, {0}, static_cast<int64_t>(v.sizes.size()), {1}, v.sizes);
 }
 
+Value read_view_at(Builder& b, Value flat, ElemType elem, const std::vector<int64_t>& sizes, Value offset,
+                   const std::vector<Value>& strides) {
+  flat = as_elem(b, flat, elem);
+  const int64_t storage_numel = b.dims(flat)[0];
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  if (n == 0) return b.constant(0, elem, sizes);
+  const ElemType it = ElemType::kS64;
+  Value idx = b.broadcast_to(b.convert(offset, it), sizes);
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 1) continue;
+    idx = b.add(idx, b.mul(b.iota(sizes, d, it), b.broadcast_to(b.convert(strides[d], it), sizes)));
+  }
+  idx = b.clamp(b.constant(0, it, sizes), idx, b.constant(static_cast<double>(storage_numel - 1), it, sizes));
+  std::vector<int64_t> with_vec = sizes;
+  with_vec.push_back(1);
+  return b.gather(flat, b.reshape(idx, with_vec), {}, {0}, {0}, static_cast<int64_t>(sizes.size()), {1}, sizes);
+}
+
 Value write_view(Builder& b, Value flat, Value values, const ViewMeta& v) {
   // Work in the view's element type; reinterpret back at the end.
   ElemType storage_elem = b.elem(flat);

@@ -27,6 +27,11 @@ struct ViewMeta {
 
 // The view's values, shaped `v.sizes`, from `flat` (rank-1 storage buffer).
 ir::Value read_view(ir::Builder& b, ir::Value flat, const ViewMeta& v);
+// The same for a view whose offset and strides are runtime values (0-d
+// integers): a gather, so one program serves every position of the shape.
+// Positions outside the storage are clamped into it.
+ir::Value read_view_at(ir::Builder& b, ir::Value flat, ir::ElemType elem, const std::vector<int64_t>& sizes,
+                       ir::Value offset, const std::vector<ir::Value>& strides);
 // `flat` with the view's elements replaced by `values` (shaped `v.sizes`).
 ir::Value write_view(ir::Builder& b, ir::Value flat, ir::Value values, const ViewMeta& v);
 

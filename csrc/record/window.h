@@ -30,4 +30,12 @@ struct Window {
 // as usual. May wait: for the queued write of `s`, and for its value.
 std::optional<Window> window_for(StorageSlot* s, const ViewMeta& v, int device);
 
+// Whether strict eager reads `v`, an integer view of part of `s`, at a
+// runtime offset and strides (OpCall's hidden scalars, read_view_at) rather
+// than at the position baked into the program: for the views no window
+// covers (strided, such as one column of a batch of growing rows, or any
+// view on a platform without windows), so that their keys hold the view's
+// shape and the storage's size, not where the view lies.
+bool read_at_runtime_position(const StorageSlot* s, const ViewMeta& v);
+
 }  // namespace torch_tpu::record
