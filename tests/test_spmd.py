@@ -5,6 +5,8 @@ The checks need four devices. The test process has one, so the last test
 re-runs this file in a process with TORCH_TPU_NUM_CPU_DEVICES=4; there the
 other tests run and that one skips. Expected values come from PyTorch on CPU.
 """
+import json
+import math
 import os
 import subprocess
 import sys
@@ -370,3 +372,31 @@ def test_runs_in_a_four_device_process():
     if torch.tpu.device_count() >= N:
         pytest.skip("this process has the devices: the tests above ran here")
     rerun_with_devices(__file__, N)
+
+
+def test_a_full_size_2d_step_runs_on_four_devices_of_two_cores():
+    # The bench's full GPT on a 2 x 2 mesh: with XLA:CPU's pool at torch's
+    # thread count (2 here) its partitions starved each other in a collective
+    # and the plugin aborted the process after 40 s. The loader now gives the
+    # pool two threads per device (PJRT_NPROC, unless the user set it).
+    env = dict(os.environ, TORCH_TPU_NUM_CPU_DEVICES="4", TORCH_TPU_CACHE_DIR="disabled", TF_CPP_MIN_LOG_LEVEL="2")
+    p = subprocess.run([sys.executable, "-m", "torch_tpu.bench", "spmd", "--child", "torch", "2d", "4", "1", "1", "1",
+                        "0"], env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    res = json.loads(next(line[7:] for line in p.stdout.splitlines() if line.startswith("RESULT ")))
+    assert res["compiles"] == 1 and math.isfinite(res["final_loss"])
+
+
+def test_too_few_xla_cpu_threads_for_the_devices_warn():
+    code = "import warnings, torch, torch_tpu, os; print('NPROC', os.environ['PJRT_NPROC'])"
+    # This process's own choice, inherited, is replaced; the user's is kept.
+    env = dict(os.environ, TORCH_TPU_NUM_CPU_DEVICES="4")
+    p = subprocess.run([sys.executable, "-W", "always", "-c", code], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0 and "NPROC 8" in p.stdout, p.stderr[-2000:]
+    env["PJRT_NPROC"] = "2"
+    env.pop("TORCH_TPU_DEFAULT_PJRT_NPROC", None)
+    p = subprocess.run([sys.executable, "-W", "always", "-c", code], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0 and "NPROC 2" in p.stdout
+    assert "fewer than two threads for each of its 4 devices" in p.stderr

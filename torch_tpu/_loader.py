@@ -45,6 +45,35 @@ def plugin_candidates() -> dict[str, str]:
     return {"tpu": tpu, "cuda": cuda, "cpu": cpu}
 
 
+
+_OWN_NPROC = "TORCH_TPU_DEFAULT_PJRT_NPROC"
+
+
+def _set_cpu_threads(devices: int) -> None:
+    """XLA:CPU sizes its thread pool from PJRT_NPROC when its client starts.
+    One device: torch's thread count, so the two pools don't oversubscribe
+    small machines. Several devices: also at least two threads per device.
+    XLA:CPU runs every partition of a multi-device program on that pool, and
+    with fewer threads the partitions already waiting in a collective can
+    hold them all while a partner partition waits for one; after 40 s the
+    plugin aborts the process ("Termination timeout ... only 1 of them
+    arrived")."""
+    import torch
+
+    threads = max(1, torch.get_num_threads())
+    if devices > 1:
+        threads = max(threads, 2 * devices)
+    chosen = os.environ.get("PJRT_NPROC")
+    # A value a parent torch_tpu process chose for itself is not the user's.
+    if chosen is not None and chosen == os.environ.get(_OWN_NPROC):
+        chosen = None
+    if chosen is None:
+        os.environ["PJRT_NPROC"] = os.environ[_OWN_NPROC] = str(threads)
+    elif devices > 1 and chosen.isdigit() and int(chosen) < 2 * devices:
+        warnings.warn(f"PJRT_NPROC={chosen} gives XLA:CPU fewer than two threads for each of its {devices} devices: "
+                      f"a program with collectives across them can deadlock, and XLA aborts the process after "
+                      f"40 s. Leave PJRT_NPROC unset, or set it to at least {2 * devices}.", stacklevel=2)
+
 def _register() -> None:
     global _registered
     if _registered:
@@ -59,19 +88,17 @@ def _register() -> None:
             f"torch_tpu in a process without '{taken}', or disable autoloading with "
             f"TORCH_DEVICE_BACKEND_AUTOLOAD=0."
         )
-    # XLA:CPU sizes its thread pool from PJRT_NPROC; match torch's pool so the
-    # two don't oversubscribe small machines.
-    os.environ.setdefault("PJRT_NPROC", str(max(1, torch.get_num_threads())))
+    # Under torchrun each local rank picks tpu:<LOCAL_RANK>, as with CUDA
+    # (DeviceMesh calls set_device(LOCAL_RANK)), so XLA:CPU gets one device
+    # per local rank there; every process still runs only on its own.
+    cpu_devices = int(os.environ.get("TORCH_TPU_NUM_CPU_DEVICES", os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    _set_cpu_threads(cpu_devices)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # hide XLA INFO lines
 
     from torch_tpu import _C
 
     c = plugin_candidates()
-    # Under torchrun each local rank picks tpu:<LOCAL_RANK>, as with CUDA
-    # (DeviceMesh calls set_device(LOCAL_RANK)), so XLA:CPU gets one device
-    # per local rank there; every process still runs only on its own.
-    default_count = os.environ.get("LOCAL_WORLD_SIZE", "1")
-    _C._configure(c["tpu"], c["cuda"], c["cpu"], int(os.environ.get("TORCH_TPU_NUM_CPU_DEVICES", default_count)))
+    _C._configure(c["tpu"], c["cuda"], c["cpu"], cpu_devices)
 
     if taken != "tpu":
         torch.utils.rename_privateuse1_backend("tpu")
