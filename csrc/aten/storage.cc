@@ -9,20 +9,36 @@ namespace torch_tpu {
 namespace {
 
 std::atomic<SlotFreeHook> g_free_hook{nullptr};
-std::atomic<SlotMaterializeHook> g_materialize_hook{nullptr};
-std::atomic<SlotFreeHook> g_queue_free_hook{nullptr};
-std::atomic<SlotMaterializeHook> g_queue_materialize_hook{nullptr};
+struct PendingHooks {
+  std::atomic<SlotFreeHook> on_free{nullptr};
+  std::atomic<SlotMaterializeHook> on_materialize{nullptr};
+};
+PendingHooks g_pending_hooks[PendingWrite::kHolders];
+
+const char* holder_name(PendingWrite::Holder h) {
+  switch (h) {
+    case PendingWrite::kQueue:
+      return "the compile-ahead queue";
+    case PendingWrite::kGraph:
+      return "a recorded graph";
+    case PendingWrite::kRegion:
+      return "a loop body being recorded";
+    default:
+      return "nothing";
+  }
+}
 
 void delete_slot(void* p) {
   auto* s = static_cast<StorageSlot*>(p);
   // Installed only while a deferred driver runs; it may name this slot.
   auto free_hook = g_free_hook.load(std::memory_order_acquire);
   if (s->pending) {
+    PendingHooks& hooks = g_pending_hooks[s->pending.holder()];
     // A captured tpu graph may adopt the slot's value (fused_driver.cc), so
     // a value still queued is run first; otherwise the queue forgets it.
-    if (free_hook)
-      if (auto h = g_queue_materialize_hook.load(std::memory_order_acquire)) h(s);
-    if (auto h = g_queue_free_hook.load(std::memory_order_acquire)) h(s);
+    if (free_hook && s->pending.holder() == PendingWrite::kQueue)
+      if (auto h = hooks.on_materialize.load(std::memory_order_acquire)) h(s);
+    if (auto h = hooks.on_free.load(std::memory_order_acquire)) h(s);
   }
   if (free_hook) free_hook(s);
   auto& st = memory_stats(s->device);
@@ -128,16 +144,19 @@ MemoryStats& memory_stats(int device) {
 
 void set_slot_free_hook(SlotFreeHook h) { g_free_hook.store(h, std::memory_order_release); }
 SlotFreeHook slot_free_hook() { return g_free_hook.load(std::memory_order_acquire); }
-void set_slot_materialize_hook(SlotMaterializeHook h) { g_materialize_hook.store(h, std::memory_order_release); }
-void set_queue_slot_hooks(SlotFreeHook on_free, SlotMaterializeHook on_materialize) {
-  g_queue_free_hook.store(on_free, std::memory_order_release);
-  g_queue_materialize_hook.store(on_materialize, std::memory_order_release);
+void set_pending_hooks(PendingWrite::Holder h, SlotFreeHook on_free, SlotMaterializeHook on_materialize) {
+  g_pending_hooks[h].on_free.store(on_free, std::memory_order_release);
+  g_pending_hooks[h].on_materialize.store(on_materialize, std::memory_order_release);
 }
 void materialize_slot(StorageSlot* s) {
   if (!s->pending) return;
-  if (auto h = g_queue_materialize_hook.load(std::memory_order_acquire)) h(s);
-  if (!s->pending) return;
-  if (auto h = g_materialize_hook.load(std::memory_order_acquire)) h(s);
+  if (auto h = g_pending_hooks[s->pending.holder()].on_materialize.load(std::memory_order_acquire)) h(s);
+}
+
+void PendingWrite::take(Holder h) {
+  TORCH_INTERNAL_ASSERT(holder_ == kNone || holder_ == h, "a storage's pending write is held by ", holder_name(holder_),
+                        ", so ", holder_name(h), " cannot take it");
+  holder_ = h;
 }
 
 StorageSlot* slot_of(const c10::Storage& s) {

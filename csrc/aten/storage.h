@@ -30,16 +30,38 @@ struct ShardedValue {
 };
 using ShardedPtr = std::shared_ptr<const ShardedValue>;
 
+// Which part of the runtime holds a storage's recorded, not yet run write:
+// strict eager's compile-ahead queue, a recorded graph (fused eager, a
+// torch.compile capture, torch.tpu.graph), or a loop body being recorded.
+// One holder at a time; only the holder sets and clears it, and
+// materialize_slot() asks the holder to run it.
+class PendingWrite {
+ public:
+  enum Holder : uint8_t { kNone, kQueue, kGraph, kRegion, kHolders };
+  explicit operator bool() const { return holder_ != kNone; }
+  Holder holder() const { return holder_; }
+  // `h` holds the write from now on. A write held by another holder must be
+  // released by it first (a graph that supersedes a queued value asks the
+  // queue to forget it).
+  void take(Holder h);
+  // The write is no longer pending; a no-op unless `h` holds it.
+  void release(Holder h) {
+    if (holder_ == h) holder_ = kNone;
+  }
+
+ private:
+  Holder holder_ = kNone;
+};
+
 struct StorageSlot {
   size_t nbytes = 0;
   int device = 0;
   runtime::BufferPtr buffer;              // null until first write
   ir::ElemType elem = ir::ElemType::kU8;  // element type of `buffer`
   int64_t numel = 0;                      // elements in `buffer`
-  // A deferred driver (fused eager) or strict eager's compile-ahead queue
-  // has recorded a write that is not yet run: `elem`/`numel` already describe the pending value, `buffer` is the
-  // old one (or null). Only the driver that set it clears it.
-  bool pending = false;
+  // A write recorded but not yet run, and who holds it: `elem`/`numel`
+  // already describe the pending value, `buffer` is the old one (or null).
+  PendingWrite pending;
   // Set while the value lives on a mesh. `buffer`, when also set, holds the
   // same value whole on `device` (gathered for an op that runs unsharded).
   // A sharding sticks to the storage until clear_sharding: a write of the
@@ -69,17 +91,16 @@ std::vector<uint8_t> assemble_sharded(const ShardedValue& v, ir::ElemType elem);
 // The whole array at `src` (row-major, `layout.dims`), spread as `layout` is.
 ShardedPtr scatter_host(const ShardedValue& layout, const void* src, ir::ElemType elem);
 
-// Called just before any slot is freed while set (by the fused-eager driver,
-// which must forget slots its pending graph names).
+// Called just before any slot is freed while set (by a deferred driver,
+// which must forget the slots its recorded graph names, pending or read).
 using SlotFreeHook = void (*)(StorageSlot*);
 void set_slot_free_hook(SlotFreeHook h);
 SlotFreeHook slot_free_hook();
-// The recorder's hook to run before code here touches a pending slot's buffer.
+// What the holder of pending writes does when a slot it holds is freed
+// (`on_free`, before the free hook above) or must be made current
+// (`on_materialize`). One pair per holder; null: nothing to do.
 using SlotMaterializeHook = void (*)(StorageSlot*);
-void set_slot_materialize_hook(SlotMaterializeHook h);
-// The same two hooks for strict eager's compile-ahead queue, which holds
-// pending writes too (a slot is pending in at most one of the two).
-void set_queue_slot_hooks(SlotFreeHook on_free, SlotMaterializeHook on_materialize);
+void set_pending_hooks(PendingWrite::Holder h, SlotFreeHook on_free, SlotMaterializeHook on_materialize);
 // Makes `s->buffer` current (a no-op unless `s->pending`).
 void materialize_slot(StorageSlot* s);
 

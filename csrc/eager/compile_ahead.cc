@@ -29,7 +29,7 @@ bool CompileAheadQueue::enabled() {
 }
 
 CompileAheadQueue::CompileAheadQueue() {
-  set_queue_slot_hooks(&CompileAheadQueue::on_free, &CompileAheadQueue::on_materialize);
+  set_pending_hooks(PendingWrite::kQueue, &CompileAheadQueue::on_free, &CompileAheadQueue::on_materialize);
 }
 
 void CompileAheadQueue::forget_queued(StorageSlot* s) {
@@ -116,7 +116,7 @@ void CompileAheadQueue::forget(StorageSlot* s) {
   auto it = pending_.find(s);
   if (it == pending_.end()) return;
   it->second.cell->slot = nullptr;
-  s->pending = false;
+  s->pending.release(PendingWrite::kQueue);
   pending_.erase(it);
 }
 
@@ -138,7 +138,7 @@ std::shared_ptr<CompileAheadQueue::Cell> CompileAheadQueue::mark_pending(Storage
     it->second.cell->slot = nullptr;  // superseded: only the last write lands in the storage
   }
   it->second.cell = cell;
-  s->pending = true;
+  s->pending.take(PendingWrite::kQueue);
   s->elem = elem;
   s->numel = numel;
   return cell;
@@ -242,7 +242,7 @@ void CompileAheadQueue::launch(Queued& q, const CompiledProgram& prog) {
     if (!c.slot) continue;
     StorageSlot* s = c.slot;
     s->set_buffer(c.buffer);
-    s->pending = false;
+    s->pending.release(PendingWrite::kQueue);
     pending_.erase(s);
     c.slot = nullptr;
   }
@@ -257,7 +257,7 @@ void CompileAheadQueue::launch(Queued& q, const CompiledProgram& prog) {
 void CompileAheadQueue::fail() {
   for (auto& [s, p] : pending_) {
     p.cell->slot = nullptr;
-    s->pending = false;
+    s->pending.release(PendingWrite::kQueue);
     s->elem = p.run_elem;
     s->numel = p.run_numel;
   }

@@ -48,7 +48,7 @@ std::vector<runtime::BufferPtr> execute_replay(const CompiledProgram& prog, cons
 void FusedDriver::activate() {
   active_ = true;
   set_slot_free_hook(&FusedDriver::on_free);
-  set_slot_materialize_hook(&FusedDriver::on_materialize);
+  set_pending_hooks(PendingWrite::kGraph, nullptr, &FusedDriver::on_materialize);
 }
 
 void FusedDriver::dispatch(OpCall& call, const Lowering& lower) {
@@ -136,7 +136,7 @@ void FusedDriver::dispatch(OpCall& call, const Lowering& lower) {
     gs.written = true;
     StorageSlot* s = call.slot(i);
     if (s->pending) forget_queued(s);  // this graph's value supersedes one still in the compile-ahead queue
-    s->pending = true;
+    s->pending.take(PendingWrite::kGraph);
     s->elem = after[i].first;
     s->numel = after[i].second;
   }
@@ -170,7 +170,7 @@ void FusedDriver::deactivate() {
   // Captured graphs must still hear of freed slots they name.
   if (users_.empty()) {
     set_slot_free_hook(nullptr);
-    set_slot_materialize_hook(nullptr);
+    set_pending_hooks(PendingWrite::kGraph, nullptr, nullptr);
   }
 }
 
@@ -273,7 +273,7 @@ void FusedDriver::flush_locked(SyncReason why, std::string_view op, CapturedGrap
     for (size_t k = 0; k < outs.size(); ++k) {
       StorageSlot* s = p->slots[outs[k]].slot;
       s->set_buffer(results[k]);
-      s->pending = false;
+      s->pending.release(PendingWrite::kGraph);
       OpCall::track_result(s->buffer, "fused graph");
     }
   } catch (...) {
@@ -291,7 +291,7 @@ void FusedDriver::drop_results(Pending& p, const std::vector<int>& outs) {
     StorageSlot* s = p.slots[i].slot;
     if (s && s->pending) {
       s->set_buffer(nullptr);
-      s->pending = false;
+      s->pending.release(PendingWrite::kGraph);
     }
   }
   clear_pending(p);
@@ -332,7 +332,7 @@ void FusedDriver::flush_spmd(Pending& p, const std::vector<int>& outs, std::vect
   for (size_t k = 0; k < outs.size(); ++k) {
     StorageSlot* s = p.slots[outs[k]].slot;
     spmd_store(s, results[k]);
-    s->pending = false;
+    s->pending.release(PendingWrite::kGraph);
   }
   if (cap) {
     cap->spmd = plan;
@@ -530,7 +530,7 @@ void FusedDriver::fixed_or_rng(const Param& pr, CapturedGraph::Arg& a) {
 // mark is the queue's, which must hear when the storage is freed.
 void FusedDriver::clear_pending(Pending& p) {
   for (auto& gs : p.slots)
-    if (gs.slot && gs.written) gs.slot->pending = false;
+    if (gs.slot && gs.written) gs.slot->pending.release(PendingWrite::kGraph);
 }
 
 // Whether `call` only writes whole storages that this graph has not touched.

@@ -49,7 +49,7 @@ void on_free(StorageSlot* s) {
 
 // After `r` has left t_regions.
 void leave(Region& r) {
-  for (auto& [s, v] : r.values) s->pending = false;  // placeholders and temporaries stay empty
+  for (auto& [s, v] : r.values) s->pending.release(PendingWrite::kRegion);  // placeholders and temporaries stay empty
   if (t_regions.empty() && slot_free_hook() == &on_free) set_slot_free_hook(g_chained.exchange(nullptr));
   set_thread_driver(r.outer);
 }
@@ -97,7 +97,7 @@ class RegionDriver final : public Driver {
       if (!call.writes(i)) continue;
       StorageSlot* s = call.slot(i);
       r.values[s] = written[wi++];
-      s->pending = true;
+      s->pending.take(PendingWrite::kRegion);
       s->elem = after[i].first;
       s->numel = after[i].second;
     }
@@ -130,7 +130,7 @@ void begin_region(const std::vector<at::Tensor>& params) {
     StorageSlot* s = slot_of(t.storage());
     TORCH_CHECK(!s->buffer && !s->pending, "begin_region: a parameter must be a fresh tensor");
     const ir::ElemType e = to_elem(t.scalar_type());
-    s->pending = true;
+    s->pending.take(PendingWrite::kRegion);
     s->elem = e;
     s->numel = t.numel();
     // The parameter has the tensor's shape; the storage's value is flat.

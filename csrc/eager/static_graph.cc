@@ -153,7 +153,7 @@ void FusedDriver::release(StaticGraph* g) {
   }
   if (users_.empty() && !active_) {
     set_slot_free_hook(nullptr);
-    set_slot_materialize_hook(nullptr);
+    set_pending_hooks(PendingWrite::kGraph, nullptr, nullptr);
   }
 }
 
@@ -212,7 +212,7 @@ std::shared_ptr<StaticGraph> FusedDriver::close_segment(std::unique_ptr<Pending>
   g->prog = program_for(*p, outs, aliases, keep_text_ ? &g->text : nullptr);
   for (StorageSlot* s : g->slots) users_[s].push_back(g.get());
   set_slot_free_hook(&FusedDriver::on_free);
-  set_slot_materialize_hook(&FusedDriver::on_materialize);
+  set_pending_hooks(PendingWrite::kGraph, nullptr, &FusedDriver::on_materialize);
   return g;
 }
 
@@ -220,7 +220,7 @@ std::shared_ptr<StaticGraph> FusedDriver::close_segment(std::unique_ptr<Pending>
 // with its pre-capture type (capturing ran nothing).
 void FusedDriver::restore_captured_slots() {
   for (auto& [s, old] : seg_written_) {
-    s->pending = false;
+    s->pending.release(PendingWrite::kGraph);
     if (s->buffer) {
       s->elem = old.first;
       s->numel = old.second;
@@ -236,7 +236,7 @@ void FusedDriver::settle_segments() {
   if (segments_.empty()) return;
   std::vector<std::shared_ptr<StaticGraph>> segs = std::move(segments_);
   segments_.clear();
-  for (auto& [s, old] : seg_written_) s->pending = false;
+  for (auto& [s, old] : seg_written_) s->pending.release(PendingWrite::kGraph);
   seg_written_.clear();
   for (auto& seg : segs) replay_one(*seg);
   // The pending part read those storages at recording time: point its
