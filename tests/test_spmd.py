@@ -379,7 +379,10 @@ def test_a_full_size_2d_step_runs_on_four_devices_of_two_cores():
     # thread count (2 here) its partitions starved each other in a collective
     # and the plugin aborted the process after 40 s. The loader now gives the
     # pool two threads per device (PJRT_NPROC, unless the user set it).
+    # A user who left the pool's size alone (make test sets PJRT_NPROC=2).
     env = dict(os.environ, TORCH_TPU_NUM_CPU_DEVICES="4", TORCH_TPU_CACHE_DIR="disabled", TF_CPP_MIN_LOG_LEVEL="2")
+    env.pop("PJRT_NPROC", None)
+    env.pop("TORCH_TPU_DEFAULT_PJRT_NPROC", None)
     p = subprocess.run([sys.executable, "-m", "torch_tpu.bench", "spmd", "--child", "torch", "2d", "4", "1", "1", "1",
                         "0"], env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -389,8 +392,9 @@ def test_a_full_size_2d_step_runs_on_four_devices_of_two_cores():
 
 def test_too_few_xla_cpu_threads_for_the_devices_warn():
     code = "import warnings, torch, torch_tpu, os; print('NPROC', os.environ['PJRT_NPROC'])"
-    # This process's own choice, inherited, is replaced; the user's is kept.
-    env = dict(os.environ, TORCH_TPU_NUM_CPU_DEVICES="4")
+    # A parent torch_tpu process's own choice, inherited, is replaced; the
+    # user's is kept.
+    env = dict(os.environ, TORCH_TPU_NUM_CPU_DEVICES="4", PJRT_NPROC="2", TORCH_TPU_DEFAULT_PJRT_NPROC="2")
     p = subprocess.run([sys.executable, "-W", "always", "-c", code], env=env, capture_output=True, text=True,
                        timeout=300)
     assert p.returncode == 0 and "NPROC 8" in p.stdout, p.stderr[-2000:]
