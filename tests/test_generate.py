@@ -186,8 +186,9 @@ def test_generate_of_each_family_with_new_lengths_matches_cpu(kind, decoding):
 def test_generate_glue_compiles_per_storage_size_not_per_length():
     # generate()'s glue appends each token (torch.cat) and reads the newest
     # column (stopping criteria), a strided view at batch 2. A third call
-    # with new lengths compiles no op more than twice: before, the cat and
-    # the reads of the last column compiled at every new length (16 here).
+    # with new lengths compiles no op more than twice. Keyed on the length,
+    # the cat and the reads of the last column would compile at every new
+    # length (16 here).
     # (Batch 1, whose last column is a window: tests/test_windows.py.)
     batch = 2
     from torch_tpu import _C

@@ -375,10 +375,10 @@ def test_runs_in_a_four_device_process():
 
 
 def test_a_full_size_2d_step_runs_on_four_devices_of_two_cores():
-    # The bench's full GPT on a 2 x 2 mesh: with XLA:CPU's pool at torch's
-    # thread count (2 here) its partitions starved each other in a collective
-    # and the plugin aborted the process after 40 s. The loader now gives the
-    # pool two threads per device (PJRT_NPROC, unless the user set it).
+    # The bench's full GPT on a 2 x 2 mesh: with XLA:CPU's pool at 2 threads
+    # its partitions starve each other in a collective and the plugin aborts
+    # the process after 40 s. The loader gives the pool two threads per
+    # device (PJRT_NPROC, unless the user set it).
     # A user who left the pool's size alone (make test sets PJRT_NPROC=2).
     env = dict(os.environ, TORCH_TPU_NUM_CPU_DEVICES="4", TORCH_TPU_CACHE_DIR="disabled", TF_CPP_MIN_LOG_LEVEL="2")
     env.pop("PJRT_NPROC", None)

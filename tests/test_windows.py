@@ -147,7 +147,7 @@ def _grow_batch(n0, steps):
 def test_a_growing_batch_compiles_its_strided_view_ops_once():
     # Lengths 19-22 warm storages of 64 and 128 elements; lengths 25-38
     # (storage 128) then compile nothing. Keyed on the position, each new
-    # length compiled clone and isin again.
+    # length would compile clone and isin again.
     _grow_batch(18, 4)
     misses, outs = _grow_batch(24, 14)
     assert misses == 0

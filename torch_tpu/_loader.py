@@ -45,14 +45,15 @@ def plugin_candidates() -> dict[str, str]:
     return {"tpu": tpu, "cuda": cuda, "cpu": cpu}
 
 
-
 _OWN_NPROC = "TORCH_TPU_DEFAULT_PJRT_NPROC"
 
 
 def _set_cpu_threads(devices: int) -> None:
     """XLA:CPU sizes its thread pool from PJRT_NPROC when its client starts.
-    One device: torch's thread count, so the two pools don't oversubscribe
-    small machines. Several devices: also at least two threads per device.
+    One device in use: torch's thread count, so the two pools don't
+    oversubscribe small machines. Several devices that one process drives
+    together (TORCH_TPU_NUM_CPU_DEVICES: SPMD, torch.tpu.comm): also at least
+    two threads per device.
     XLA:CPU runs every partition of a multi-device program on that pool, and
     with fewer threads the partitions already waiting in a collective can
     hold them all while a partner partition waits for one; after 40 s the
@@ -74,6 +75,7 @@ def _set_cpu_threads(devices: int) -> None:
                       f"a program with collectives across them can deadlock, and XLA aborts the process after "
                       f"40 s. Leave PJRT_NPROC unset, or set it to at least {2 * devices}.", stacklevel=2)
 
+
 def _register() -> None:
     global _registered
     if _registered:
@@ -92,7 +94,8 @@ def _register() -> None:
     # (DeviceMesh calls set_device(LOCAL_RANK)), so XLA:CPU gets one device
     # per local rank there; every process still runs only on its own.
     cpu_devices = int(os.environ.get("TORCH_TPU_NUM_CPU_DEVICES", os.environ.get("LOCAL_WORLD_SIZE", "1")))
-    _set_cpu_threads(cpu_devices)
+    # Under torchrun a rank runs on its own device alone: no extra threads.
+    _set_cpu_threads(int(os.environ.get("TORCH_TPU_NUM_CPU_DEVICES", "1")))
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # hide XLA INFO lines
 
     from torch_tpu import _C

@@ -31,7 +31,7 @@ def test_appends_over_many_lengths_match_cpu(batch, dtype):
 def test_a_growing_row_compiles_per_storage_size_not_per_length():
     # Warm up on lengths 21-50, then a run over lengths 22-63 (storage sizes
     # 32 and 64, as before) compiles only its first cat. A plain cat keys on
-    # the length, so it compiled 13 programs here (lengths 51-63).
+    # the length, so it would compile 13 programs here (lengths 51-63).
     def run(n0, steps):
         t = torch.arange(n0).view(1, n0).to(TPU)
         m = torch.ones(1, n0, dtype=torch.long).to(TPU)
