@@ -12,6 +12,7 @@
 
 #include "aten/device.h"
 #include "aten/storage.h"
+#include "ops/shape/append.h"
 #include "record/op_call.h"
 
 namespace torch_tpu {
@@ -118,7 +119,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     host = apply_bits(host, self.is_conj(), self.is_neg()).to(dst.scalar_type());
     at::Tensor staged = apply_bits(host, dst.is_conj(), dst.is_neg()).expand(dst.sizes()).contiguous();
     record::copy_from_host(dst, staged.const_data_ptr(), staged.nbytes());
-  } else {
+  } else if (!ops::convert_with_room(self, dst)) {
     bool conj = self.is_conj() != dst.is_conj() && (self.is_complex() || dst.is_complex());
     bool neg = self.is_neg() != dst.is_neg();
     auto de = to_elem(dst.scalar_type());

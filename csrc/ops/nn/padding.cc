@@ -12,6 +12,7 @@
 #include <string>
 
 #include "ops/common.h"
+#include "ops/shape/append.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -37,6 +38,11 @@ at::Tensor constant_pad_nd(const at::Tensor& self, c10::IntArrayRef pad, const c
     TORCH_CHECK(n >= 0, "The input size ", self.size(d), ", plus negative padding ", lo[d], " and ", hi[d],
                 " resulted in a negative output size, which is invalid. Check dimension ", d, " of your input.");
     out_size[d] = n;
+  }
+  bool last_only = true;
+  for (int64_t d = 0; d + 1 < rank; ++d) last_only = last_only && lo[d] == 0 && hi[d] == 0;
+  if (last_only && rank > 0) {
+    if (auto grown = pad_with_room(self, lo[rank - 1], hi[rank - 1], value)) return *grown;
   }
   at::Tensor out = empty_tpu(out_size, self.scalar_type(), self.device());
   if (out.numel() == 0) return out;

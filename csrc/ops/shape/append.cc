@@ -31,7 +31,79 @@ at::Tensor leading(const at::Tensor& whole, c10::IntArrayRef sizes) {
   return at::as_strided(whole, sizes, strides, 0);
 }
 
+// The storage's element count, where it is a whole number of elements.
+int64_t storage_elems(const at::Tensor& t) {
+  const auto bytes = static_cast<int64_t>(t.storage().nbytes());
+  const auto item = static_cast<int64_t>(t.element_size());
+  return bytes % item == 0 ? bytes / item : -1;
+}
+
+bool strict_integral(const at::Tensor& t) {
+  return t.is_privateuseone() && c10::isIntegralType(t.scalar_type(), /*includeBool=*/true) &&
+         record::current_driver().one_program_per_call();
+}
+
 }  // namespace
+
+bool has_room(const at::Tensor& t) {
+  if (!strict_integral(t) || t.numel() == 0 || t.numel() > kMaxElems || t.storage_offset() != 0 || !t.is_contiguous() ||
+      t.is_conj() || t.is_neg())
+    return false;
+  return storage_elems(t) == room_for(t.numel());
+}
+
+bool convert_with_room(const at::Tensor& src, const at::Tensor& dst) {
+  if (!has_room(src) || !strict_integral(dst) || src.device() != dst.device() || dst.is_conj() || dst.is_neg() ||
+      !dst.sizes().equals(src.sizes()) || !dst.is_contiguous() || dst.storage_offset() != 0 ||
+      storage_elems(dst) != dst.numel() || !dst.storage().unique())
+    return false;
+  const int64_t room = storage_elems(src);
+  at::Tensor whole = empty_tpu({room}, dst.scalar_type(), dst.device());
+  const ElemType de = to_elem(dst.scalar_type());
+  record::OpCall call("convert_room");
+  call.input(at::as_strided(src, {room}, {1}, 0));
+  call.output(whole);
+  call.run([de](Builder& bl, const Values& in) { return Values{bl.convert(in[0], de)}; });
+  // dst is fresh and its own storage's only holder: giving it the larger
+  // storage changes no value that anything else can see.
+  dst.unsafeGetTensorImpl()->set_storage_keep_dtype(whole.storage());
+  return true;
+}
+
+std::optional<at::Tensor> pad_with_room(const at::Tensor& self, int64_t lo, int64_t hi, const c10::Scalar& value) {
+  if (!has_room(self) || lo < 0 || hi < 0) return std::nullopt;
+  const int64_t len = self.size(-1);
+  const int64_t width = len + lo + hi;
+  const int64_t rows = self.numel() / len;
+  if (rows * width > kMaxElems) return std::nullopt;
+  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
+  sizes.back() = width;
+  at::Tensor out = empty_tpu(sizes, self.scalar_type(), self.device());
+  const int64_t room = storage_elems(self);
+  const int64_t n = rows * width;
+  // Element (row, col) of the result is the input's (row, col - lo) where
+  // that lies inside the row, else the value; the row length is runtime.
+  record::OpCall call("pad_room");
+  call.attr(lo);
+  call.input(at::as_strided(self, {room}, {1}, 0));
+  call.scalar(value, self.scalar_type());
+  call.scalar(len, at::kLong);
+  call.output(out);
+  call.run([room, n, width, lo, sizes](Builder& bl, const Values& in) {
+    const ElemType s64 = ElemType::kS64;
+    auto num = [&](int64_t v) { return bl.constant(static_cast<double>(v), s64, {n}); };
+    auto op = [&](BinaryOp o, Value x, Value y) { return bl.binary(o, x, y); };
+    Value i = bl.iota({n}, 0, s64);
+    Value l = bl.broadcast_to(in[2], {n});
+    Value row = op(BinaryOp::kDiv, i, num(width));
+    Value j = op(BinaryOp::kSub, op(BinaryOp::kSub, i, op(BinaryOp::kMul, row, num(width))), num(lo));
+    Value inside = bl.binary(BinaryOp::kAnd, bl.compare(j, num(0), Direction::kGe), bl.compare(j, l, Direction::kLt));
+    Value at = bl.clamp(num(0), op(BinaryOp::kAdd, op(BinaryOp::kMul, row, l), j), num(room - 1));
+    Value v = bl.select(inside, gather_rows(bl, in[0], at), bl.broadcast_to(in[1], {n}));
+    return Values{bl.reshape(v, sizes)};
+  });
+  return out;
+}
 
 std::optional<Room> cat_with_room(const std::vector<at::Tensor>& ins, int64_t dim, c10::IntArrayRef sizes,
                                   c10::ScalarType dtype) {

@@ -30,4 +30,23 @@ struct Room {
 std::optional<Room> cat_with_room(const std::vector<at::Tensor>& ins, int64_t dim, c10::IntArrayRef sizes,
                                   c10::ScalarType dtype);
 
+// What generate() does next with such a tensor, read as its whole storage
+// with the length a runtime scalar, so that these too compile once per
+// storage size rather than once per length. Both apply in strict eager to a
+// contiguous integer or bool tensor at the start of a storage rounded up as
+// above (`has_room`).
+bool has_room(const at::Tensor& t);
+
+// dst.copy_(src) with a dtype conversion (the attention mask's `.bool()`),
+// where dst is a fresh contiguous tensor of src's sizes that nothing else
+// shares: dst gets a storage with the same room, converted whole. Returns
+// false (nothing done) when the call is not of that form.
+bool convert_with_room(const at::Tensor& src, const at::Tensor& dst);
+
+// constant_pad_nd of such a tensor along its last dim only (the padding
+// mask widened to the cache length at every step): the result's shape
+// holds len + lo + hi, which stays fixed while len grows, and len itself is
+// a runtime scalar. nullopt when the call is not of that form.
+std::optional<at::Tensor> pad_with_room(const at::Tensor& self, int64_t lo, int64_t hi, const c10::Scalar& value);
+
 }  // namespace torch_tpu::ops

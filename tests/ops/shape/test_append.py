@@ -88,3 +88,71 @@ def test_floats_and_large_rows_keep_exact_storage():
     assert torch.cat([x, x], -1).untyped_storage().nbytes() == 20 * 4
     big = torch.zeros(1, 70000, dtype=torch.long).to(TPU)
     assert torch.cat([big, big[:, :1]], -1).untyped_storage().nbytes() == 70001 * 8
+
+
+def _grown(batch, n, dtype=torch.long):
+    # A [batch, n] row of CPU values and its tpu copy, grown by appends so
+    # that its storage has room (as generate()'s attention mask has).
+    c = torch.ones(batch, 4, dtype=dtype)
+    if batch > 1:
+        c[1, :2] = 0
+    t = c.to(TPU)
+    for i in range(n - 4):
+        new = torch.full((batch, 1), i % 3, dtype=dtype)
+        c, t = torch.cat([c, new], -1), torch.cat([t, new.to(TPU)], -1)
+    return c, t
+
+
+def _programs(*names):
+    return sum(1 for r in _C._compile_records() if r[0] in names)
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_the_mask_conversion_and_cache_pad_compile_per_storage_size(batch):
+    # Hugging Face's static cache turns the attention mask to bool and pads
+    # it to the cache length at every step. Keyed on the length, the
+    # conversion and the pad compile once per new length (20 each here);
+    # read as the whole storage with a runtime length, once per storage
+    # size. Left and right pads and a fill value, against CPU.
+    import torch.nn.functional as F
+
+    _C._clear_compile_records()
+    for n in range(41, 61):
+        c, t = _grown(batch, n)
+        b = t.to(torch.bool)
+        assert b.shape == c.shape and b.stride() == c.stride()
+        torch.testing.assert_close(b.cpu(), c.bool())
+        torch.testing.assert_close(F.pad(b, (0, 64 - n)).cpu(), F.pad(c.bool(), (0, 64 - n)))
+        torch.testing.assert_close(F.pad(t, (2, 70 - n), value=7).cpu(), F.pad(c, (2, 70 - n), value=7))
+    # All 20 lengths lie in one storage size (64 elements at batch 1, 128 at
+    # batch 2): one conversion, and one program per pad form.
+    assert _programs("convert_room", "copy_") == 1
+    assert _programs("pad_room", "constant_pad_nd") == 2
+
+
+def test_conversion_keeps_a_shared_destination():
+    # A destination that another tensor shares (a view of it) keeps its own
+    # storage: the copy writes it in place, and the view sees the values.
+    c, t = _grown(2, 20)
+    dst = torch.zeros(2, 20, dtype=torch.int32, device=TPU)
+    view = dst[:, :3]
+    dst.copy_(t)
+    torch.testing.assert_close(dst.cpu(), c.int())
+    torch.testing.assert_close(view.cpu(), c.int()[:, :3])
+    # A fresh destination gets the room; later writes stay its own.
+    b = t.to(torch.int32)
+    assert b.untyped_storage().nbytes() == 64 * 4  # 40 elements, rounded up
+    b.add_(1)
+    torch.testing.assert_close(t.cpu(), c)
+    torch.testing.assert_close(b.cpu(), c.int() + 1)
+
+
+def test_pads_of_other_forms_are_plain():
+    # Pads of other dims, crops and floats take the plain pad, against CPU.
+    import torch.nn.functional as F
+
+    c, t = _grown(2, 20)
+    for pad in [(0, 3, 1, 0), (-2, 5), (0, 0)]:
+        torch.testing.assert_close(F.pad(t, pad).cpu(), F.pad(c, pad))
+    f = torch.arange(6.0).view(2, 3)
+    torch.testing.assert_close(F.pad(f.to(TPU), (1, 2)).cpu(), F.pad(f, (1, 2)))
