@@ -72,4 +72,4 @@ else:
     from torch_tpu import cache, debug  # noqa: E402,F401
     from torch_tpu._eager import EagerMode, mark_step  # noqa: E402,F401
     from torch_tpu._fallback import cpu_fallback, get_cpu_fallback, set_cpu_fallback  # noqa: E402,F401
-    from torch_tpu._scan_layers import scan_layers  # noqa: E402,F401
+    from torch_tpu._scan_layers import ScannedLayers, scan_layers  # noqa: E402,F401

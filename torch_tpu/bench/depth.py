@@ -1,6 +1,8 @@
 """python -m torch_tpu.bench depth: the bench's GPT training step compiled
 with torch.compile(backend="tpu") at several depths, its blocks unrolled
-(a Python loop over nn.Sequential) and as one loop (torch_tpu.scan_layers).
+(a Python loop over nn.Sequential), as one loop over weights stacked at
+every call (torch_tpu.scan_layers), and as one loop over weights held
+stacked (torch_tpu.ScannedLayers, the optimizer stepping the stacks).
 
 Per (depth, form), in a fresh process with an empty compilation cache: the
 first step's time (tracing plus every compile), steps/s (median of timed
@@ -21,6 +23,8 @@ SMALL = dict(vocab=64, d=64, layers=2, heads=2, seq=32, batch=8)
 
 
 def torch_child(depth: int, form: str, steps: int, warmup: int, windows: int, small: bool) -> dict:
+    import torch
+
     import torch_tpu
     from torch_tpu.bench.train import GPT, build, time_compiled_step
 
@@ -29,7 +33,13 @@ def torch_child(depth: int, form: str, steps: int, warmup: int, windows: int, sm
     if form == "scan":
         blocks = list(model.blocks)
         model.blocks.forward = lambda h: torch_tpu.scan_layers(blocks, h)
+    elif form == "stacked":
+        model.blocks = torch_tpu.ScannedLayers(model.blocks)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)  # as build() makes it, over the stacks
     return time_compiled_step(model, opt, loss_fn, x, y, steps, warmup, windows)
+
+
+FORMS = {"unrolled": "unrolled", "scan": "scan_layers", "stacked": "ScannedLayers"}
 
 
 def table(results: list) -> str:
@@ -37,25 +47,29 @@ def table(results: list) -> str:
     by tools/bench_tables.py, which loads this file without torch)."""
     by = {(r["depth"], r["form"]): r for r in results if r.get("steps_per_s")}
     depths = sorted({r["depth"] for r in results})
-    lines = ["| depth | unrolled: first step (s) | scanned: first step (s) | unrolled steps/s | scanned steps/s | "
-             "scanned / unrolled speed | ops recorded, unrolled / scanned |",
-             "|---:|---:|---:|---:|---:|---:|---:|"]
+    forms = [f for f in FORMS if any(r["form"] == f for r in results)]
+    head = ["depth"] + [f"{FORMS[f]}: first step (s)" for f in forms] + [f"{FORMS[f]}: steps/s" for f in forms]
+    head += [f"{FORMS[f]} / unrolled speed" for f in forms if f != "unrolled"] + ["ops recorded (first step)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
+
+    def f(r, k, fmt):
+        return format(r[k], fmt) if r else "failed"
+
     for d in depths:
-        u, s = by.get((d, "unrolled")), by.get((d, "scan"))
-
-        def f(r, k, fmt):
-            return format(r[k], fmt) if r else "failed"
-
-        ratio = f"{s['steps_per_s'] / u['steps_per_s']:.2f}" if u and s else "-"
-        ops = f"{u['ops_first_step'] if u else '-'} / {s['ops_first_step'] if s else '-'}"
-        lines.append(f"| {d} | {f(u, 'first_step_s', '.1f')} | {f(s, 'first_step_s', '.1f')} | "
-                     f"{f(u, 'steps_per_s', '.2f')} | {f(s, 'steps_per_s', '.2f')} | {ratio} | {ops} |")
+        rs = {form: by.get((d, form)) for form in forms}
+        u = rs.get("unrolled")
+        cells = [str(d)] + [f(rs[x], "first_step_s", ".1f") for x in forms]
+        cells += [f(rs[x], "steps_per_s", ".2f") for x in forms]
+        cells += [f"{rs[x]['steps_per_s'] / u['steps_per_s']:.2f}" if u and rs[x] else "-"
+                  for x in forms if x != "unrolled"]
+        cells.append(" / ".join(str(rs[x]["ops_first_step"]) if rs[x] else "-" for x in forms))
+        lines.append("| " + " | ".join(cells) + " |")
     lo, hi = min(depths), max(depths)
-    for form in ("unrolled", "scan") if lo != hi else ():
+    for form in forms if lo != hi else ():
         a, b = by.get((lo, form)), by.get((hi, form))
         if a and b:
-            lines.append(f"\n{form}: first step at depth {hi} is {b['first_step_s'] / a['first_step_s']:.2f}x "
-                         f"that at depth {lo}")
+            lines.append(f"\n{FORMS[form]}: first step at depth {hi} is "
+                         f"{b['first_step_s'] / a['first_step_s']:.2f}x that at depth {lo}")
     return "\n".join(lines)
 
 
@@ -79,7 +93,7 @@ def main(argv=None) -> None:
         return
     results = []
     for depth in (int(d) for d in a.depths.split(",")):
-        for form in ("unrolled", "scan"):
+        for form in FORMS:
             print(f"depth {depth}, {form} ...", file=sys.stderr, flush=True)
             r = run_child("torch_tpu.bench.depth", [depth, form, a.steps, a.warmup, a.windows, int(a.small)],
                           f"depth {depth}/{form}")
