@@ -38,6 +38,16 @@ int64_t storage_elems(const at::Tensor& t) {
   return bytes % item == 0 ? bytes / item : -1;
 }
 
+// Index arithmetic over n positions in int64, for the gathers below.
+struct Positions {
+  Builder& bl;
+  int64_t n;
+  Value num(int64_t v) const { return bl.constant(static_cast<double>(v), ElemType::kS64, {n}); }
+  Value op(BinaryOp o, Value x, Value y) const { return bl.binary(o, x, y); }
+  Value iota() const { return bl.iota({n}, 0, ElemType::kS64); }
+  Value spread(Value scalar) const { return bl.broadcast_to(scalar, {n}); }
+};
+
 bool strict_integral(const at::Tensor& t) {
   return t.is_privateuseone() && c10::isIntegralType(t.scalar_type(), /*includeBool=*/true) &&
          record::current_driver().one_program_per_call();
@@ -90,16 +100,16 @@ std::optional<at::Tensor> pad_with_room(const at::Tensor& self, int64_t lo, int6
   call.scalar(len, at::kLong);
   call.output(out);
   call.run([room, n, width, lo, sizes](Builder& bl, const Values& in) {
-    const ElemType s64 = ElemType::kS64;
-    auto num = [&](int64_t v) { return bl.constant(static_cast<double>(v), s64, {n}); };
-    auto op = [&](BinaryOp o, Value x, Value y) { return bl.binary(o, x, y); };
-    Value i = bl.iota({n}, 0, s64);
-    Value l = bl.broadcast_to(in[2], {n});
+    const Positions p{bl, n};
+    auto num = [&](int64_t v) { return p.num(v); };
+    auto op = [&](BinaryOp o, Value x, Value y) { return p.op(o, x, y); };
+    Value i = p.iota();
+    Value l = p.spread(in[2]);
     Value row = op(BinaryOp::kDiv, i, num(width));
     Value j = op(BinaryOp::kSub, op(BinaryOp::kSub, i, op(BinaryOp::kMul, row, num(width))), num(lo));
     Value inside = bl.binary(BinaryOp::kAnd, bl.compare(j, num(0), Direction::kGe), bl.compare(j, l, Direction::kLt));
     Value at = bl.clamp(num(0), op(BinaryOp::kAdd, op(BinaryOp::kMul, row, l), j), num(room - 1));
-    Value v = bl.select(inside, gather_rows(bl, in[0], at), bl.broadcast_to(in[1], {n}));
+    Value v = bl.select(inside, gather_rows(bl, in[0], at), p.spread(in[1]));
     return Values{bl.reshape(v, sizes)};
   });
   return out;
@@ -135,12 +145,11 @@ std::optional<Room> cat_with_room(const std::vector<at::Tensor>& ins, int64_t di
   call.scalar(len, at::kLong);
   call.output(whole);
   call.run([room, k, bn](Builder& bl, const Values& in) {
-    using ir::BinaryOp;
-    const ElemType s64 = ElemType::kS64;
-    auto num = [&](int64_t v) { return bl.constant(static_cast<double>(v), s64, {room}); };
-    auto op = [&](BinaryOp o, Value x, Value y) { return bl.binary(o, x, y); };
-    Value i = bl.iota({room}, 0, s64);
-    Value l = bl.broadcast_to(in[2], {room});
+    const Positions p{bl, room};
+    auto num = [&](int64_t v) { return p.num(v); };
+    auto op = [&](BinaryOp o, Value x, Value y) { return p.op(o, x, y); };
+    Value i = p.iota();
+    Value l = p.spread(in[2]);
     Value w = op(BinaryOp::kAdd, l, num(k));
     Value row = op(BinaryOp::kDiv, i, w);
     Value col = op(BinaryOp::kSub, i, op(BinaryOp::kMul, row, w));
