@@ -482,3 +482,33 @@ def test_scanned_layers_with_activation_checkpointing_matches_cpu(loops, compile
         for i, b in enumerate(ref):
             torch.testing.assert_close(grad[i], b.get_parameter(name).grad, msg=f"{i}.{name}")
     assert loops["scan"] >= 2
+
+
+def test_scanned_layers_run_hugging_face_llama_decoder_layers_and_pickle():
+    # HF's decoder layers take rotary embeddings and position ids as keyword
+    # arguments and return tuples. A pickled and reloaded module (torch.save
+    # of the whole model) computes the same.
+    import io
+
+    import torch_tpu
+
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=96)
+    inner = transformers.LlamaForCausalLM(cfg).model
+    h = inner.embed_tokens(torch.randint(0, 96, (2, 7))).detach()
+    pos = torch.arange(7)[None]
+    pe = inner.rotary_emb(h, pos)
+    expected = h
+    for layer in inner.layers:
+        out = layer(expected, position_embeddings=pe, position_ids=pos)
+        expected = out[0] if isinstance(out, tuple) else out
+    scanned = torch_tpu.ScannedLayers(inner.layers).to(TPU)
+    buf = io.BytesIO()
+    torch.save(scanned, buf)
+    buf.seek(0)
+    again = torch.load(buf, weights_only=False)
+    for m in (scanned, again):
+        got = m(h.to(TPU), position_embeddings=tuple(t.to(TPU) for t in pe), position_ids=pos.to(TPU))
+        torch.testing.assert_close(got.cpu(), expected.detach())
