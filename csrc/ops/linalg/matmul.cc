@@ -152,11 +152,6 @@ void check_self(const at::Tensor& self, const at::Tensor& mat2, c10::IntArrayRef
               self.scalar_type(), " and ", mat2.scalar_type());
 }
 
-void check_out_dtype(const at::Tensor& out, c10::ScalarType t) {
-  TORCH_CHECK(out.scalar_type() == t, "Expected out tensor to have dtype ", t, ", but got ", out.scalar_type(),
-              " instead");
-}
-
 void check_kind(Kind k, const at::Tensor& a, const at::Tensor& b) {
   switch (k) {
     case Kind::kMM:
@@ -189,7 +184,7 @@ at::Tensor product(const at::Tensor& a, const at::Tensor& b) {
 template <Kind K>
 at::Tensor& product_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
   check_kind(K, a, b);
-  check_out_dtype(out, a.scalar_type());
+  check_structured_out(out, a.scalar_type());
   prepare_out(out, product_shape(K, a, b), a.scalar_type(), "mm");
   gemm(K, a, b, at::Tensor(), 0, 1, out);
   return out;
@@ -222,7 +217,7 @@ template <Kind K>
 at::Tensor& addop_out(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b, const c10::Scalar& beta,
                       const c10::Scalar& alpha, at::Tensor& out) {
   check_add<K>(self, a, b);
-  check_out_dtype(out, a.scalar_type());
+  check_structured_out(out, a.scalar_type());
   prepare_out(out, product_shape(K, a, b), a.scalar_type(), "addmm");
   gemm(K, a, b, self, beta, alpha, out);
   return out;

@@ -83,11 +83,6 @@ void check_nonempty(const at::Tensor& self, const Plan& p, const char* op, bool 
     TORCH_CHECK_INDEX(self.size(d) != 0, op, "(): Expected reduction dim ", d, " to have non-zero size.");
 }
 
-void check_out_dtype(const at::Tensor& out, c10::ScalarType expected) {
-  TORCH_CHECK(out.scalar_type() == expected, "Expected out tensor to have dtype ", c10::scalarTypeToTypeMeta(expected),
-              ", but got ", out.dtype(), " instead");
-}
-
 // Integers and bool reduce to int64 (sum, prod), as in ATen.
 c10::ScalarType widened(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
   if (dtype) return *dtype;
@@ -176,7 +171,7 @@ at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool kee
 at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                     std::optional<c10::ScalarType> dtype, at::Tensor& out) {
   Plan p = plan(self, dim, keepdim);
-  if (dtype) check_out_dtype(out, *dtype);
+  if (dtype) check_structured_out(out, *dtype);
   at::native::resize_output(out, p.out_shape);
   sum_prod(self, p, out.scalar_type(), out, false);
   return out;
@@ -199,7 +194,7 @@ at::Tensor prod_all(const at::Tensor& self, std::optional<c10::ScalarType> dtype
 at::Tensor& prod_out(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<c10::ScalarType> dtype,
                      at::Tensor& out) {
   Plan p = plan(self, c10::IntArrayRef{dim}, keepdim);
-  if (dtype) check_out_dtype(out, *dtype);
+  if (dtype) check_structured_out(out, *dtype);
   at::native::resize_output(out, p.out_shape);
   sum_prod(self, p, out.scalar_type(), out, true);
   return out;
@@ -373,8 +368,8 @@ template <bool kMax>
 std::tuple<at::Tensor&, at::Tensor&> max_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& values,
                                                  at::Tensor& indices) {
   const char* name = kMax ? "max" : "min";
-  check_out_dtype(values, self.scalar_type());
-  check_out_dtype(indices, c10::kLong);
+  check_structured_out(values, self.scalar_type());
+  check_structured_out(indices, c10::kLong);
   Plan p = plan(self, c10::IntArrayRef{dim}, keepdim);
   check_nonempty(self, p, name);
   at::native::resize_output(values, p.out_shape);
@@ -415,7 +410,7 @@ at::Tensor argmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepd
 }
 template <bool kMax>
 at::Tensor& argmax_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim, at::Tensor& out) {
-  check_out_dtype(out, c10::kLong);
+  check_structured_out(out, c10::kLong);
   argmax_into<kMax>(self, dim, keepdim, out, true);
   return out;
 }
@@ -605,7 +600,7 @@ at::Tensor& linalg_vector_norm_out(const at::Tensor& self, const c10::Scalar& or
   Plan p = plan(self, dim, keepdim);
   double o = ord.toDouble();
   auto dt = norm_dtype(self, o, p, dtype);
-  check_out_dtype(out, dt);
+  check_structured_out(out, dt);
   at::native::resize_output(out, p.out_shape);
   norm_into(self, p, o, dt, out);
   return out;

@@ -71,9 +71,14 @@ def test_mm_errors():
             fn(a, b)
         with pytest.raises(RuntimeError):
             fn(a.to(TPU), b.to(TPU))
-    # Out dtype must match exactly, as on CPU.
-    with pytest.raises(RuntimeError):
-        torch.mm(a.to(TPU), b[:3].to(TPU), out=torch.empty(2, 5, dtype=torch.float64, device=TPU))
+    # Out dtype must match exactly, with CPU's message.
+    for fn in [lambda x, y, o: torch.mm(x, y, out=o),
+               lambda x, y, o: torch.addmm(o.new_zeros(2, 5).to(x.dtype), x, y, out=o),
+               lambda x, y, o: torch.bmm(x[None], y[None], out=o[None])]:
+        with pytest.raises(RuntimeError) as cpu:
+            fn(a, b[:3], torch.empty(2, 5, dtype=torch.float64))
+        with pytest.raises(RuntimeError, match=f"^{cpu.value}$"):
+            fn(a.to(TPU), b[:3].to(TPU), torch.empty(2, 5, dtype=torch.float64, device=TPU))
     with pytest.raises(NotImplementedError):
         torch.mm(a.bool(), b[:3].bool())
     with pytest.raises(NotImplementedError):
