@@ -47,8 +47,7 @@ std::vector<int64_t> cat_shape(std::vector<int64_t> batch, std::initializer_list
 }
 
 void prepare_linalg_out(const at::Tensor& out, c10::IntArrayRef sizes, c10::ScalarType dtype, const char*) {
-  TORCH_CHECK(out.scalar_type() == dtype, "Expected out tensor to have dtype ", c10::toString(dtype), ", but got ",
-              c10::toString(out.scalar_type()), " instead");
+  check_structured_out(out, dtype);
   at::native::resize_output(out, sizes);
 }
 

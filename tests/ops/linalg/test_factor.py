@@ -133,3 +133,20 @@ def test_det_slogdet():
     check(torch.linalg.det, torch.randn(2, 0, 0))
     both_raise(RuntimeError, torch.linalg.det, torch.randn(3, 2))
     both_raise(RuntimeError, torch.linalg.det, torch.ones(3, 3, dtype=torch.long))
+
+
+def test_out_dtype_errors_read_as_cpus():
+    # A factorization's out= of the wrong dtype raises CPU's message
+    # ("dtype float, but got double", "dtype int, but got long int").
+    a = torch.eye(3) * 2
+    outs = [
+        (lambda x, o: torch.linalg.cholesky_ex(x, out=o), [((3, 3), torch.float64), ((), torch.int32)]),
+        (lambda x, o: torch.linalg.cholesky_ex(x, out=o), [((3, 3), torch.float32), ((), torch.int64)]),
+        (lambda x, o: torch.linalg.lu_factor_ex(x, out=o),
+         [((3, 3), torch.float64), ((3,), torch.int32), ((), torch.int32)]),
+    ]
+    for fn, specs in outs:
+        with pytest.raises(RuntimeError) as cpu:
+            fn(a, tuple(torch.empty(s, dtype=d) for s, d in specs))
+        with pytest.raises(RuntimeError, match=f"^{cpu.value}$"):
+            fn(a.to(TPU), tuple(torch.empty(s, dtype=d, device=TPU) for s, d in specs))
