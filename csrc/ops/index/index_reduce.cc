@@ -44,24 +44,12 @@ at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tens
   prepare_out(out, self.sizes(), self.scalar_type(), "index_reduce");
   int64_t d = wrap_dim(dim, self.dim());
   check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kSelect);
-  std::string red(reduce);
-  record::OpCall call("index_reduce");
-  call.attr(d).attr(std::string_view(red)).attr(include_self);
-  call.input(self);
-  call.input(index);
-  call.input(source);
-  call.output(out);
-  call.run([&](Builder& b, const Values& in) {
-    Value self_v = in[0], idx = in[1];
-    BinaryOp comb = red == "prod"   ? BinaryOp::kMul
-                    : red == "amax" ? BinaryOp::kMax
-                    : red == "amin" ? BinaryOp::kMin
-                                    : BinaryOp::kAdd;
-    auto at_rows = [&](Value base, Value updates, std::optional<BinaryOp> c) {
-      return scatter_slices(b, base, idx, updates, d, c);
-    };
-    return Values{reduce_into(b, self_v, in[2], red, include_self, comb, BinaryOp::kAdd, at_rows)};
-  });
+  BinaryOp comb = reduce == "prod"   ? BinaryOp::kMul
+                  : reduce == "amax" ? BinaryOp::kMax
+                  : reduce == "amin" ? BinaryOp::kMin
+                                     : BinaryOp::kAdd;
+  record_reduce_into("index_reduce", self, d, index, source, reduce, include_self, comb, BinaryOp::kAdd, scatter_slices,
+                     out);
   return out;
 }
 

@@ -182,22 +182,9 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
   prepare_out(out, self.sizes(), self.scalar_type(), "scatter_reduce");
   int64_t d = wrap_dim(dim, self.dim());
   check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kGather);
-  std::string red(reduce);
-  record::OpCall call("scatter_reduce");
-  call.attr(d).attr(std::string_view(red)).attr(include_self);
-  call.input(self);
-  call.input(index);
-  call.input(src);
-  call.output(out);
-  call.run([&](Builder& b, const Values& in) {
-    Value self_v = in[0], idx = in[1];
-    ElemType e = b.elem(self_v);
-    auto along = [&](Value base, Value updates, std::optional<BinaryOp> c) {
-      return scatter_dim(b, base, idx, updates, d, c);
-    };
-    return Values{reduce_into(b, self_v, in[2], red, include_self, combiner(red == "mean" ? "sum" : red, e),
-                              combiner("sum", e), along)};
-  });
+  ElemType e = to_elem(self.scalar_type());
+  record_reduce_into("scatter_reduce", self, d, index, src, reduce, include_self,
+                     combiner(reduce == "mean" ? "sum" : reduce, e), combiner("sum", e), scatter_dim, out);
   return out;
 }
 

@@ -1,7 +1,10 @@
 #include "ops/index/reduce_into.h"
 
+#include <string>
+
 #include "ir/lib/constants.h"
 #include "ir/types.h"
+#include "record/op_call.h"
 
 namespace torch_tpu::ops {
 
@@ -33,6 +36,25 @@ ir::Value reduce_into(ir::Builder& b, ir::Value self, ir::Value src, std::string
     q = b.select(adj, b.sub(q, one), q);
   }
   return q;
+}
+
+void record_reduce_into(const char* name, const at::Tensor& self, int64_t d, const at::Tensor& index,
+                        const at::Tensor& src, std::string_view red, bool include_self, ir::BinaryOp comb,
+                        ir::BinaryOp count_comb, PlaceAlong place, const at::Tensor& out) {
+  std::string r(red);
+  record::OpCall call(name);
+  call.attr(d).attr(std::string_view(r)).attr(include_self);
+  call.input(self);
+  call.input(index);
+  call.input(src);
+  call.output(out);
+  call.run([&](ir::Builder& b, const std::vector<ir::Value>& in) {
+    ir::Value idx = in[1];
+    auto at = [&](ir::Value base, ir::Value updates, std::optional<ir::BinaryOp> c) {
+      return place(b, base, idx, updates, d, c);
+    };
+    return std::vector<ir::Value>{reduce_into(b, in[0], in[2], r, include_self, comb, count_comb, at)};
+  });
 }
 
 }  // namespace torch_tpu::ops
