@@ -91,6 +91,25 @@ Value load_grad(Builder& b, const Values& in, int gi, const Shared& sh, ElemType
   return g;
 }
 
+// One parameter's start of a step, in its compute type `ce`: the parameter,
+// its unscaled grad (negated under maximize) and the unscaled grad as
+// written back when grad_scale is given.
+struct ParamStep {
+  ElemType ce, pe;
+  Value p, g, g_store;
+};
+ParamStep begin_step(Builder& b, const Values& in, const Shared& sh, const at::Tensor& param, int pi, int gi,
+                     bool maximize) {
+  ParamStep r;
+  r.ce = opmath_elem(param.scalar_type());
+  r.pe = to_elem(param.scalar_type());
+  r.p = b.convert(in[pi], r.ce);
+  r.g = load_grad(b, in, gi, sh, r.ce);
+  r.g_store = r.g;
+  if (maximize) r.g = b.neg(r.g);
+  return r;
+}
+
 // --- Adam / AdamW --------------------------------------------------------------
 
 void fused_adam_impl(bool adamw, at::TensorList params, at::TensorList grads, at::TensorList exp_avgs,
@@ -143,8 +162,7 @@ void fused_adam_impl(bool adamw, at::TensorList params, at::TensorList grads, at
     Values outs;
     for (size_t i = 0; i < n; ++i) {
       const Idx& x = idx[i];
-      ElemType ce = opmath_elem(params[i].scalar_type());
-      ElemType pe = to_elem(params[i].scalar_type());
+      auto [ce, pe, p, g, g_store] = begin_step(b, in, sh, params[i], x.p, x.g, maximize);
       auto s = [&](int k) { return Shared::scalar(b, in, k, ce); };
       Value lr_v = s(sh.lr), b1 = s(sh.hyper[0]), b2 = s(sh.hyper[1]), wd_v = s(sh.hyper[2]), eps_v = s(sh.hyper[3]);
       Value one_c = b.constant(1.0, ce);
@@ -153,11 +171,6 @@ void fused_adam_impl(bool adamw, at::TensorList params, at::TensorList grads, at
       Value bc2 = b.sub(one_c, b.pow(b2, step));
       Value step_size = b.div(lr_v, bc1);
       Value bc2_sqrt = b.sqrt(bc2);
-
-      Value p = b.convert(in[x.p], ce);
-      Value g = load_grad(b, in, x.g, sh, ce);
-      Value g_store = g;
-      if (maximize) g = b.neg(g);
       if (wd) {
         if (adamw)
           p = b.mul(p, bcast(b, b.sub(one_c, b.mul(lr_v, wd_v)), p));
@@ -244,14 +257,9 @@ void fused_sgd_impl(at::TensorList params, at::TensorList grads, at::TensorList 
     Values outs;
     for (size_t i = 0; i < n; ++i) {
       const Idx& x = idx[i];
-      ElemType ce = opmath_elem(params[i].scalar_type());
-      ElemType pe = to_elem(params[i].scalar_type());
+      auto [ce, pe, p, g, g_store] = begin_step(b, in, sh, params[i], x.p, x.g, maximize);
       auto s = [&](int k) { return Shared::scalar(b, in, k, ce); };
       Value lr_v = s(sh.lr), wd_v = s(sh.hyper[0]), mom = s(sh.hyper[1]), damp = s(sh.hyper[2]);
-      Value p = b.convert(in[x.p], ce);
-      Value g = load_grad(b, in, x.g, sh, ce);
-      Value g_store = g;
-      if (maximize) g = b.neg(g);
       if (wd) g = b.add(g, b.mul(p, bcast(b, wd_v, p)));
       Value buf;
       if (use_buf) {
@@ -336,17 +344,12 @@ void fused_adagrad_impl(at::TensorList params, at::TensorList grads, at::TensorL
     Values outs;
     for (size_t i = 0; i < n; ++i) {
       const Idx& x = idx[i];
-      ElemType ce = opmath_elem(params[i].scalar_type());
-      ElemType pe = to_elem(params[i].scalar_type());
+      auto [ce, pe, p, g, g_store] = begin_step(b, in, sh, params[i], x.p, x.g, maximize);
       auto s = [&](int k) { return Shared::scalar(b, in, k, ce); };
       Value lr_v = s(sh.lr), decay = s(sh.hyper[0]), wd_v = s(sh.hyper[1]), eps_v = s(sh.hyper[2]);
       Value one_c = b.constant(1.0, ce);
       // clr = lr / (1 + (step - 1) * lr_decay)
       Value clr = b.div(lr_v, b.add(one_c, b.mul(b.sub(s(x.step), one_c), decay)));
-      Value p = b.convert(in[x.p], ce);
-      Value g = load_grad(b, in, x.g, sh, ce);
-      Value g_store = g;
-      if (maximize) g = b.neg(g);
       if (wd) g = b.add(g, b.mul(p, bcast(b, wd_v, p)));
       Value sum = b.add(b.convert(in[x.sum], ce), b.mul(g, g));
       Value std_v = b.add(b.sqrt(sum), bcast(b, eps_v, g));
