@@ -242,9 +242,10 @@ def test_bench_spmd_compares_with_jax_on_one_mesh(tmp_path):
         assert r["collectives"].get("all-gather", 0) > 0, r["collectives"]
 
 
-def test_bench_depth_runs_both_forms_and_the_scanned_model_learns_the_same(tmp_path):
-    """The depth bench on a small GPT at one depth: both forms run, start
-    from the same loss (the same model), and the table renders."""
+def test_bench_depth_runs_every_form_and_each_starts_from_the_same_model(tmp_path):
+    """The depth bench on a small GPT at one depth: unrolled, scan_layers and
+    ScannedLayers run, start from the same loss (the same model), and the
+    table renders."""
     import json
 
     from torch_tpu.bench import depth
@@ -252,11 +253,11 @@ def test_bench_depth_runs_both_forms_and_the_scanned_model_learns_the_same(tmp_p
     depth.main(["--small", "--depths", "3", "--steps", "1", "--warmup", "0", "--windows", "1", "--out",
                 str(tmp_path)])
     results = json.loads((tmp_path / "depth.json").read_text())["results"]
-    assert {(r["depth"], r["form"]) for r in results} == {(3, "unrolled"), (3, "scan")}
+    assert {(r["depth"], r["form"]) for r in results} == {(3, "unrolled"), (3, "scan"), (3, "stacked")}
     for r in results:
         assert r.get("steps_per_s", 0) > 0, r
-    unrolled, scanned = sorted(results, key=lambda r: r["form"] == "scan")
-    assert abs(scanned["first_loss"] - unrolled["first_loss"]) < 1e-4
+    first = {r["form"]: r["first_loss"] for r in results}
+    assert abs(first["scan"] - first["unrolled"]) < 1e-4 and abs(first["stacked"] - first["unrolled"]) < 1e-4
     assert "| 3 |" in depth.table(results)
 
 
