@@ -306,20 +306,27 @@ class _CheckpointedBlock(_Block):
         return torch.utils.checkpoint.checkpoint(super().forward, x, scale, use_reentrant=False)
 
 
-@pytest.mark.parametrize("compiled", [False, True])
-def test_scan_layers_with_activation_checkpointing_matches_cpu(loops, compiled):
-    import torch_tpu
-
+def _checkpointed_twins():
+    """Three checkpointed blocks on CPU (run forward and backward on x) and
+    their tpu twins: (ref, mine, x, the CPU result)."""
     ref, mine = _twin_stacks(_CheckpointedBlock, 3)
     x = torch.randn(2, 5, 8)
     h = x
     for b in ref:
         h = b(h)
     h.sum().backward()
+    return ref, mine, x, h.detach()
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_scan_layers_with_activation_checkpointing_matches_cpu(loops, compiled):
+    import torch_tpu
+
+    ref, mine, x, h = _checkpointed_twins()
     f = torch.compile(torch_tpu.scan_layers, backend="tpu") if compiled else torch_tpu.scan_layers
     got = f(mine, x.to(TPU))
     got.sum().backward()
-    torch.testing.assert_close(got.cpu(), h.detach())
+    torch.testing.assert_close(got.cpu(), h)
     for (n, p), q in zip(ref.named_parameters(), mine.parameters()):
         torch.testing.assert_close(q.grad.cpu(), p.grad, msg=n)
     assert loops["scan"] >= 2
@@ -467,16 +474,11 @@ def test_scanned_layers_with_activation_checkpointing_matches_cpu(loops, compile
     # Each layer's slice of a stacked gradient is that layer's gradient on CPU.
     import torch_tpu
 
-    ref, mine = _twin_stacks(_CheckpointedBlock, 3)
-    x = torch.randn(2, 5, 8)
-    h = x
-    for b in ref:
-        h = b(h)
-    h.sum().backward()
+    ref, mine, x, h = _checkpointed_twins()
     scanned = torch_tpu.ScannedLayers(mine)
     got = (torch.compile(scanned, backend="tpu") if compiled else scanned)(x.to(TPU))
     got.sum().backward()
-    torch.testing.assert_close(got.cpu(), h.detach())
+    torch.testing.assert_close(got.cpu(), h)
     for name in ("ln.weight", "fc.weight", "out.bias"):
         grad = scanned.stacked[name.replace(".", "__")].grad.cpu()
         for i, b in enumerate(ref):

@@ -101,14 +101,12 @@ std::optional<at::Tensor> pad_with_room(const at::Tensor& self, int64_t lo, int6
   call.output(out);
   call.run([room, n, width, lo, sizes](Builder& bl, const Values& in) {
     const Positions p{bl, n};
-    auto num = [&](int64_t v) { return p.num(v); };
-    auto op = [&](BinaryOp o, Value x, Value y) { return p.op(o, x, y); };
     Value i = p.iota();
     Value l = p.spread(in[2]);
-    Value row = op(BinaryOp::kDiv, i, num(width));
-    Value j = op(BinaryOp::kSub, op(BinaryOp::kSub, i, op(BinaryOp::kMul, row, num(width))), num(lo));
-    Value inside = bl.binary(BinaryOp::kAnd, bl.compare(j, num(0), Direction::kGe), bl.compare(j, l, Direction::kLt));
-    Value at = bl.clamp(num(0), op(BinaryOp::kAdd, op(BinaryOp::kMul, row, l), j), num(room - 1));
+    Value row = p.op(BinaryOp::kDiv, i, p.num(width));
+    Value j = p.op(BinaryOp::kSub, p.op(BinaryOp::kSub, i, p.op(BinaryOp::kMul, row, p.num(width))), p.num(lo));
+    Value inside = bl.binary(BinaryOp::kAnd, bl.compare(j, p.num(0), Direction::kGe), bl.compare(j, l, Direction::kLt));
+    Value at = bl.clamp(p.num(0), p.op(BinaryOp::kAdd, p.op(BinaryOp::kMul, row, l), j), p.num(room - 1));
     Value v = bl.select(inside, gather_rows(bl, in[0], at), p.spread(in[1]));
     return Values{bl.reshape(v, sizes)};
   });
@@ -146,16 +144,15 @@ std::optional<Room> cat_with_room(const std::vector<at::Tensor>& ins, int64_t di
   call.output(whole);
   call.run([room, k, bn](Builder& bl, const Values& in) {
     const Positions p{bl, room};
-    auto num = [&](int64_t v) { return p.num(v); };
-    auto op = [&](BinaryOp o, Value x, Value y) { return p.op(o, x, y); };
     Value i = p.iota();
     Value l = p.spread(in[2]);
-    Value w = op(BinaryOp::kAdd, l, num(k));
-    Value row = op(BinaryOp::kDiv, i, w);
-    Value col = op(BinaryOp::kSub, i, op(BinaryOp::kMul, row, w));
-    Value ia = bl.clamp(num(0), op(BinaryOp::kAdd, op(BinaryOp::kMul, row, l), col), num(room - 1));
+    Value w = p.op(BinaryOp::kAdd, l, p.num(k));
+    Value row = p.op(BinaryOp::kDiv, i, w);
+    Value col = p.op(BinaryOp::kSub, i, p.op(BinaryOp::kMul, row, w));
+    Value ia = bl.clamp(p.num(0), p.op(BinaryOp::kAdd, p.op(BinaryOp::kMul, row, l), col), p.num(room - 1));
     Value ib =
-        bl.clamp(num(0), op(BinaryOp::kSub, op(BinaryOp::kAdd, op(BinaryOp::kMul, row, num(k)), col), l), num(bn - 1));
+        bl.clamp(p.num(0), p.op(BinaryOp::kSub, p.op(BinaryOp::kAdd, p.op(BinaryOp::kMul, row, p.num(k)), col), l),
+                 p.num(bn - 1));
     Value va = gather_rows(bl, in[0], ia);
     Value vb = gather_rows(bl, bl.reshape(in[1], {bn}), ib);
     return Values{bl.select(bl.compare(col, l, Direction::kLt), va, vb)};
