@@ -5,6 +5,7 @@ The checks need four devices. The test process has one, so the last test
 re-runs this file in a process with TORCH_TPU_NUM_CPU_DEVICES=4; there the
 other tests run and that one skips. Expected values come from PyTorch on CPU.
 """
+import copy
 import json
 import math
 import os
@@ -28,6 +29,10 @@ four = pytest.mark.skipif(torch.tpu.device_count() < N, reason="needs 4 tpu devi
 
 def compiles() -> int:
     return torch_tpu.debug.metrics()["compiles"]
+
+
+def donated() -> int:
+    return torch_tpu.debug.metrics()["donated_buffers"]
 
 
 def programs_fetched() -> int:
@@ -149,6 +154,44 @@ def test_fused_eager_flush_runs_over_the_mesh():
     assert xs.get_sharding(xt).tiles == (4, 1)  # written in place: keeps its layout
     torch.testing.assert_close(y.cpu(), torch.tanh(x @ w) + 1)
     torch.testing.assert_close(xt.cpu(), x * 2)
+
+
+@four
+@pytest.mark.parametrize("spec", [("data", None), (None, None)])
+def test_a_step_updates_its_weights_in_place(spec, fresh_dynamo):
+    # A storage the program overwrites in the same layout gives its blocks to
+    # the result (the program's input-output alias): a step's weights and
+    # optimizer state take no second copy of device memory.
+    mesh = xs.Mesh(np.arange(4), (4,), ("data",))
+    w0, x0 = torch.randn(8, 8), torch.randn(16, 8)
+    w = xs.shard(w0.clone(), mesh, spec)
+    x = xs.shard(x0, mesh, ("data", None))
+    kept = copy.deepcopy(w)  # another tensor that holds the value before the steps
+
+    @torch.compile(backend="tpu")
+    def step(w, x):
+        loss = (x @ w).tanh().sum()
+        w.sub_(0.01 * w.sign())
+        return loss
+
+    before, ref = donated(), w0.clone()
+    for _ in range(3):
+        loss = step(w, x)
+        torch.testing.assert_close(loss.cpu(), (x0 @ ref).tanh().sum(), rtol=1e-5, atol=1e-4)
+        ref = ref - 0.01 * ref.sign()
+    torch.testing.assert_close(w.cpu(), ref)
+    torch.testing.assert_close(kept.cpu(), w0)
+    assert xs.get_sharding(w).replicated == (spec == (None, None))
+    assert donated() - before >= 2, "the weight's blocks were not donated"
+    # Fused eager donates the same way.
+    before = donated()
+    with torch.tpu.set_eager_mode(torch.tpu.EagerMode.DEFER_AND_FUSE):
+        for _ in range(2):
+            w.mul_(2)
+            torch_tpu.mark_step()
+    torch.testing.assert_close(w.cpu(), ref * 4)
+    torch.testing.assert_close(kept.cpu(), w0)
+    assert donated() - before >= 1
 
 
 @four
@@ -280,12 +323,16 @@ def cpu_run():
 def test_training_pattern_matches_one_device(pattern, cpu_run, fresh_dynamo):
     ref_losses, ref_model = cpu_run
     model, opt, step, mesh = setup("tpu", pattern)
-    before = compiles()
+    before, donated_before = compiles(), donated()
     losses = torch.tensor(run_steps(step, mesh, batches()))
     torch.testing.assert_close(losses, ref_losses, rtol=1e-5, atol=1e-5)
     # One program for every step: the first step's (which records the
     # optimizer state's creation) is the same text as the later ones'.
     assert compiles() - before <= 1
+    # From the second step on, every parameter and its two AdamW moments are
+    # updated in place.
+    n = len(list(model.parameters()))
+    assert donated() - donated_before >= 2 * 3 * n
     for (name, p), q in zip(model.named_parameters(), ref_model.parameters()):
         if name.endswith("qkv.bias"):
             # The key third of this bias has a zero gradient in exact math

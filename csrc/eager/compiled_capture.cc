@@ -178,7 +178,11 @@ std::optional<std::vector<at::Tensor>> FusedDriver::replay_spmd(CapturedGraph& c
         break;
     }
   }
-  auto results = spmd_run(plan, whole, sharded, c.device, &numbers);
+  std::vector<const StorageSlot*> owners(c.args.size(), nullptr);
+  for (size_t j = 0; j < c.args.size(); ++j)
+    if (c.args[j].kind == CapturedGraph::Arg::kInput) owners[j] = slots[c.args[j].input];
+  // A value's holders besides its storage: `whole` or `sharded` above.
+  auto results = spmd_run(plan, whole, sharded, c.device, &numbers, &owners, 1);
   bump(metrics().replays);
   std::vector<c10::Storage> fresh;
   std::vector<at::Tensor> outs = make_outputs(c, in, fresh);

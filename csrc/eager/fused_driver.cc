@@ -297,8 +297,9 @@ void FusedDriver::drop_results(Pending& p, const std::vector<int>& outs) {
   clear_pending(p);
 }
 
-// A graph that reads a sharded storage: one SPMD program over the mesh.
-// Nothing is donated (the shards stay valid until the results replace them).
+// A graph that reads a sharded storage: one SPMD program over the mesh. A
+// sharded storage it overwrites in the same layout (a weight, an optimizer
+// state) is updated in place: its shards are donated to the result.
 void FusedDriver::flush_spmd(Pending& p, const std::vector<int>& outs, std::vector<int> mesh,
                              const std::vector<ShardedPtr>& sharded, CapturedGraph* cap) {
   resolve_queued(p);
@@ -320,15 +321,26 @@ void FusedDriver::flush_spmd(Pending& p, const std::vector<int>& outs, std::vect
   std::vector<std::vector<int64_t>> shapes;
   if (cap) shapes = result_shapes(*cap);
   spmd_layout(*plan, p.g, sharded, pinned, cap ? &shapes : nullptr);
+  plan->aliases = spmd_aliases(pinned);
+  for (auto [j, k] : plan->aliases) p.g.alias(j, k);
   // Results leave the graph in their layout's shape, so that the reshape
   // from the flat storage folds into the computation that made them.
   ir::Builder b(p.g);
   for (size_t k = 0; k < vals.size(); ++k) vals[k] = b.reshape(vals[k], plan->results[k].dims);
   p.g.set_outputs(vals);
   spmd_compile(*plan, p.g, finish_key(p, outs), p.ops);
+  // The launch's references replace the parameters' records, so that a
+  // value held by nothing else can be donated.
   std::vector<runtime::BufferPtr> whole;
-  for (const Param& pr : p.params) whole.push_back(pr.sharded ? nullptr : pr.buffer);
-  auto results = spmd_run(*plan, whole, sharded, p.device);
+  std::vector<const StorageSlot*> owners;
+  for (Param& pr : p.params) {
+    whole.push_back(pr.sharded ? nullptr : pr.buffer);
+    owners.push_back(pr.slot);
+    pr.buffer = nullptr;
+    pr.sharded = nullptr;
+  }
+  // A value's other holder: `whole`, or flush_locked's `sharded`.
+  auto results = spmd_run(*plan, whole, sharded, p.device, nullptr, &owners, 1);
   for (size_t k = 0; k < outs.size(); ++k) {
     StorageSlot* s = p.slots[outs[k]].slot;
     spmd_store(s, results[k]);

@@ -7,6 +7,7 @@
 
 #include "aten/device.h"
 #include "compile/metrics.h"
+#include "eager/fused_driver.h"
 #include "record/driver.h"
 #include "record/op_call.h"
 
@@ -106,7 +107,9 @@ void spmd_layout(SpmdPlan& plan, const ir::Graph& g, const std::vector<ShardedPt
   for (int32_t p : ps) plan.params_elem.push_back(g.type(ir::Value{p, 0}).elem);
   for (size_t j = 0; j < ps.size(); ++j) {
     SpmdPlan::Arg a;
-    a.sharded = sharded[j];
+    // The layout alone: holding the value would keep its blocks alive (and
+    // from being donated) for as long as the plan lives.
+    a.sharded = sharded[j] ? StorageSlot::layout_only(sharded[j]) : nullptr;
     if (a.sharded) {
       a.dims = a.sharded->dims;
       a.sharding = a.sharded->sharding.hlo();
@@ -149,6 +152,7 @@ void spmd_compile(SpmdPlan& plan, const ir::Graph& g, const CacheKey& key, int64
     for (int64_t d : r.dims) kb.add(static_cast<uint64_t>(d));
     kb.add(std::string_view(r.sharding));
   }
+  for (auto [j, r] : plan.aliases) kb.add((static_cast<uint64_t>(j) << 32) | static_cast<uint32_t>(r));
   const CacheKey k = kb.finish();
   ProgramPtr prog = ExecutableCache::get().lookup(k);
   if (prog) {
@@ -183,9 +187,46 @@ void spmd_compile(SpmdPlan& plan, const ir::Graph& g, const CacheKey& key, int64
               plan.out_shardings.size(), " result shardings for ", plan.results.size(), " results");
 }
 
+namespace {
+
+// Whether a launch may consume parameter j's value, read from storage `s`:
+// its sharded value (held by `s` and the caller's `extra` references; each
+// shard by the value alone, or also by `s` for a replicated value's own
+// block), or its whole buffer and the replicated copies made of it (held by
+// `s`, the caller's references and plan.copies).
+bool consumable(const SpmdPlan& plan, size_t j, const StorageSlot* s, const ShardedPtr& v,
+                const runtime::BufferPtr& whole, int home, long extra) {
+  if (!s) return false;
+  if (v) {
+    if (s->sharded != v || v.use_count() != 1 + extra) return false;
+    for (const auto& b : v->shards)
+      if (!b || b.use_count() != 1 + static_cast<long>(b == s->buffer)) return false;
+    return true;
+  }
+  if (!whole || s->buffer != whole || j >= plan.copies.size()) return false;
+  long held = 1 + extra;
+  for (size_t d = 0; d < plan.devices.size(); ++d) {
+    if (plan.devices[d] == home)
+      ++held;
+    else if (plan.copies[j].per_device[d].use_count() != 1)
+      return false;
+  }
+  return whole.use_count() == held;
+}
+
+}  // namespace
+
+std::vector<std::pair<int, int>> spmd_aliases(const std::vector<int>& pinned_param) {
+  std::vector<std::pair<int, int>> out;
+  for (size_t k = 0; k < pinned_param.size(); ++k)
+    if (pinned_param[k] >= 0) out.emplace_back(pinned_param[k], static_cast<int>(k));
+  return out;
+}
+
 std::vector<ShardedPtr> spmd_run(const SpmdPlan& plan, const std::vector<runtime::BufferPtr>& whole,
                                  const std::vector<ShardedPtr>& sharded, int home,
-                                 const std::vector<std::optional<c10::Scalar>>* numbers) {
+                                 const std::vector<std::optional<c10::Scalar>>* numbers,
+                                 const std::vector<const StorageSlot*>* owners, long extra) {
   const size_t n = plan.devices.size();
   std::vector<runtime::BufferPtr> keep_alive;
   std::vector<std::vector<PJRT_Buffer*>> args(n);
@@ -223,9 +264,26 @@ std::vector<ShardedPtr> spmd_run(const SpmdPlan& plan, const std::vector<runtime
   static auto* in_flight = new std::vector<runtime::BufferPtr>();
   std::lock_guard<std::mutex> lock(launch_mu);
   for (const auto& b : *in_flight) b->ready_event().await("an SPMD program");
-  auto outs = plan.prog->exe->execute_replicated(args);
-  bump(metrics().executions);
   in_flight->clear();
+  // Aliased parameters another holder still needs are copied by XLA, not
+  // consumed; the consumed shards' handles live until the results are ready.
+  std::vector<int64_t> keep;
+  std::vector<std::vector<runtime::BufferPtr>> consumed(n);
+  std::vector<int> spent;  // replicated copies consumed: made anew next time
+  for (auto [j, r] : plan.aliases) {
+    if (!owners || !consumable(plan, j, (*owners)[j], sharded[j], whole[j], home, extra)) {
+      keep.push_back(j);
+      continue;
+    }
+    for (size_t d = 0; d < n; ++d)
+      consumed[d].push_back(sharded[j] ? sharded[j]->shards[d] : plan.copies[j].per_device[d]);
+    if (!sharded[j]) spent.push_back(j);
+  }
+  for (int j : spent) plan.copies[j] = SpmdPlan::Copies{};
+  auto outs = plan.prog->exe->execute_replicated(args, keep);
+  bump(metrics().executions);
+  bump(metrics().donated, static_cast<int64_t>(plan.aliases.size() - keep.size()));
+  for (size_t d = 0; d < n; ++d) DonatedHandles::get().add(std::move(consumed[d]), outs[d]);
   std::vector<ShardedPtr> results;
   for (size_t k = 0; k < plan.results.size(); ++k) {
     auto v = std::make_shared<ShardedValue>();

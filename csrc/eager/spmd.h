@@ -26,7 +26,7 @@ using namespace torch_tpu::record;
 
 struct SpmdPlan {
   struct Arg {
-    ShardedPtr sharded;         // as read at capture; null: replicated copies
+    ShardedPtr sharded;         // the layout read at capture (no shards); null: replicated copies
     std::vector<int64_t> dims;  // what the program's @main takes
     std::string sharding;       // its HLO text
   };
@@ -41,6 +41,10 @@ struct SpmdPlan {
   };
   mutable std::vector<Copies> copies;
   std::vector<ir::SpmdValue> results;  // per result: dims and any pinned sharding
+  // (parameter, result) pairs the program may update in place: a storage
+  // overwritten by a result pinned to its layout. The graph must carry the
+  // same pairs (Graph::alias) when compiled.
+  std::vector<std::pair<int, int>> aliases;
   ProgramPtr prog;
   std::vector<runtime::Sharding> out_shardings;  // per result, from the compiled module
 
@@ -69,10 +73,20 @@ void spmd_compile(SpmdPlan& plan, const ir::Graph& g, const CacheKey& key, int64
 // not sharded, on device `home`, copied to the others; where `numbers[j]`
 // is set the parameter is that number instead, made on each device (no
 // copy: an optimizer's step counts and hyperparameters, every step).
-// Returns per result the sharded value it produced.
+// `owners[j]`, when given, is the storage parameter j was read from: an
+// aliased parameter's value is consumed (donated) when nothing holds it but
+// that storage, the caller's `extra` references to it (in `whole` or
+// `sharded`, and any of its own) and the launch. Returns per result the
+// sharded value it produced.
 std::vector<ShardedPtr> spmd_run(const SpmdPlan& plan, const std::vector<runtime::BufferPtr>& whole,
                                  const std::vector<ShardedPtr>& sharded, int home,
-                                 const std::vector<std::optional<c10::Scalar>>* numbers = nullptr);
+                                 const std::vector<std::optional<c10::Scalar>>* numbers = nullptr,
+                                 const std::vector<const StorageSlot*>* owners = nullptr, long extra = 0);
+
+// The (parameter, result) pairs of `pinned_param` (per result, the parameter
+// whose storage it overwrites in the same layout, or -1): what a program may
+// donate.
+std::vector<std::pair<int, int>> spmd_aliases(const std::vector<int>& pinned_param);
 
 // Stores a result: the slot holds the value on the mesh, and (replicated)
 // also whole on its own device.

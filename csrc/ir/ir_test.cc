@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ir/builder.h"
+#include "ir/spmd.h"
 #include "runtime/client.h"
 
 namespace torch_tpu::ir {
@@ -65,6 +66,31 @@ TEST(Ir, MatmulReduceBroadcast) {
   auto out = run_f32(g, {{1, 2, 3, 4, 5, 6}, {1, 0, 0, 1, 1, 1}}, {{2, 3}, {3, 2}}, 4);
   // y = [[4,5],[10,11]], row sums [9,21] broadcast numpy-style along the last dim
   EXPECT_EQ(out, (std::vector<float>{13, 26, 19, 32}));
+}
+
+// A donated parameter is marked on the SPMD entry point only, and an alias
+// between values of different layouts is refused before XLA sees it.
+TEST(Ir, SpmdModuleDonatesOnItsEntryPoint) {
+  Graph g;
+  Builder b(g);
+  Value w = g.param({ElemType::kF32, {8}});
+  Value x = g.param({ElemType::kF32, {8}});
+  g.set_outputs({b.add(w, x)});
+  g.alias(0, 0);
+  const std::string split = "{devices=[2]<=[2]}";
+  std::string text = spmd_module(g, {{{2, 4}, split}, {{8}, "{replicated}"}}, {{{2, 4}, split}}, 2);
+  const size_t main_at = text.find("@main(");
+  const size_t body_at = text.find("@spmd_body(");
+  ASSERT_NE(main_at, std::string::npos);
+  ASSERT_NE(body_at, std::string::npos);
+  const std::string main_line = text.substr(main_at, text.find('\n', main_at) - main_at);
+  const std::string body_line = text.substr(body_at, text.find('\n', body_at) - body_at);
+  EXPECT_NE(main_line.find("%a0: tensor<2x4xf32> {mhlo.sharding = \"" + split + "\", tf.aliasing_output = 0 : i32}"),
+            std::string::npos)
+      << main_line;
+  EXPECT_EQ(body_line.find("aliasing"), std::string::npos) << body_line;
+  EXPECT_THROW(spmd_module(g, {{{2, 4}, split}, {{8}, "{replicated}"}}, {{{2, 4}, "{replicated}"}}, 2),
+               std::invalid_argument);
 }
 
 TEST(Ir, GatherScatterSortIotaCompareSelect) {

@@ -5,8 +5,23 @@
 namespace torch_tpu::ir {
 namespace {
 
-std::string attr(const std::string& sharding) {
-  return sharding.empty() ? "" : " {mhlo.sharding = \"" + sharding + "\"}";
+std::string attr(const std::string& sharding, int alias = -1) {
+  std::string a;
+  if (!sharding.empty()) a = "mhlo.sharding = \"" + sharding + "\"";
+  if (alias >= 0)
+    a += (a.empty() ? "" : ", ") + std::string("tf.aliasing_output = ") + std::to_string(alias) + " : i32";
+  return a.empty() ? "" : " {" + a + "}";
+}
+
+// The graph's own signature line without its aliasing attributes: they
+// belong on the entry point, and a private function's are meaningless.
+void drop_aliases(std::string& body, size_t from) {
+  const size_t end = body.find('\n', from);
+  const std::string tag = " {tf.aliasing_output = ";
+  for (size_t at = body.find(tag, from); at != std::string::npos && at < end; at = body.find(tag, at)) {
+    const size_t close = body.find('}', at);
+    body.erase(at, close + 1 - at);
+  }
 }
 
 }  // namespace
@@ -22,8 +37,16 @@ std::string spmd_module(const Graph& g, const std::vector<SpmdValue>& params, co
   const std::string main = "func.func public @main(";
   if (body.compare(0, head.size(), head) != 0 || body.find(main) == std::string::npos)
     throw std::logic_error("spmd_module: unexpected module text");
-  body.replace(body.find(main), main.size(), "func.func private @spmd_body(");
+  const size_t at = body.find(main);
+  body.replace(at, main.size(), "func.func private @spmd_body(");
+  if (!g.aliases().empty()) drop_aliases(body, at);
   body.erase(0, head.size());
+  std::vector<int> alias_of(ps.size(), -1);
+  for (auto [j, k] : g.aliases()) {
+    if (params.at(j).dims != results.at(k).dims || params[j].sharding != results[k].sharding)
+      throw std::invalid_argument("spmd_module: an aliased parameter and result differ in dims or sharding");
+    alias_of[j] = k;
+  }
 
   std::string out = "module @torch_tpu attributes {mhlo.num_partitions = " + std::to_string(num_partitions) +
                     " : i32, mhlo.num_replicas = 1 : i32} {\n  func.func public @main(";
@@ -32,7 +55,8 @@ std::string spmd_module(const Graph& g, const std::vector<SpmdValue>& params, co
     const TensorType& t = g.type(Value{ps[i], 0});
     TensorType outer{t.elem, params[i].dims};
     if (outer.numel() != t.numel()) throw std::invalid_argument("spmd_module: a parameter's dims change its size");
-    out += (i ? ", " : "") + std::string("%a") + std::to_string(i) + ": " + outer.mlir() + attr(params[i].sharding);
+    out += (i ? ", " : "") + std::string("%a") + std::to_string(i) + ": " + outer.mlir() +
+           attr(params[i].sharding, alias_of[i]);
     std::string arg = "%a" + std::to_string(i);
     if (outer.dims != t.dims) {
       reshapes += "    %r" + std::to_string(i) + " = stablehlo.reshape " + arg + " : (" + outer.mlir() + ") -> " +

@@ -18,6 +18,9 @@ struct SpmdValue {
 };
 
 // `g` must have its outputs set. One SpmdValue per parameter and per output.
+// A parameter the graph aliases to an output (Graph::alias) is donated by the
+// entry point (`tf.aliasing_output`); the two must have the same dims and
+// sharding, so that each partition's block can be reused in place.
 std::string spmd_module(const Graph& g, const std::vector<SpmdValue>& params, const std::vector<SpmdValue>& results,
                         int64_t num_partitions);
 
