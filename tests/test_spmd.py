@@ -437,6 +437,29 @@ def test_a_full_size_2d_step_runs_on_four_devices_of_two_cores():
     assert res["compiles"] == 1 and math.isfinite(res["final_loss"])
 
 
+SHARDY_CODE = """
+import numpy as np, torch, torch_tpu, torch_tpu.spmd as xs
+mesh = xs.Mesh(np.arange(4), (2, 2), ("data", "model"))
+a, b = torch.randn(8, 6), torch.randn(6, 4)
+at, bt = xs.shard(a, mesh, ("data", None)), xs.shard(b, mesh, (None, "model"))
+f = torch.compile(lambda x, w: (x @ w).relu(), backend="tpu")
+torch.testing.assert_close(f(at, bt).cpu(), (a @ b).relu())
+torch.testing.assert_close(f(bt.t(), at.t()).cpu(), (b.t() @ a.t()).relu())
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("shardy", ["1", "0"])
+def test_programs_are_partitioned_by_shardy(shardy):
+    # Shardy partitions the programs (XLA's GSPMD propagation, deprecated,
+    # logs a warning when it runs); TORCH_TPU_SPMD_SHARDY=0 asks for GSPMD.
+    env = dict(os.environ, TORCH_TPU_NUM_CPU_DEVICES="4", PJRT_NPROC="8", TORCH_TPU_CACHE_DIR="disabled",
+               TF_CPP_MIN_LOG_LEVEL="0", TORCH_TPU_SPMD_SHARDY=shardy)
+    p = subprocess.run([sys.executable, "-c", SHARDY_CODE], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-3000:]
+    assert ("GSPMD sharding propagation" in p.stderr) == (shardy == "0"), p.stderr[-3000:]
+
+
 def test_too_few_xla_cpu_threads_for_the_devices_warn():
     code = "import warnings, torch, torch_tpu, os; print('NPROC', os.environ['PJRT_NPROC'])"
     # A parent torch_tpu process's own choice, inherited, is replaced; the

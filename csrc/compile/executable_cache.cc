@@ -257,6 +257,7 @@ ProgramPtr ExecutableCache::compile_and_insert(const runtime::Client& client, co
   bool quick = false;
   if (!exe) {
     const std::string& text = program_text();
+    if (!options.spmd_devices.empty()) options.shardy = text.find("sdy.mesh @") != std::string::npos;
     quick = tiered && tiered_compile_enabled();
     auto t0 = std::chrono::steady_clock::now();
     {

@@ -7,6 +7,7 @@
 
 #include "aten/device.h"
 #include "compile/metrics.h"
+#include "ir/shardy.h"
 #include "eager/fused_driver.h"
 #include "record/driver.h"
 #include "record/op_call.h"
@@ -63,6 +64,52 @@ ProgramPtr same_text(const CacheKey& key, ProgramPtr prog = nullptr) {
   }
   auto it = seen->find(key);
   return it == seen->end() ? nullptr : it->second.lock();
+}
+
+// TORCH_TPU_SPMD_SHARDY=0 writes GSPMD's shardings instead of Shardy's.
+bool shardy_wanted() {
+  static const bool on = [] {
+    const char* v = std::getenv("TORCH_TPU_SPMD_SHARDY");
+    return !(v && std::string_view(v) == "0");
+  }();
+  return on;
+}
+
+ir::TileLayout layout_of(const runtime::Sharding& s) { return ir::TileLayout{s.tiles, s.replicas, s.devices}; }
+
+// The plan's values in Shardy's form, on the first mesh of the partitions
+// that expresses every layout: sets `mesh` and returns the values, or
+// returns false (the GSPMD text is used).
+bool shardy_form(const SpmdPlan& plan, std::vector<ir::SpmdValue>& params, std::vector<ir::SpmdValue>& results,
+                 std::string& mesh) {
+  if (!shardy_wanted()) return false;
+  // A pinned result carries its parameter's HLO text; its layout is that one.
+  std::unordered_map<std::string, ir::TileLayout> by_text;
+  by_text["{replicated}"] = ir::TileLayout{};
+  for (const auto& a : plan.args)
+    if (a.sharded) by_text[a.sharding] = layout_of(a.sharded->sharding);
+  for (const auto& axes : ir::shardy_meshes(static_cast<int64_t>(plan.devices.size()))) {
+    params = plan.params();
+    results = plan.results;
+    bool ok = true;
+    for (size_t j = 0; j < params.size() && ok; ++j) {
+      auto t = ir::shardy_sharding(axes, by_text.at(plan.args[j].sharding), params[j].dims.size());
+      ok = t.has_value();
+      if (ok) params[j].sharding = *t;
+    }
+    for (size_t k = 0; k < results.size() && ok; ++k) {
+      if (results[k].sharding.empty()) continue;  // left to the partitioner
+      auto it = by_text.find(results[k].sharding);
+      auto t = it == by_text.end() ? std::nullopt : ir::shardy_sharding(axes, it->second, results[k].dims.size());
+      ok = t.has_value();
+      if (ok) results[k].sharding = *t;
+    }
+    if (ok) {
+      mesh = ir::shardy_mesh_text(axes);
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -163,7 +210,10 @@ void spmd_compile(SpmdPlan& plan, const ir::Graph& g, const CacheKey& key, int64
     // The recorded calls' keys can differ where the program does not (an
     // optimizer's first step records its state's creation; the text is the
     // same as the later steps'): on a miss, the text decides.
-    std::string text = ir::spmd_module(g, plan.params(), plan.results, n);
+    std::vector<ir::SpmdValue> params, results;
+    std::string mesh;
+    std::string text = shardy_form(plan, params, results, mesh) ? ir::spmd_module(g, params, results, n, mesh)
+                                                                : ir::spmd_module(g, plan.params(), plan.results, n);
     KeyBuilder tb;
     tb.add(std::string_view("spmd text"));
     tb.add(std::string_view(text));

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ir/builder.h"
+#include "ir/shardy.h"
 #include "ir/spmd.h"
 #include "runtime/client.h"
 
@@ -91,6 +92,31 @@ TEST(Ir, SpmdModuleDonatesOnItsEntryPoint) {
   EXPECT_EQ(body_line.find("aliasing"), std::string::npos) << body_line;
   EXPECT_THROW(spmd_module(g, {{{2, 4}, split}, {{8}, "{replicated}"}}, {{{2, 4}, "{replicated}"}}, 2),
                std::invalid_argument);
+}
+
+// GSPMD tile layouts over a 2 x 2 and a 2 x 2 x 2 mesh of partitions, in
+// Shardy's axis terms; a device order no axis assignment gives has none.
+TEST(Ir, ShardyFormOfTileLayouts) {
+  EXPECT_EQ(shardy_meshes(8), (std::vector<std::vector<int64_t>>{{2, 2, 2}}));
+  EXPECT_EQ(shardy_meshes(6), (std::vector<std::vector<int64_t>>{{2, 3}, {3, 2}}));
+  EXPECT_EQ(shardy_mesh_text({2, 2}), "sdy.mesh @mesh = <[\"a0\"=2, \"a1\"=2]>");
+  const std::vector<int64_t> m4{2, 2};
+  auto form = [](const std::vector<int64_t>& axes, TileLayout l, size_t rank) {
+    return shardy_sharding(axes, l, rank).value_or("none");
+  };
+  EXPECT_EQ(form(m4, {}, 2), "#sdy.sharding<@mesh, [{}, {}]>");
+  EXPECT_EQ(form(m4, {}, 0), "#sdy.sharding<@mesh, []>");
+  EXPECT_EQ(form(m4, {{2, 1}, 2, {0, 1, 2, 3}}, 2), "#sdy.sharding<@mesh, [{\"a0\"}, {}]>");
+  EXPECT_EQ(form(m4, {{2, 1}, 2, {0, 2, 1, 3}}, 2), "#sdy.sharding<@mesh, [{\"a1\"}, {}]>");
+  EXPECT_EQ(form(m4, {{1, 2}, 2, {0, 2, 1, 3}}, 2), "#sdy.sharding<@mesh, [{}, {\"a1\"}]>");
+  EXPECT_EQ(form(m4, {{2, 2}, 1, {0, 2, 1, 3}}, 2), "#sdy.sharding<@mesh, [{\"a1\"}, {\"a0\"}]>");
+  EXPECT_EQ(form(m4, {{4}, 1, {0, 1, 2, 3}}, 1), "#sdy.sharding<@mesh, [{\"a0\", \"a1\"}]>");
+  EXPECT_EQ(form(m4, {{4}, 1, {0, 2, 1, 3}}, 1), "#sdy.sharding<@mesh, [{\"a1\", \"a0\"}]>");
+  EXPECT_EQ(form(m4, {{4}, 1, {0, 3, 1, 2}}, 1), "none");
+  EXPECT_EQ(form(m4, {{4}, 1, {0, 1, 2}}, 1), "none");  // not every partition
+  // (4, 2) data x model over 8: rows on data, columns on model.
+  EXPECT_EQ(form({2, 2, 2}, {{4, 2}, 1, {0, 1, 2, 3, 4, 5, 6, 7}}, 2),
+            "#sdy.sharding<@mesh, [{\"a0\", \"a1\"}, {\"a2\"}]>");
 }
 
 TEST(Ir, GatherScatterSortIotaCompareSelect) {

@@ -5,9 +5,11 @@
 namespace torch_tpu::ir {
 namespace {
 
-std::string attr(const std::string& sharding, int alias = -1) {
+// A value's attributes: its sharding (Shardy's when the module has a mesh,
+// else GSPMD's text) and its donation.
+std::string attr(const std::string& sharding, bool shardy, int alias = -1) {
   std::string a;
-  if (!sharding.empty()) a = "mhlo.sharding = \"" + sharding + "\"";
+  if (!sharding.empty()) a = shardy ? "sdy.sharding = " + sharding : "mhlo.sharding = \"" + sharding + "\"";
   if (alias >= 0)
     a += (a.empty() ? "" : ", ") + std::string("tf.aliasing_output = ") + std::to_string(alias) + " : i32";
   return a.empty() ? "" : " {" + a + "}";
@@ -27,7 +29,8 @@ void drop_aliases(std::string& body, size_t from) {
 }  // namespace
 
 std::string spmd_module(const Graph& g, const std::vector<SpmdValue>& params, const std::vector<SpmdValue>& results,
-                        int64_t num_partitions) {
+                        int64_t num_partitions, const std::string& mesh) {
+  const bool shardy = !mesh.empty();
   const auto& ps = g.params();
   const auto& os = g.outputs();
   if (params.size() != ps.size() || results.size() != os.size())
@@ -49,14 +52,15 @@ std::string spmd_module(const Graph& g, const std::vector<SpmdValue>& params, co
   }
 
   std::string out = "module @torch_tpu attributes {mhlo.num_partitions = " + std::to_string(num_partitions) +
-                    " : i32, mhlo.num_replicas = 1 : i32} {\n  func.func public @main(";
+                    " : i32, mhlo.num_replicas = 1 : i32} {\n" + (shardy ? "  " + mesh + "\n" : "") +
+                    "  func.func public @main(";
   std::string inner_types, outer_results, reshapes, call_args;
   for (size_t i = 0; i < ps.size(); ++i) {
     const TensorType& t = g.type(Value{ps[i], 0});
     TensorType outer{t.elem, params[i].dims};
     if (outer.numel() != t.numel()) throw std::invalid_argument("spmd_module: a parameter's dims change its size");
     out += (i ? ", " : "") + std::string("%a") + std::to_string(i) + ": " + outer.mlir() +
-           attr(params[i].sharding, alias_of[i]);
+           attr(params[i].sharding, shardy, alias_of[i]);
     std::string arg = "%a" + std::to_string(i);
     if (outer.dims != t.dims) {
       reshapes += "    %r" + std::to_string(i) + " = stablehlo.reshape " + arg + " : (" + outer.mlir() + ") -> " +
@@ -73,7 +77,7 @@ std::string spmd_module(const Graph& g, const std::vector<SpmdValue>& params, co
     if (outer.numel() != t.numel()) throw std::invalid_argument("spmd_module: a result's dims change its size");
     result_types += (k ? ", " : "") + t.mlir();
     outer_types += (k ? ", " : "") + outer.mlir();
-    outer_results += (k ? ", " : "") + outer.mlir() + attr(results[k].sharding);
+    outer_results += (k ? ", " : "") + outer.mlir() + attr(results[k].sharding, shardy);
   }
   out += ") -> (" + outer_results + ") {\n" + reshapes;
   out += "    %c" + std::string(os.size() > 1 ? ":" + std::to_string(os.size()) : "") + " = func.call @spmd_body(" +

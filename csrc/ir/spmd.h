@@ -14,14 +14,16 @@ namespace torch_tpu::ir {
 
 struct SpmdValue {
   std::vector<int64_t> dims;  // same element count as the graph's type
-  std::string sharding;       // HLO sharding text; "" leaves it to XLA (results only)
+  std::string sharding;       // its sharding's text; "" leaves it to XLA (results only)
 };
 
 // `g` must have its outputs set. One SpmdValue per parameter and per output.
 // A parameter the graph aliases to an output (Graph::alias) is donated by the
 // entry point (`tf.aliasing_output`); the two must have the same dims and
 // sharding, so that each partition's block can be reused in place.
+// With `mesh` (ir/shardy.h's `sdy.mesh` line) the shardings are Shardy's
+// (`#sdy.sharding<@mesh, ...>`), else GSPMD's HLO sharding text.
 std::string spmd_module(const Graph& g, const std::vector<SpmdValue>& params, const std::vector<SpmdValue>& results,
-                        int64_t num_partitions);
+                        int64_t num_partitions, const std::string& mesh = "");
 
 }  // namespace torch_tpu::ir

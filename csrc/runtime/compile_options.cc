@@ -53,6 +53,11 @@ std::string CompileOptions::serialize() const {
     put_varint(build, 1);
   }
   if (spmd) put_bytes(build, 12, std::string(1, '\x01'));
+  // use_shardy_partitioner = 19.
+  if (spmd && shardy) {
+    put_tag(build, 19, 0);
+    put_varint(build, 1);
+  }
   // ExecutableBuildOptionsProto.device_assignment = 9: DeviceAssignmentProto
   // {replica_count = 1, computation_count = 2, computation_devices = 3
   // {replica_device_ids = 1 (repeated int64)}}.

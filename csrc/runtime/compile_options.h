@@ -23,6 +23,8 @@ struct CompileOptions {
   // the sharding annotations in it, and chooses the shardings of results that
   // carry none (read back with Executable::output_shardings).
   std::vector<int64_t> spmd_devices;
+  // SPMD: the module's shardings are Shardy's (`sdy.sharding`), not GSPMD's.
+  bool shardy = false;
   // XLA debug options by flag name (CompileOptionsProto.env_option_overrides,
   // applied on top of XLA's defaults): "xla_backend_optimization_level" -> 1.
   std::vector<std::pair<std::string, int64_t>> int_overrides;
