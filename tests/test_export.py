@@ -59,7 +59,8 @@ def test_the_bench_gpt_exports():
     _check(model, (torch.randint(0, 64, (2, 16)),), atol=1e-4, rtol=1e-4)
 
 
-def test_hugging_face_llama_exports():
+def _llama_logits():
+    """A small Hugging Face Llama as a module from token ids to logits."""
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
     cfg = transformers.LlamaConfig(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -74,7 +75,11 @@ def test_hugging_face_llama_exports():
         def forward(self, ids):
             return self.lm(input_ids=ids, use_cache=False).logits
 
-    m = _check(Logits(), (torch.randint(0, 96, (2, 7)),), atol=1e-4, rtol=1e-4)
+    return Logits()
+
+
+def test_hugging_face_llama_exports():
+    m = _check(_llama_logits(), (torch.randint(0, 96, (2, 7)),), atol=1e-4, rtol=1e-4)
     assert "lm.model.rotary_emb.inv_freq" in m.weights  # a non-persistent buffer: not in the state dict
 
 
@@ -97,11 +102,85 @@ def test_a_scan_exports_as_a_loop():
     assert "stablehlo.while" in m.text
 
 
-def test_dynamic_dimensions_are_refused_with_the_fix_in_the_message():
+def _check_dynamic(model, make, lengths, dynamic_shapes, atol=1e-4, rtol=1e-4):
+    """Exports `model` once with dynamic sizes, then runs the module at each
+    length (on tpu, and in JAX with the inputs padded by hand) against
+    PyTorch on CPU at that length."""
+    ep = torch.export.export(model, make(lengths[0]), dynamic_shapes=dynamic_shapes)
+    m = tex.to_stablehlo(ep)
+    assert m.dynamic, "no dynamic dimension in the module"
+    jax = _jax()
+    exported = jax.export.deserialize(m.jax_exported().serialize())
+    for n in lengths:
+        args = make(n)
+        with torch.no_grad():
+            expected = model(*args)
+        expected = expected if isinstance(expected, tuple) else (expected,)
+        got = m(*[a.to(TPU) for a in args])
+        got = got if isinstance(got, tuple) else (got,)
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            torch.testing.assert_close(g.cpu(), e, atol=atol, rtol=rtol, msg=lambda err: f"length {n}: {err}")
+        # A server calls @main directly: inputs padded to the bound, the real sizes after them.
+        padded, _ = m._pad_dynamic(list(args), torch.device("cpu"))
+        res = exported.call(*[w.numpy() for w in m.weights.values()], *[a.numpy() for a in padded],
+                            *[np.int64(r) for r in m._state["real"]])
+        for k, e in enumerate(expected):
+            out = torch.from_numpy(np.array(res[k]))
+            for dim, r in zip(m.dynamic, m._state["real"]):
+                for kk, d, c in dim.outputs:
+                    if kk == k:
+                        out = out.narrow(d, 0, r + c)
+            torch.testing.assert_close(out, e, atol=atol, rtol=rtol, msg=lambda err: f"JAX, length {n}: {err}")
+    return m
+
+
+def test_a_dynamic_batch_exports_bounded():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.Linear(8, 3)).eval()
+    batch = torch.export.Dim("batch", min=2, max=16)
+    m = _check_dynamic(model, lambda n: (torch.randn(n, 4),), [3, 9, 16], ({0: batch},))
+    (dim,) = m.dynamic
+    assert dim.bound == 16 and dim.inputs == ((len(m.weights), 0, 0),) and dim.outputs == ((0, 0, 0),)
+    assert m.inputs[-1].kind == "length" and m.inputs[-1].shape == () and m.inputs[-1].dtype == torch.int64
+    assert m.inputs[len(m.weights)].shape == (16, 4) and m.outputs[0].shape == (16, 3)
+    with pytest.raises(ValueError, match="above the exported bound 16"):
+        m(torch.randn(17, 4, device=TPU))
+
+
+def test_the_bench_gpt_exports_with_a_dynamic_sequence():
+    # Causal attention, layer norms and a mean over the sequence: exact at
+    # every length only because the padded positions are masked out.
+    from torch_tpu.bench.train import gpt_model
+
+    class Pooled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gpt = gpt_model(dict(vocab=64, d=32, layers=2, heads=2, seq=32)).eval()
+
+        def forward(self, ids):
+            logits = self.gpt(ids)
+            return logits, logits.mean(1)
+
+    torch.manual_seed(0)
+    model = Pooled().eval()
+    seq = torch.export.Dim("seq", min=2, max=32)
+    m = _check_dynamic(model, lambda n: (torch.randint(0, 64, (2, n)),), [5, 17, 32], ({1: seq},))
+    assert m.dynamic[0].outputs == ((0, 1, 0),)  # the pooled result has no dynamic dimension
+    got = m(torch.randint(0, 64, (2, 7)).to(TPU))
+    assert got[0].shape == (2, 7, 64) and got[1].shape == (2, 64)
+
+
+def test_hugging_face_llama_exports_with_a_dynamic_sequence():
+    seq = torch.export.Dim("seq", min=2, max=48)
+    _check_dynamic(_llama_logits(), lambda n: (torch.randint(0, 96, (2, n)),), [7, 30, 48], ({1: seq},))
+
+
+def test_unbounded_dynamic_dimensions_ask_for_a_bound():
     model = torch.nn.Linear(4, 3)
     batch = torch.export.Dim("batch", min=2)
     ep = torch.export.export(model, (torch.randn(3, 4),), dynamic_shapes=({0: batch},))
-    with pytest.raises(NotImplementedError, match="static shapes"):
+    with pytest.raises(ValueError, match=r"Dim\('seq', max=512\)"):
         tex.to_stablehlo(ep)
 
 

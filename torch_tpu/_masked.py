@@ -381,9 +381,10 @@ class Plan:
         self.device = rw.device
 
 
-def plan(gm) -> Plan | None:
+def plan(gm, why: list | None = None) -> Plan | None:
     """A masked bucketing plan for an ATen graph, or None (the graph keeps
-    the per-size path; the reason is logged at debug level)."""
+    the per-size path; the reason is logged at debug level, and appended to
+    `why` when given)."""
     import logging
 
     try:
@@ -391,9 +392,12 @@ def plan(gm) -> Plan | None:
         rw = _Rewrite(an)
         return Plan(rw.apply(), an, rw)
     except _Unsupported as e:
-        logging.getLogger("torch_tpu").debug("tpu backend: no masked buckets: %s", e)
+        reason = str(e)
     except Exception as e:  # noqa: BLE001 - an unexpected graph: keep the exact per-size path
-        logging.getLogger("torch_tpu").debug("tpu backend: no masked buckets (%s: %s)", type(e).__name__, e)
+        reason = f"{type(e).__name__}: {e}"
+    logging.getLogger("torch_tpu").debug("tpu backend: no masked buckets: %s", reason)
+    if why is not None:
+        why.append(reason)
     return None
 
 

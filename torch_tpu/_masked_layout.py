@@ -350,7 +350,7 @@ def _factory(an: _Analysis, n):
         start = n.args[0]
         if isinstance(start, torch.fx.Node):
             an.edits.append(("arange_start", n, an.sym[start]))
-        if t is aten.arange.start_step and n.args[2] != 1:
+        if t is aten.arange.start_step and _arg(n, 2, n.kwargs.get("step", 1)) != 1:
             _fail("arange with a step")
     elif t in (aten.full.default, aten.new_full.default, aten.scalar_tensor.default):
         an.value_syms(n, allowed=(0,) if t is aten.full.default else (0, 1))

@@ -136,13 +136,54 @@ def _(mo, to_stablehlo, torch):
 @app.cell
 def _(mo):
     mo.md(r"""
+    ## 4. One module for every length
+
+    Give a dynamic dimension a bound and the module takes it padded to the
+    bound, with the real length as one more input; masks keep the padding out
+    of every reduction. Here a sequence model's mean over the sequence, at
+    three lengths, from one module.
+    """)
+    return
+
+
+@app.cell
+def _(mo, to_stablehlo, torch):
+    class Pool(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            return torch.softmax(self.proj(x), dim=1).mul(x).mean(1)
+
+    torch.manual_seed(0)
+    _pool = Pool().eval()
+    _seq = torch.export.Dim("seq", min=2, max=64)
+    _m = to_stablehlo(torch.export.export(_pool, (torch.randn(2, 5, 8),), dynamic_shapes=({1: _seq},)))
+    _rows = []
+    for _n in (3, 20, 64):
+        _x = torch.randn(2, _n, 8)
+        with torch.no_grad():
+            torch.testing.assert_close(_m(_x.to("tpu")).cpu(), _pool(_x), rtol=1e-5, atol=1e-5)
+        _rows.append(f"| {_n} | equal to PyTorch on the CPU |")
+    _d = _m.dynamic[0]
+    mo.md(f"`{_d.name}` is bounded by **{_d.bound}**; @main takes the input as "
+          f"{_m.inputs[len(_m.weights)].shape} and the real length as argument {_d.length_input}.\n\n"
+          "| length | result |\n|---|---|\n" + "\n".join(_rows))
+    return
+
+
+@app.cell
+def _(mo):
+    mo.md(r"""
     ## What to take away
 
     - `torch_tpu.export.to_stablehlo(torch.export.export(model, args))` gives
       the module, its weights and a named signature.
     - The module runs on tpu and, through `jax.export`, in JAX without PyTorch.
     - Loops written with `scan`, `while_loop` or `torch.cond` stay loops.
-    - Shapes are static: export one module per input shape.
+    - A dynamic dimension with a bound (`Dim(max=...)`) gives one module for
+      every size up to the bound: padded, with the real size as an input.
     """)
     return
 
