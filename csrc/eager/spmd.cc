@@ -11,6 +11,7 @@
 #include "eager/fused_driver.h"
 #include "record/driver.h"
 #include "record/op_call.h"
+#include "runtime/launch_gate.h"
 
 namespace torch_tpu::eager {
 namespace {
@@ -306,15 +307,9 @@ std::vector<ShardedPtr> spmd_run(const SpmdPlan& plan, const std::vector<runtime
     }
     for (size_t d = 0; d < n; ++d) args[d].push_back(c.per_device[d]->get());
   }
-  // One SPMD launch in flight at a time: on XLA:CPU each partition holds a
-  // worker thread while it waits for its partners in a collective, and
-  // partitions of queued launches could take every worker (see
-  // ops/dist/collectives.cc).
-  static std::mutex launch_mu;
-  static auto* in_flight = new std::vector<runtime::BufferPtr>();
-  std::lock_guard<std::mutex> lock(launch_mu);
-  for (const auto& b : *in_flight) b->ready_event().await("an SPMD program");
-  in_flight->clear();
+  // On XLA:CPU one SPMD launch at a time (runtime/launch_gate.h).
+  static auto* gate = new runtime::LaunchGate(runtime::LaunchGate::serialises(client().platform_name()));
+  runtime::LaunchGate::Pass pass = gate->enter("an SPMD program");
   // Aliased parameters another holder still needs are copied by XLA, not
   // consumed; the consumed shards' handles live until the results are ready.
   std::vector<int64_t> keep;
@@ -345,9 +340,12 @@ std::vector<ShardedPtr> spmd_run(const SpmdPlan& plan, const std::vector<runtime
       v->shards.push_back(outs[d].at(k));
       OpCall::track_result(outs[d][k], "SPMD program");
     }
-    in_flight->push_back(outs[0].at(k));
     results.push_back(std::move(v));
   }
+  // Every device's first result is ready once the launch has finished there.
+  std::vector<runtime::BufferPtr> finished;
+  for (size_t d = 0; d < n && !outs[d].empty(); ++d) finished.push_back(outs[d][0]);
+  pass.done(std::move(finished));
   return results;
 }
 

@@ -11,6 +11,7 @@
 #include "compile/executable_cache.h"
 #include "ir/lib/collectives.h"
 #include "ops/common.h"
+#include "runtime/launch_gate.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -204,17 +205,16 @@ std::vector<at::Tensor> device_collective(Collective kind, const std::vector<at:
     whole[i] = own;
     args.push_back({keep.back()->get()});
   }
-  // One collective launch in flight at a time. Each replica of a launch
-  // holds an XLA:CPU worker thread while it waits for its partners; with
-  // many launches queued, the workers filled up with replicas of different
-  // launches, none could complete, and XLA aborted the process after 40 s.
-  static std::mutex launch_mu;
-  static std::vector<runtime::BufferPtr> in_flight;
-  std::lock_guard<std::mutex> lock(launch_mu);
-  for (const auto& b : in_flight) b->ready_event().await(what);
-  auto outs = prog->exe->execute_replicated(args);
-  in_flight.clear();
-  for (const auto& o : outs) in_flight.push_back(o.at(0));
+  // On XLA:CPU one collective launch at a time (runtime/launch_gate.h).
+  static auto* gate = new runtime::LaunchGate(runtime::LaunchGate::serialises(client().platform_name()));
+  auto outs = [&] {
+    runtime::LaunchGate::Pass pass = gate->enter(what);
+    auto o = prog->exe->execute_replicated(args);
+    std::vector<runtime::BufferPtr> finished;
+    for (const auto& r : o) finished.push_back(r.at(0));
+    pass.done(std::move(finished));
+    return o;
+  }();
   in_place = in_place && (kind == Collective::kAllReduce || kind == Collective::kBroadcast);
   std::vector<at::Tensor> results;
   for (int64_t i = 0; i < n; ++i) {
