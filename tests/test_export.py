@@ -176,6 +176,17 @@ def test_hugging_face_llama_exports_with_a_dynamic_sequence():
     _check_dynamic(_llama_logits(), lambda n: (torch.randint(0, 96, (2, n)),), [7, 30, 48], ({1: seq},))
 
 
+def test_two_dynamic_sizes_and_a_size_read_as_a_number():
+    class Last(torch.nn.Module):
+        def forward(self, x):  # the last position, scaled by the length: both read the real size
+            return x.cumsum(1)[:, -1] * x.shape[1]
+
+    b, s = torch.export.Dim("b", min=2, max=8), torch.export.Dim("s", min=2, max=32)
+    m = _check_dynamic(Last(), lambda n: (torch.randn(2 + n % 7, n),), [3, 9, 32], ({0: b, 1: s},))
+    assert sorted(d.bound for d in m.dynamic) == [8, 32]
+    assert m.outputs[0].shape == (8,)
+
+
 def test_unbounded_dynamic_dimensions_ask_for_a_bound():
     model = torch.nn.Linear(4, 3)
     batch = torch.export.Dim("batch", min=2)
