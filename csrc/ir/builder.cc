@@ -364,13 +364,62 @@ Value Builder::reduce_window(Value x, Value init, const Dims& window, const Dims
                 {scalar_combiner(combiner, elem(x))});
 }
 
-Value Builder::dot_general(Value a, Value b, const Dims& lb, const Dims& rb, const Dims& lc, const Dims& rc,
-                           ElemType out_t, const std::string& precision) {
-  if (lb.size() != rb.size() || lc.size() != rc.size()) fail("dot_general: dimension lists");
+namespace {
+
+// The permutation of a stablehlo.transpose node's attribute text.
+Dims permutation_of(const Node& n) {
+  Dims perm;
+  for (const Attr& a : n.attrs) {
+    if (a.name != "permutation") continue;
+    const size_t colon = a.text.find(':');
+    for (size_t i = colon == std::string::npos ? a.text.size() : colon + 1; i < a.text.size();) {
+      size_t used = 0;
+      perm.push_back(std::stoll(a.text.substr(i), &used));
+      i += used;
+      while (i < a.text.size() && (a.text[i] == ',' || a.text[i] == ' ' || a.text[i] == '>')) ++i;
+    }
+  }
+  return perm;
+}
+
+// A dot operand made by a transpose reads the transpose's input with its
+// dimension numbers mapped through the permutation, when the order of its
+// free dimensions (those in the result) is kept. The partitioner then sees
+// the same value in the forward and the backward dot of a weight (W in
+// one, transpose(W) in the other) and gathers a sharded weight once, not
+// once per layout.
+void fold_transpose(const Graph& g, Value& v, Dims& batch, Dims& contract) {
+  const Node& n = g.nodes()[v.node];
+  if (n.op != "stablehlo.transpose" || n.operands.size() != 1) return;
+  const Dims perm = permutation_of(n);
+  if (perm.size() != g.type(v).dims.size()) return;
+  int64_t last = -1;
+  for (int64_t i = 0; i < static_cast<int64_t>(perm.size()); ++i) {
+    bool used = false;
+    for (int64_t d : batch) used |= d == i;
+    for (int64_t d : contract) used |= d == i;
+    if (used) continue;
+    if (perm[i] < last) return;  // the free dimensions would come out in another order
+    last = perm[i];
+  }
+  for (int64_t& d : batch) d = perm.at(d);
+  for (int64_t& d : contract) d = perm.at(d);
+  v = n.operands[0];
+}
+
+}  // namespace
+
+Value Builder::dot_general(Value a_in, Value b_in, const Dims& lb_in, const Dims& rb_in, const Dims& lc_in,
+                           const Dims& rc_in, ElemType out_t, const std::string& precision) {
+  if (lb_in.size() != rb_in.size() || lc_in.size() != rc_in.size()) fail("dot_general: dimension lists");
+  Value a = a_in, b = b_in;
+  Dims lb = lb_in, rb = rb_in, lc = lc_in, rc = rc_in;
   for (size_t i = 0; i < lb.size(); ++i)
     if (dims(a).at(lb[i]) != dims(b).at(rb[i])) fail("dot_general: batch sizes differ");
   for (size_t i = 0; i < lc.size(); ++i)
     if (dims(a).at(lc[i]) != dims(b).at(rc[i])) fail("dot_general: contracting sizes differ");
+  fold_transpose(g_, a, lb, lc);
+  fold_transpose(g_, b, rb, rc);
   Dims out;
   for (int64_t d : lb) out.push_back(dims(a)[d]);
   auto free_dims = [&](Value v, const Dims& batch, const Dims& contract) {

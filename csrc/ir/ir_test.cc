@@ -119,6 +119,31 @@ TEST(Ir, ShardyFormOfTileLayouts) {
             "#sdy.sharding<@mesh, [{\"a0\", \"a1\"}, {\"a2\"}]>");
 }
 
+// A dot of transpose(w) reads w itself (its dimension numbers mapped), with
+// the same values; a transpose that would reorder the result stays.
+TEST(Ir, DotReadsThroughATranspose) {
+  Graph g;
+  Builder b(g);
+  Value x = g.param({ElemType::kF32, {2, 3}});
+  Value w = g.param({ElemType::kF32, {2, 3}});  // [out, in], as a Linear's weight
+  Value y = b.dot_general(x, b.transpose(w, {1, 0}), {}, {}, {1}, {0}, ElemType::kF32);  // x @ w.T
+  EXPECT_EQ(g.nodes()[y.node].operands[1].node, w.node);
+  EXPECT_EQ(g.type(y).dims, (Dims{2, 2}));
+  g.set_outputs({y});
+  EXPECT_NE(g.to_mlir().find("rhs_contracting_dimensions = [1]"), std::string::npos) << g.to_mlir();
+  auto out = run_f32(g, {{1, 2, 3, 4, 5, 6}, {1, 0, 1, 0, 1, 0}}, {{2, 3}, {2, 3}}, 4);
+  EXPECT_EQ(out, (std::vector<float>{4, 2, 10, 5}));  // [[1+3, 2], [4+6, 5]]
+
+  Graph g2;
+  Builder b2(g2);
+  Value a = g2.param({ElemType::kF32, {2, 3, 4}});
+  Value t = b2.transpose(a, {2, 1, 0});  // [4, 3, 2]: its two free dims come out in w's reverse order
+  Value v = g2.param({ElemType::kF32, {3}});
+  Value z = b2.dot_general(t, v, {}, {}, {1}, {0}, ElemType::kF32);
+  EXPECT_EQ(g2.nodes()[z.node].operands[0].node, t.node);
+  EXPECT_EQ(g2.type(z).dims, (Dims{4, 2}));
+}
+
 TEST(Ir, GatherScatterSortIotaCompareSelect) {
   Graph g;
   Builder b(g);
