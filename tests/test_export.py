@@ -122,12 +122,12 @@ def _check_dynamic(model, make, lengths, dynamic_shapes, atol=1e-4, rtol=1e-4):
         for g, e in zip(got, expected):
             torch.testing.assert_close(g.cpu(), e, atol=atol, rtol=rtol, msg=lambda err: f"length {n}: {err}")
         # A server calls @main directly: inputs padded to the bound, the real sizes after them.
-        padded, _ = m._pad_dynamic(list(args), torch.device("cpu"))
+        padded, real = m.pad(*args)
         res = exported.call(*[w.numpy() for w in m.weights.values()], *[a.numpy() for a in padded],
-                            *[np.int64(r) for r in m._state["real"]])
+                            *[np.int64(r) for r in real])
         for k, e in enumerate(expected):
             out = torch.from_numpy(np.array(res[k]))
-            for dim, r in zip(m.dynamic, m._state["real"]):
+            for dim, r in zip(m.dynamic, real):
                 for kk, d, c in dim.outputs:
                     if kk == k:
                         out = out.narrow(d, 0, r + c)
@@ -144,7 +144,7 @@ def test_a_dynamic_batch_exports_bounded():
     assert dim.bound == 16 and dim.inputs == ((len(m.weights), 0, 0),) and dim.outputs == ((0, 0, 0),)
     assert m.inputs[-1].kind == "length" and m.inputs[-1].shape == () and m.inputs[-1].dtype == torch.int64
     assert m.inputs[len(m.weights)].shape == (16, 4) and m.outputs[0].shape == (16, 3)
-    with pytest.raises(ValueError, match="above the exported bound 16"):
+    with pytest.raises(ValueError, match="outside the exported range up to 16"):
         m(torch.randn(17, 4, device=TPU))
 
 

@@ -12,6 +12,7 @@
     m = torch_tpu.export.to_stablehlo(torch.export.export(model, (ids,), dynamic_shapes=({1: seq},)))
     m(ids[:, :37])          # any length up to 512: one module
     m.dynamic               # how @main pads: DynamicDim per dynamic size
+    m.pad(ids[:, :37])      # @main's padded inputs and real sizes, for a server
 
 The program's ATen graph runs once on placeholder tpu tensors while the
 region driver records it (torch_tpu/_control_flow.py has the same
@@ -35,7 +36,7 @@ import hashlib
 
 import torch
 
-from torch_tpu import _C
+from torch_tpu import _C, _masked
 
 __all__ = ["DynamicDim", "StableHLOModule", "to_stablehlo"]
 
@@ -116,7 +117,8 @@ class StableHLOModule:
         if len(inputs) != len(user):
             raise TypeError(f"the exported module takes {len(user)} inputs, got {len(inputs)}")
         device = next((t.device for t in inputs if t.device.type == "tpu"), torch.device("tpu"))
-        inputs, lengths = self._pad_dynamic(list(inputs), device)
+        inputs, real = self.pad(*inputs)
+        lengths = [torch.tensor(n, dtype=torch.int64, device=device) for n in real]
         for i, (t, spec) in enumerate(zip(inputs, user)):
             if tuple(t.shape) != spec.shape or t.dtype != spec.dtype:
                 raise ValueError(f"input {i} ({spec.name}): expected {spec.shape} {spec.dtype}, got "
@@ -132,37 +134,37 @@ class StableHLOModule:
         outs = _C._jax_call(self._state["symbol"],
                             [*self._state["weights"], *(t.to(device) for t in inputs), *lengths],
                             [list(s.shape) for s in self.outputs], [s.dtype for s in self.outputs])
-        for dim, n in zip(self.dynamic, self._state.get("real", ())):
+        for dim, n in zip(self.dynamic, real):
             for k, d, c in dim.outputs:
                 outs[k] = outs[k].narrow(d, 0, n + c)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def _pad_dynamic(self, inputs: list, device) -> tuple:
-        """The user inputs padded to the bounds, and the real sizes as 0-d
-        int64 tensors (the size of a dynamic dimension is read from the
-        first input that has it)."""
-        if not self.dynamic:
-            self._state["real"] = ()
-            return inputs, []
+    def pad(self, *inputs: torch.Tensor) -> tuple:
+        """@main's user inputs for `inputs` (each dynamic dimension padded to
+        its bound with zeros) and the real value of each dynamic size, in
+        `dynamic`'s order: what a server passes after the weights. A size is
+        read from the first input that has it."""
+        inputs = list(inputs)
         n_w, real = len(self.weights), []
         for dim in self.dynamic:
             i, d, c = dim.inputs[0]
-            n = inputs[i - n_w].shape[d] - c if inputs[i - n_w].dim() > d else -1
-            if not 0 <= n <= dim.bound:
-                raise ValueError(f"input {i - n_w}: dimension {d} has size {n + c}, above the exported bound "
-                                 f"{dim.bound + c} (torch.export.Dim(max=...))")
-            real.append(n)
+            t = inputs[i - n_w]
+            if t.dim() <= d:
+                raise ValueError(f"input {i - n_w}: expected a dimension {d}, got shape {tuple(t.shape)}")
+            if not c <= t.shape[d] <= dim.bound + c:
+                raise ValueError(f"input {i - n_w}: dimension {d} has size {t.shape[d]}, outside the exported "
+                                 f"range up to {dim.bound + c} (torch.export.Dim(max=...))")
+            real.append(t.shape[d] - c)
         for dim, n in zip(self.dynamic, real):
             for i, d, c in dim.inputs:
                 t = inputs[i - n_w]
-                if t.shape[d] != n + c:
-                    raise ValueError(f"input {i - n_w}: dimension {d} has size {t.shape[d]}, but the exported "
-                                     f"program ties it to size {n + c} of another input")
+                if t.dim() <= d or t.shape[d] != n + c:
+                    raise ValueError(f"input {i - n_w}: shape {tuple(t.shape)}, but the exported program ties "
+                                     f"dimension {d} to size {n + c} of another input")
                 pad = [0] * (2 * t.dim())
                 pad[2 * (t.dim() - 1 - d) + 1] = dim.bound - n
-                inputs[i - n_w] = torch.nn.functional.pad(t.cpu() if t.device.type == "cpu" else t, pad)
-        self._state["real"] = tuple(real)
-        return inputs, [torch.tensor(n, dtype=torch.int64, device=device) for n in real]
+                inputs[i - n_w] = _masked._pad(t, pad)  # small tpu tensors through the host: no program per size
+        return inputs, real
 
     @property
     def _state(self) -> dict:  # per-object cache of the tpu weights and the registered symbol
@@ -281,8 +283,6 @@ def to_stablehlo(exported_program) -> StableHLOModule:
 def _masked_at_bounds(gm, bounds: dict, n_args: int) -> tuple:
     """The graph made exact at padded sizes (its masks read the real sizes
     from inputs after the program's own), and a DynamicDim per size."""
-    from torch_tpu import _masked
-
     # torch.export's runtime checks of sizes and metadata compute nothing,
     # and a padded size would fail them.
     asserts = {torch.ops.aten._assert_tensor_metadata.default, torch.ops.aten._assert_scalar.default,
