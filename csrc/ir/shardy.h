@@ -1,4 +1,4 @@
-// Shardy's form of a tiled layout. XLA's partitioner now propagates
+// Shardy's form of a tiled layout. XLA's partitioner propagates
 // shardings with Shardy, and takes GSPMD's `mhlo.sharding` text only through
 // a fallback it warns about. Shardy names each split by mesh axes, so a
 // program over n partitions gets a mesh of axes whose sizes are n's prime
