@@ -178,7 +178,7 @@ class StableHLOModule:
 _KINDS = {"PARAMETER": "parameter", "BUFFER": "buffer", "CONSTANT_TENSOR": "constant", "USER_INPUT": "input"}
 
 
-def _static_shape(val, what: str, bounds: dict) -> tuple:
+def _bounded_shape(val, bounds: dict) -> tuple:
     """The shape of `val` with each dynamic size at its bound."""
     from torch_tpu._masked_layout import _affine, _size
 
@@ -250,7 +250,7 @@ def to_stablehlo(exported_program) -> StableHLOModule:
         if not isinstance(val, torch.Tensor):
             raise NotImplementedError(f"torch_tpu.export: input {node.name} is not a tensor ({type(val).__name__})")
         if kind == "input":
-            arg_specs.append(TensorSpec(kind, node.name, _static_shape(val, f"input {node.name}", bounds), val.dtype))
+            arg_specs.append(TensorSpec(kind, node.name, _bounded_shape(val, bounds), val.dtype))
             continue
         if arg_specs and arg_specs[-1].kind == "input":  # torch.export lifts weights ahead of the inputs
             raise NotImplementedError("torch_tpu.export: the program takes a weight after a user input")
