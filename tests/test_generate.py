@@ -183,6 +183,22 @@ def test_generate_of_each_family_with_new_lengths_matches_cpu(kind, decoding):
         assert torch.equal(got.cpu(), expected), (kind, decoding, batch, prompt, new)
 
 
+def _generate_as_cpu(model, tm, g, batch, prompt, new, extra):
+    # Greedy generate() of a random prompt (left-padded at a batch above
+    # one) on tpu, against CPU eager.
+    ids = torch.randint(1, 96, (batch, prompt), generator=g)
+    mask = torch.ones(batch, prompt, dtype=torch.long)
+    if batch > 1:
+        mask[1, :2] = 0
+        ids[1, :2] = 0
+    kw = dict(max_new_tokens=new, do_sample=False, pad_token_id=0, attention_mask=mask, **extra)
+    with torch.no_grad():
+        expected = model.generate(ids, disable_compile=True, **kw)
+        kw["attention_mask"] = mask.to(TPU)
+        got = tm.generate(ids.to(TPU), **kw)
+    assert torch.equal(got.cpu(), expected), (prompt, new)
+
+
 def test_generate_glue_compiles_per_storage_size_not_per_length():
     # generate()'s glue appends each token (torch.cat) and reads the newest
     # column (stopping criteria), a strided view at batch 2. A third call
@@ -198,18 +214,31 @@ def test_generate_glue_compiles_per_storage_size_not_per_length():
     tm.forward = torch.compile(tm.forward, backend="tpu")
     g = torch.Generator().manual_seed(1)
     for prompt, new in [(5, 6), (9, 12), (17, 20)]:
-        ids = torch.randint(1, 96, (batch, prompt), generator=g)
-        mask = torch.ones(batch, prompt, dtype=torch.long)
-        mask[1, :2] = 0
-        ids[1, :2] = 0
-        kw = dict(max_new_tokens=new, do_sample=False, pad_token_id=0, attention_mask=mask)
         _C._clear_compile_records()
-        with torch.no_grad():
-            expected = model.generate(ids, disable_compile=True, **kw)
-            kw["attention_mask"] = mask.to(TPU)
-            got = tm.generate(ids.to(TPU), **kw)
-        assert torch.equal(got.cpu(), expected), (prompt, new)
+        _generate_as_cpu(model, tm, g, batch, prompt, new, {})
     per_op = {}
     for name, *_ in _C._compile_records():
         per_op[name] = per_op.get(name, 0) + 1
     assert max(per_op.values()) <= 2, per_op
+
+
+@pytest.mark.parametrize("cache,batch", [("static", 1), ("dynamic", 2)])
+def test_a_call_with_new_lengths_compiles_at_most_four_programs(cache, batch):
+    # After calls that have seen the storage sizes, a call with a new prompt
+    # length and new max_new_tokens compiles the model's own new programs
+    # (a prefill at the new length; with a static cache, its decode at the
+    # new cache length) and none of generate()'s glue: the prompt and its
+    # mask are uploaded with room, and the ops on them read them whole.
+    from torch_tpu import _C
+
+    model = _llama()
+    tm = _llama().to(TPU)
+    tm.forward = torch.compile(tm.forward, backend="tpu")
+    g = torch.Generator().manual_seed(1)
+    extra = {"cache_implementation": "static"} if cache == "static" else {}
+    for prompt, new in [(9, 12), (17, 20), (12, 9)]:
+        torch.tpu.synchronize()
+        _C._clear_compile_records()
+        _generate_as_cpu(model, tm, g, batch, prompt, new, extra)
+    programs = [r[0] for r in _C._compile_records()]
+    assert len(programs) <= 4, programs

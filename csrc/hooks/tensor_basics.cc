@@ -96,7 +96,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     TORCH_CHECK(self.device().is_cpu(), "tpu: copies from ", self.device(), " are not supported; copy to CPU first");
     at::Tensor logical = self.resolve_conj().resolve_neg().to(dst.scalar_type());
     at::Tensor host = apply_bits(logical, dst.is_conj(), dst.is_neg()).expand(dst.sizes()).contiguous();
-    record::copy_from_host(dst, host.const_data_ptr(), host.nbytes());
+    if (!ops::upload_with_room(host, dst)) record::copy_from_host(dst, host.const_data_ptr(), host.nbytes());
   } else if (src_tpu && !dst_tpu) {
     TORCH_CHECK(dst.device().is_cpu(), "tpu: copies to ", dst.device(), " are not supported; copy to CPU first");
     // The common case (.cpu(), a staging buffer) lands in dst directly; the
@@ -154,6 +154,7 @@ c10::Scalar local_scalar_dense(const at::Tensor& self) {
 }
 
 at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value) {
+  if (ops::fill_with_room(self, value)) return self;
   record::OpCall call("fill_");
   call.scalar(value, self.scalar_type());
   call.output(self);

@@ -1,5 +1,6 @@
 #include "ops/common.h"
 
+#include "ops/shape/append.h"
 #include "record/driver.h"
 
 #include <algorithm>
@@ -64,8 +65,37 @@ std::vector<int64_t> broadcast_shape(const std::vector<Operand>& ins) {
   return shape;
 }
 
+namespace {
+
+// Operands and result of an elementwise op over tensors with room
+// (shape/append.h), read and written as their whole storages: one program
+// per storage size where generate()'s glue would compile one per length.
+// nullopt unless every tensor operand has the result's shape and one room.
+std::optional<std::pair<std::vector<Operand>, at::Tensor>> over_room(const std::vector<Operand>& ins,
+                                                                     const at::Tensor& out) {
+  int64_t room = 0;
+  std::vector<Operand> whole;
+  for (const Operand& o : ins) {
+    if (!o.t.defined() || (o.t.dim() == 0 && o.t.device().is_cpu())) {
+      whole.push_back(o);
+      continue;
+    }
+    const int64_t r = room_of(o.t);
+    if (r == 0 || (room != 0 && r != room) || !o.t.sizes().equals(out.sizes())) return std::nullopt;
+    room = r;
+    whole.emplace_back(whole_of(o.t));
+  }
+  if (room == 0) return std::nullopt;
+  std::optional<at::Tensor> w = whole_out(out, room);
+  if (!w) return std::nullopt;
+  return std::make_pair(std::move(whole), *w);
+}
+
+}  // namespace
+
 void pointwise(std::string_view name, const std::vector<Operand>& ins, const at::Tensor& out, c10::ScalarType compute,
                const PointwiseFn& fn, int64_t variant) {
+  if (auto r = over_room(ins, out)) return pointwise(name, r->first, r->second, compute, fn, variant);
   record::OpCall call(name);
   call.attr(static_cast<int64_t>(compute)).attr(variant);
   // Elementwise work on contiguous tensors of one shape depends on the

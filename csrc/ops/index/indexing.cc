@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "ops/common.h"
+#include "ops/shape/append.h"
 #include "ops/index/checks.h"
 #include "ops/index/reduce_into.h"
 #include "record/driver.h"
@@ -342,16 +343,21 @@ void check_bool_mask(const at::Tensor& mask, const char* op) {
 at::Tensor& masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const Operand& value) {
   check_bool_mask(mask, "masked_fill_");
   check_inplace(self, broadcast_shape({self, mask}), self.scalar_type());
-  Dims shape = to_dims(self.sizes());
+  // Position ids filled where generate()'s attention mask is 0: both with
+  // room (shape/append.h), filled whole, one program per storage size.
+  const int64_t room = room_of(self);
+  const bool whole = room > 0 && room_of(mask) == room && mask.sizes().equals(self.sizes()) &&
+                     (!value.t.defined() || value.t.device().is_cpu());
+  Dims shape = whole ? Dims{room} : to_dims(self.sizes());
   record::OpCall call("masked_fill");
   call.attr(value.t.defined());
-  call.input(self);
-  call.input(mask);
+  call.input(whole ? whole_of(self) : self);
+  call.input(whole ? whole_of(mask) : mask);
   if (value.t.defined())
     call.input(value.t);
   else
     call.scalar(*value.s, self.scalar_type());
-  call.output(self);
+  call.output(whole ? whole_of(self) : self);
   call.run([&](Builder& b, const Values& in) {
     Value m = b.broadcast_to(in[1], shape);
     Value v = b.broadcast_to(b.convert(in[2], b.elem(in[0])), shape);

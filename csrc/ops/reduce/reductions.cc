@@ -24,6 +24,7 @@
 #include <tuple>
 
 #include "ops/common.h"
+#include "ops/shape/append.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -620,7 +621,30 @@ c10::ScalarType anyall_dtype(const at::Tensor& self) {
   return self.scalar_type() == c10::kByte ? c10::kByte : c10::kBool;
 }
 
+// any/all of a whole tensor with room (shape/append.h): its storage, with
+// the room's elements masked off at a runtime length.
+bool anyall_over_room(const at::Tensor& self, bool is_any, const at::Tensor& out) {
+  const int64_t room = room_of(self);
+  if (room == 0 || out.numel() != 1) return false;
+  record::OpCall call(is_any ? "any_room" : "all_room");
+  call.input(whole_of(self));
+  call.scalar(self.numel(), at::kLong);
+  call.output(out);
+  const Dims shape = dims_of(out);
+  call.run([&](Builder& b, const Values& in) {
+    Value x = in[0];
+    if (b.elem(x) != ElemType::kPred) x = b.compare(x, zero(b, b.elem(x), b.dims(x)), Direction::kNe);
+    Value inside = b.compare(b.iota({room}, 0, ElemType::kS64), b.broadcast_to(in[1], {room}), Direction::kLt);
+    Value neutral = b.constant(is_any ? 0 : 1, ElemType::kPred, {room});
+    x = b.select(inside, x, neutral);
+    return Values{b.reshape(
+        fold(b, x, {0}, is_any ? BinaryOp::kOr : BinaryOp::kAnd, b.constant(is_any ? 0 : 1, ElemType::kPred)), shape)};
+  });
+  return true;
+}
+
 void anyall_into(const at::Tensor& self, const Plan& p, bool is_any, const at::Tensor& out) {
+  if (anyall_over_room(self, is_any, out)) return;
   record::OpCall call(is_any ? "any" : "all");
   call.input(self);
   call.attr(p.dims).attr(is_any);

@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "ops/common.h"
+#include "ops/shape/append.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -28,7 +29,37 @@ c10::ScalarType scan_dtype(const at::Tensor& self, std::optional<c10::ScalarType
   return c10::isIntegralType(self.scalar_type(), /*includeBool=*/true) ? c10::kLong : self.scalar_type();
 }
 
+// cumsum along the last dim of a tensor with room (generate()'s attention
+// mask, shape/append.h), over its whole storage with the row length a
+// runtime scalar: one program per storage size, not per prompt length.
+// Each row's sums are the flat prefix sums less those before the row
+// (exact in integers, where wrap-around cancels too).
+bool cumsum_over_room(const at::Tensor& self, int64_t dim, const at::Tensor& out) {
+  const int64_t room = room_of(self);
+  if (room == 0 || dim != self.dim() - 1 || !out.sizes().equals(self.sizes())) return false;
+  std::optional<at::Tensor> whole = whole_out(out, room);
+  if (!whole) return false;
+  const ElemType de = to_elem(out.scalar_type());
+  record::OpCall call("cumsum_room");
+  call.input(whole_of(self));
+  call.scalar(self.size(dim), at::kLong);
+  call.output(*whole);
+  call.run([&](Builder& b, const Values& in) {
+    Value x = b.convert(b.convert(in[0], de), ElemType::kS64);
+    Value sums = cumsum(b, x, 0);
+    auto num = [&](int64_t v) { return b.constant(static_cast<double>(v), ElemType::kS64, {room}); };
+    Value len = b.broadcast_to(in[1], {room});
+    Value i = b.iota({room}, 0, ElemType::kS64);
+    Value start = b.binary(BinaryOp::kMul, b.binary(BinaryOp::kDiv, i, len), len);
+    Value last = b.clamp(num(0), b.binary(BinaryOp::kSub, start, num(1)), num(room - 1));
+    Value before = b.select(b.compare(start, num(0), Direction::kGt), gather_rows(b, sums, last), num(0));
+    return Values{b.convert(b.binary(BinaryOp::kSub, sums, before), de)};
+  });
+  return true;
+}
+
 void scan_into(const at::Tensor& self, int64_t dim, bool prod, const at::Tensor& out) {
+  if (!prod && cumsum_over_room(self, dim, out)) return;
   c10::ScalarType dtype = out.scalar_type();
   ElemType de = to_elem(dtype);
   // Half-precision floats accumulate in f32, like ATen's CPU kernels; bool in int64.

@@ -3,6 +3,8 @@
 #include <ATen/ops/as_strided.h>
 #include <c10/util/accumulate.h>
 
+#include <cstring>
+
 #include "ops/common.h"
 #include "record/driver.h"
 
@@ -60,6 +62,57 @@ bool has_room(const at::Tensor& t) {
       t.is_conj() || t.is_neg())
     return false;
   return storage_elems(t) == room_for(t.numel());
+}
+
+namespace {
+
+// A tensor whose storage may be swapped for a larger one unseen: contiguous,
+// at the start of its exact storage, its storage's only holder.
+bool fresh(const at::Tensor& t) {
+  return strict_integral(t) && t.numel() > 0 && t.numel() <= kMaxElems && !t.is_conj() && !t.is_neg() &&
+         t.is_contiguous() && t.storage_offset() == 0 && storage_elems(t) == t.numel() && t.storage().unique();
+}
+
+// Gives fresh `t` the storage of `whole`; t's values are whole's first ones.
+void regrow(const at::Tensor& t, const at::Tensor& whole) {
+  t.unsafeGetTensorImpl()->set_storage_keep_dtype(whole.storage());
+}
+
+}  // namespace
+
+int64_t room_of(const at::Tensor& t) {
+  if (!has_room(t)) return 0;
+  const int64_t room = storage_elems(t);
+  return room > t.numel() ? room : 0;  // a full storage: nothing to read whole
+}
+
+at::Tensor whole_of(const at::Tensor& t) { return at::as_strided(t, {storage_elems(t)}, {1}, 0); }
+
+std::optional<at::Tensor> whole_out(const at::Tensor& out, int64_t room) {
+  if (room_of(out) == room) return whole_of(out);
+  if (!fresh(out) || room_for(out.numel()) != room) return std::nullopt;
+  at::Tensor whole = empty_tpu({room}, out.scalar_type(), out.device());
+  regrow(out, whole);
+  return whole;
+}
+
+bool upload_with_room(const at::Tensor& host, const at::Tensor& dst) {
+  if (!fresh(dst) || host.scalar_type() != dst.scalar_type() || !host.is_contiguous()) return false;
+  const int64_t room = room_for(dst.numel());
+  if (room == dst.numel()) return false;
+  std::vector<char> padded(static_cast<size_t>(room) * dst.element_size(), 0);
+  std::memcpy(padded.data(), host.const_data_ptr(), host.nbytes());
+  at::Tensor whole = empty_tpu({room}, dst.scalar_type(), dst.device());
+  record::copy_from_host(whole, padded.data(), padded.size());
+  regrow(dst, whole);
+  return true;
+}
+
+bool fill_with_room(const at::Tensor& self, const c10::Scalar& value) {
+  if (!fresh(self) || room_for(self.numel()) == self.numel()) return false;
+  at::Tensor whole = *whole_out(self, room_for(self.numel()));
+  whole.fill_(value);
+  return true;
 }
 
 bool convert_with_room(const at::Tensor& src, const at::Tensor& dst) {

@@ -43,6 +43,28 @@ bool has_room(const at::Tensor& t);
 // false (nothing done) when the call is not of that form.
 bool convert_with_room(const at::Tensor& src, const at::Tensor& dst);
 
+// Host data uploaded into a fresh tensor (`.to("tpu")` of a prompt or its
+// attention mask): a small integer dst gets a storage with room, the tail
+// zero, so that the glue computed from it reads it whole. `host` is
+// contiguous, of dst's sizes and dtype. False (nothing done) when dst is not
+// a fresh, small, integer tensor in strict eager.
+bool upload_with_room(const at::Tensor& host, const at::Tensor& dst);
+
+// fill_ of such a fresh tensor (torch.ones for a missing attention mask).
+bool fill_with_room(const at::Tensor& self, const c10::Scalar& value);
+
+// The elementwise ops generate() applies to these tensors (comparisons,
+// arithmetic, masked_fill, a cumsum along a row) act on whole storages: the
+// room's elements are computed too and never read. room_of is the storage's
+// element count where has_room(t) and it exceeds t's, else 0; whole_of is that storage as a
+// flat tensor.
+int64_t room_of(const at::Tensor& t);
+at::Tensor whole_of(const at::Tensor& t);
+// The whole storage to write a result of `room` elements into: out's own
+// where it has that room, or a fresh out's (contiguous, at the start of its
+// exact storage, which nothing else holds) regrown to it. nullopt otherwise.
+std::optional<at::Tensor> whole_out(const at::Tensor& out, int64_t room);
+
 // constant_pad_nd of such a tensor along its last dim only (the padding
 // mask widened to the cache length at every step): the result's shape
 // holds len + lo + hi, which stays fixed while len grows, and len itself is

@@ -30,8 +30,9 @@ def test_appends_over_many_lengths_match_cpu(batch, dtype):
 
 def test_a_growing_row_compiles_per_storage_size_not_per_length():
     # Warm up on lengths 21-50, then a run over lengths 22-63 (storage sizes
-    # 32 and 64, as before) compiles only its first cat. A plain cat keys on
-    # the length, so it would compile 13 programs here (lengths 51-63).
+    # 32 and 64, as before) compiles no cat: the uploaded prompt has room
+    # too, so even its first cat is an append. A plain cat keys on the
+    # length, so it would compile 13 programs here (lengths 51-63).
     def run(n0, steps):
         t = torch.arange(n0).view(1, n0).to(TPU)
         m = torch.ones(1, n0, dtype=torch.long).to(TPU)
@@ -43,7 +44,7 @@ def test_a_growing_row_compiles_per_storage_size_not_per_length():
     run(20, 30)
     _C._clear_compile_records()
     t, m = run(21, 42)
-    assert _cat_programs() == 1  # the first cat, from a prompt of a new length
+    assert _cat_programs() == 0
     torch.testing.assert_close(t.cpu(), torch.cat([torch.arange(21), torch.arange(42)]).view(1, -1))
     torch.testing.assert_close(m.cpu(), torch.ones(1, 63, dtype=torch.long))
 
@@ -156,3 +157,83 @@ def test_pads_of_other_forms_are_plain():
         torch.testing.assert_close(F.pad(t, pad).cpu(), F.pad(c, pad))
     f = torch.arange(6.0).view(2, 3)
     torch.testing.assert_close(F.pad(f.to(TPU), (1, 2)).cpu(), F.pad(f, (1, 2)))
+
+
+def test_uploads_and_fills_of_small_integer_tensors_get_room():
+    # A prompt or attention mask copied from the host, and torch.ones for a
+    # missing mask, get storage rounded up (the tail never read), so the
+    # glue computed from them reads them whole.
+    c = torch.arange(12).view(1, 12)
+    t = c.to(TPU)
+    assert t.untyped_storage().nbytes() == 16 * 8 and t.is_contiguous()
+    torch.testing.assert_close(t.cpu(), c)
+    ones = torch.ones(2, 5, dtype=torch.long, device=TPU)
+    assert ones.untyped_storage().nbytes() == 16 * 8
+    torch.testing.assert_close(ones.cpu(), torch.ones(2, 5, dtype=torch.long))
+    # Floats, large tensors and exact sizes keep exact storage.
+    assert torch.randn(1, 12).to(TPU).untyped_storage().nbytes() == 12 * 4
+    assert torch.zeros(1, 70000, dtype=torch.long).to(TPU).untyped_storage().nbytes() == 70000 * 8
+    assert torch.arange(16).to(TPU).untyped_storage().nbytes() == 16 * 8
+    # A destination that something else shares is written in place.
+    dst = torch.zeros(1, 12, dtype=torch.long, device=TPU)
+    view = dst[:, 4:]
+    dst.copy_(c)
+    torch.testing.assert_close(view.cpu(), c[:, 4:])
+
+
+def _glue(mask):
+    # What generate() computes from the attention mask before the prefill.
+    pos = mask.long().cumsum(-1) - 1
+    pos.masked_fill_(mask == 0, 1)
+    return pos.clone(), mask.all(), (mask == 0).any(), torch.cat([mask, mask.new_ones((mask.shape[0], 1))], -1)
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_the_prompt_glue_compiles_per_storage_size_not_per_length(batch):
+    # Prompt lengths in one storage size (32 elements): after the first,
+    # nothing compiles. Keyed on the length, every op would compile at each.
+    g = torch.Generator().manual_seed(0)
+    lengths = range(17, 32) if batch == 1 else range(9, 16)
+    _glue(torch.ones(batch, lengths[0], dtype=torch.long).to(TPU))
+    torch.tpu.synchronize()  # the warm-up's compiles, queued, are done
+    _C._clear_compile_records()
+    for n in lengths[1:]:
+        mask = torch.ones(batch, n, dtype=torch.long)
+        if batch > 1:
+            mask[1, : n // 3] = 0
+        mask[0, n // 2] = int(torch.randint(0, 2, (), generator=g))
+        for got, want in zip(_glue(mask.to(TPU)), _glue(mask)):
+            assert got.shape == want.shape
+            torch.testing.assert_close(got.cpu(), want)
+    per_op = {}
+    for name, *_ in _C._compile_records():
+        per_op[name] = per_op.get(name, 0) + 1
+    assert per_op == {}, per_op
+
+
+def test_ops_over_room_match_cpu_in_every_form():
+    # Mixed operands (one with room, one without, a broadcast row), in-place
+    # and out= forms, other dims and dtypes: each falls back or reads whole,
+    # and every result, and every view of it, equals CPU's.
+    c = torch.tensor([[3, 0, 5, 1, 0, 7, 2], [1, 1, 0, 4, 9, 0, 6]])
+    t = c.to(TPU)
+    exact = torch.empty(2, 7, dtype=torch.long, device=TPU)
+    exact.copy_(t.view(14).clone().view(2, 7))
+    row = torch.tensor([1, 2, 3, 4, 5, 6, 7])
+    checks = [
+        (t + exact, c + c), (t * row.to(TPU), c * row), (t == 0, c == 0), (t.cumsum(0), c.cumsum(0)),
+        (t.cumsum(-1), c.cumsum(-1)), (t.cumsum(-1, dtype=torch.float), c.cumsum(-1, dtype=torch.float)),
+        (t.cumprod(-1), c.cumprod(-1)), (t.bool().all(-1), c.bool().all(-1)), (t.any(), c.any()), (t.all(), c.all()),
+        (t.sum(), c.sum()), (t.flip(-1), c.flip(-1)), (t[:, 2:], c[:, 2:]), (t.view(-1)[3:9], c.view(-1)[3:9]),
+    ]
+    for got, want in checks:
+        torch.testing.assert_close(got.cpu(), want)
+    out = torch.empty(2, 7, dtype=torch.long, device=TPU)
+    torch.sub(t, 2, out=out)
+    torch.testing.assert_close(out.cpu(), c - 2)
+    ci, ti = c.clone(), c.to(TPU)
+    ci.mul_(3).masked_fill_(c == 0, -1)
+    ti.mul_(3).masked_fill_(ti == 0, -1)
+    torch.testing.assert_close(ti.cpu(), ci)
+    torch.testing.assert_close(ti.view(-1)[-3:].cpu(), ci.view(-1)[-3:])
+    torch.testing.assert_close(t.cpu(), c)  # the input is unchanged
