@@ -91,11 +91,8 @@ std::optional<std::pair<std::vector<Operand>, at::Tensor>> over_room(const std::
   return std::make_pair(std::move(whole), *w);
 }
 
-}  // namespace
-
-void pointwise(std::string_view name, const std::vector<Operand>& ins, const at::Tensor& out, c10::ScalarType compute,
-               const PointwiseFn& fn, int64_t variant) {
-  if (auto r = over_room(ins, out)) return pointwise(name, r->first, r->second, compute, fn, variant);
+void pointwise_into(std::string_view name, const std::vector<Operand>& ins, const at::Tensor& out,
+                    c10::ScalarType compute, const PointwiseFn& fn, int64_t variant) {
   record::OpCall call(name);
   call.attr(static_cast<int64_t>(compute)).attr(variant);
   // Elementwise work on contiguous tensors of one shape depends on the
@@ -125,6 +122,14 @@ void pointwise(std::string_view name, const std::vector<Operand>& ins, const at:
     for (Value v : in) xs.push_back(b.broadcast_to(b.convert(v, ce), shape));
     return Values{fn(b, xs)};
   });
+}
+
+}  // namespace
+
+void pointwise(std::string_view name, const std::vector<Operand>& ins, const at::Tensor& out, c10::ScalarType compute,
+               const PointwiseFn& fn, int64_t variant) {
+  if (auto r = over_room(ins, out)) return pointwise_into(name, r->first, r->second, compute, fn, variant);
+  pointwise_into(name, ins, out, compute, fn, variant);
 }
 
 int64_t wrap_dim(int64_t dim, int64_t rank) {

@@ -80,11 +80,7 @@ void regrow(const at::Tensor& t, const at::Tensor& whole) {
 
 }  // namespace
 
-int64_t room_of(const at::Tensor& t) {
-  if (!has_room(t)) return 0;
-  const int64_t room = storage_elems(t);
-  return room > t.numel() ? room : 0;  // a full storage: nothing to read whole
-}
+int64_t room_of(const at::Tensor& t) { return has_room(t) ? storage_elems(t) : 0; }
 
 at::Tensor whole_of(const at::Tensor& t) { return at::as_strided(t, {storage_elems(t)}, {1}, 0); }
 

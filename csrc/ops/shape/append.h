@@ -56,8 +56,9 @@ bool fill_with_room(const at::Tensor& self, const c10::Scalar& value);
 // The elementwise ops generate() applies to these tensors (comparisons,
 // arithmetic, masked_fill, a cumsum along a row) act on whole storages: the
 // room's elements are computed too and never read. room_of is the storage's
-// element count where has_room(t) and it exceeds t's, else 0; whole_of is that storage as a
-// flat tensor.
+// element count where has_room(t), else 0; whole_of is that storage as a
+// flat tensor. A tensor that fills its storage (a prompt of 128 tokens)
+// counts too, so that it shares its programs with shorter ones.
 int64_t room_of(const at::Tensor& t);
 at::Tensor whole_of(const at::Tensor& t);
 // The whole storage to write a result of `room` elements into: out's own
