@@ -67,9 +67,10 @@ bool has_room(const at::Tensor& t) {
 namespace {
 
 // A tensor whose storage may be swapped for a larger one unseen: contiguous,
-// at the start of its exact storage, its storage's only holder.
+// at the start of its exact storage, its storage's only holder. Not 0-d:
+// a number on the device is never a sequence that grows.
 bool fresh(const at::Tensor& t) {
-  return strict_integral(t) && t.numel() > 0 && t.numel() <= kMaxElems && !t.is_conj() && !t.is_neg() &&
+  return strict_integral(t) && t.dim() > 0 && t.numel() > 0 && t.numel() <= kMaxElems && !t.is_conj() && !t.is_neg() &&
          t.is_contiguous() && t.storage_offset() == 0 && storage_elems(t) == t.numel() && t.storage().unique();
 }
 

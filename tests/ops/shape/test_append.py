@@ -170,7 +170,8 @@ def test_uploads_and_fills_of_small_integer_tensors_get_room():
     ones = torch.ones(2, 5, dtype=torch.long, device=TPU)
     assert ones.untyped_storage().nbytes() == 16 * 8
     torch.testing.assert_close(ones.cpu(), torch.ones(2, 5, dtype=torch.long))
-    # Floats, large tensors and exact sizes keep exact storage.
+    # Floats, numbers (0-d), large tensors and exact sizes keep exact storage.
+    assert torch.tensor(7).to(TPU).untyped_storage().nbytes() == 8
     assert torch.randn(1, 12).to(TPU).untyped_storage().nbytes() == 12 * 4
     assert torch.zeros(1, 70000, dtype=torch.long).to(TPU).untyped_storage().nbytes() == 70000 * 8
     assert torch.arange(16).to(TPU).untyped_storage().nbytes() == 16 * 8
