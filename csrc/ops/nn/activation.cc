@@ -32,17 +32,28 @@ void fwd(const char* name, std::vector<Operand> ins, const at::Tensor& out, cons
   pointwise(name, ins, out, opmath(ins[0].t.scalar_type()), fn);
 }
 // Backward: operands {grad, self, scalars...}; result dtype of (grad, self).
+OutMeta bwd_meta(const at::Tensor& g, const at::Tensor& s) {
+  return {broadcast_shape({g, s}), at::result_type(g, s), g.device()};
+}
+void bwd(const char* name, std::vector<Operand> ins, const at::Tensor& out, const OutMeta& m, const PointwiseFn& fn) {
+  pointwise(name, ins, out, opmath(m.dtype), fn);
+}
+// A backward kernel with a functional form only.
 at::Tensor bwd_new(const char* name, std::vector<Operand> ins, const PointwiseFn& fn) {
-  ScalarType t = at::result_type(ins[0].t, ins[1].t);
-  at::Tensor out = empty_tpu(broadcast_shape({ins[0].t, ins[1].t}), t, ins[0].t.device());
-  pointwise(name, ins, out, opmath(t), fn);
+  OutMeta m = bwd_meta(ins[0].t, ins[1].t);
+  at::Tensor out = empty_tpu(m.sizes, m.dtype, m.device);
+  bwd(name, std::move(ins), out, m, fn);
   return out;
 }
-at::Tensor& bwd_out(const char* name, std::vector<Operand> ins, at::Tensor& out, const PointwiseFn& fn) {
-  ScalarType t = at::result_type(ins[0].t, ins[1].t);
-  prepare_out(out, broadcast_shape({ins[0].t, ins[1].t}), t, name);
-  pointwise(name, ins, out, opmath(t), fn);
-  return out;
+// Backward kernels of the activations whose grad depends on self alone:
+// the result has self's dtype (ATen's structured backward kernels).
+OutMeta self_bwd_meta(const at::Tensor& g, const at::Tensor& s) {
+  return {broadcast_shape({g, s}), s.scalar_type(), s.device()};
+}
+// Registers an op's functional and .grad_input (out=) forms.
+template <class Op>
+void register_backward(torch::Library& m, const char* name) {
+  register_variants<Op>(m, {name, "", std::string(name) + ".grad_input"});
 }
 
 // --- gelu --------------------------------------------------------------------
@@ -110,21 +121,18 @@ void gelu_backward_into(const at::Tensor& grad, const at::Tensor& self, int64_t 
       "gelu_backward", {grad, self}, out, opmath(self.scalar_type()),
       [mode](Builder& b, const Values& x) { return gelu_bwd(b, x[0], x[1], mode); }, mode);
 }
-at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self, std::string_view approximate) {
-  int64_t mode = gelu_mode(approximate);
-  check_float(self, "GeluBackwardKernelImpl");
-  at::Tensor out = empty_tpu(broadcast_shape({grad, self}), self.scalar_type(), self.device());
-  gelu_backward_into(grad, self, mode, out);
-  return out;
-}
-at::Tensor& gelu_backward_out(const at::Tensor& grad, const at::Tensor& self, std::string_view approximate,
-                              at::Tensor& out) {
-  int64_t mode = gelu_mode(approximate);
-  check_float(self, "GeluBackwardKernelImpl");
-  prepare_out(out, broadcast_shape({grad, self}), self.scalar_type(), "gelu_backward");
-  gelu_backward_into(grad, self, mode, out);
-  return out;
-}
+struct GeluBackward {
+  static constexpr const char* kName = "gelu_backward";
+  static OutMeta meta(const at::Tensor& grad, const at::Tensor& self, std::string_view approximate) {
+    gelu_mode(approximate);
+    check_float(self, "GeluBackwardKernelImpl");
+    return self_bwd_meta(grad, self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& grad, const at::Tensor& self,
+                   std::string_view approximate) {
+    gelu_backward_into(grad, self, gelu_mode(approximate), out);
+  }
+};
 
 // --- silu --------------------------------------------------------------------
 
@@ -146,18 +154,16 @@ struct Silu {
     pointwise("silu", {self}, out, opmath(self.scalar_type()), silu_fn);
   }
 };
-at::Tensor silu_backward(const at::Tensor& grad, const at::Tensor& self) {
-  check_float(self, "silu_backward");
-  at::Tensor out = empty_tpu(broadcast_shape({grad, self}), self.scalar_type(), self.device());
-  pointwise("silu_backward", {grad, self}, out, opmath(self.scalar_type()), silu_bwd_fn);
-  return out;
-}
-at::Tensor& silu_backward_out(const at::Tensor& grad, const at::Tensor& self, at::Tensor& out) {
-  check_float(self, "silu_backward");
-  prepare_out(out, broadcast_shape({grad, self}), self.scalar_type(), "silu_backward");
-  pointwise("silu_backward", {grad, self}, out, opmath(self.scalar_type()), silu_bwd_fn);
-  return out;
-}
+struct SiluBackward {
+  static constexpr const char* kName = "silu_backward";
+  static OutMeta meta(const at::Tensor& grad, const at::Tensor& self) {
+    check_float(self, kName);
+    return self_bwd_meta(grad, self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& grad, const at::Tensor& self) {
+    pointwise(kName, {grad, self}, out, opmath(self.scalar_type()), silu_bwd_fn);
+  }
+};
 
 // --- elu -------------------------------------------------------------------------
 // x = {self, alpha, scale, input_scale}
@@ -190,18 +196,18 @@ void check_elu_bwd(const c10::Scalar& a, bool is_result) {
               "This is caused by calling in-place forward function with a negative slope, please call "
               "out-of-place version instead.");
 }
-at::Tensor elu_backward(const at::Tensor& g, const c10::Scalar& a, const c10::Scalar& sc, const c10::Scalar& is,
-                        bool is_result, const at::Tensor& s) {
-  check_elu_bwd(a, is_result);
-  return bwd_new(is_result ? "elu_backward_r" : "elu_backward", {g, s, a, sc, is},
-                 is_result ? elu_bwd_fn<true> : elu_bwd_fn<false>);
-}
-at::Tensor& elu_backward_out(const at::Tensor& g, const c10::Scalar& a, const c10::Scalar& sc, const c10::Scalar& is,
-                             bool is_result, const at::Tensor& s, at::Tensor& out) {
-  check_elu_bwd(a, is_result);
-  return bwd_out(is_result ? "elu_backward_r" : "elu_backward", {g, s, a, sc, is}, out,
-                 is_result ? elu_bwd_fn<true> : elu_bwd_fn<false>);
-}
+struct EluBackward {
+  static constexpr const char* kName = "elu_backward";
+  static OutMeta meta(const at::Tensor& g, S a, S, S, bool is_result, const at::Tensor& s) {
+    check_elu_bwd(a, is_result);
+    return bwd_meta(g, s);
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& g, S a, S sc, S is, bool is_result,
+                   const at::Tensor& s) {
+    bwd(is_result ? "elu_backward_r" : kName, {g, s, a, sc, is}, out, m,
+        is_result ? elu_bwd_fn<true> : elu_bwd_fn<false>);
+  }
+};
 
 // --- hardtanh ------------------------------------------------------------------------
 // Clamp that keeps NaN (as CPU's clamp does).
@@ -228,13 +234,13 @@ Value hardtanh_bwd_fn(Builder& b, const Values& x) {
   Value outside = b.or_(b.compare(v, x[2], Direction::kLe), b.compare(v, x[3], Direction::kGe));
   return b.select(outside, full_like(b, 0, x[0]), x[0]);
 }
-at::Tensor hardtanh_backward(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& lo, const c10::Scalar& hi) {
-  return bwd_new("hardtanh_backward", {g, s, lo, hi}, hardtanh_bwd_fn);
-}
-at::Tensor& hardtanh_backward_out(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& lo,
-                                  const c10::Scalar& hi, at::Tensor& out) {
-  return bwd_out("hardtanh_backward", {g, s, lo, hi}, out, hardtanh_bwd_fn);
-}
+struct HardtanhBackward {
+  static constexpr const char* kName = "hardtanh_backward";
+  static OutMeta meta(const at::Tensor& g, const at::Tensor& s, S, S) { return bwd_meta(g, s); }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& g, const at::Tensor& s, S lo, S hi) {
+    bwd(kName, {g, s, lo, hi}, out, m, hardtanh_bwd_fn);
+  }
+};
 
 // --- leaky_relu --------------------------------------------------------------------------
 Value leaky_fn(Builder& b, const Values& x) {
@@ -260,15 +266,16 @@ void check_leaky_bwd(const c10::Scalar& slope, bool self_is_result) {
               "out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do "
               "require supporting in-place leakRelu backward calculation with negative slope");
 }
-at::Tensor leaky_relu_backward(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& slope, bool r) {
-  check_leaky_bwd(slope, r);
-  return bwd_new("leaky_relu_backward", {g, s, slope}, leaky_bwd_fn);
-}
-at::Tensor& leaky_relu_backward_out(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& slope, bool r,
-                                    at::Tensor& out) {
-  check_leaky_bwd(slope, r);
-  return bwd_out("leaky_relu_backward", {g, s, slope}, out, leaky_bwd_fn);
-}
+struct LeakyReluBackward {
+  static constexpr const char* kName = "leaky_relu_backward";
+  static OutMeta meta(const at::Tensor& g, const at::Tensor& s, S slope, bool self_is_result) {
+    check_leaky_bwd(slope, self_is_result);
+    return bwd_meta(g, s);
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& g, const at::Tensor& s, S slope, bool) {
+    bwd(kName, {g, s, slope}, out, m, leaky_bwd_fn);
+  }
+};
 
 // --- softplus ------------------------------------------------------------------------------
 // x = {self, beta, threshold}
@@ -293,13 +300,13 @@ Value softplus_bwd_fn(Builder& b, const Values& x) {
   Value soft = b.div(b.mul(x[0], z), b.add(z, full_like(b, 1.0, z)));
   return b.select(gt(b, bx, x[3]), x[0], soft);
 }
-at::Tensor softplus_backward(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& beta, const c10::Scalar& th) {
-  return bwd_new("softplus_backward", {g, s, beta, th}, softplus_bwd_fn);
-}
-at::Tensor& softplus_backward_out(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& beta,
-                                  const c10::Scalar& th, at::Tensor& out) {
-  return bwd_out("softplus_backward", {g, s, beta, th}, out, softplus_bwd_fn);
-}
+struct SoftplusBackward {
+  static constexpr const char* kName = "softplus_backward";
+  static OutMeta meta(const at::Tensor& g, const at::Tensor& s, S, S) { return bwd_meta(g, s); }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& g, const at::Tensor& s, S beta, S th) {
+    bwd(kName, {g, s, beta, th}, out, m, softplus_bwd_fn);
+  }
+};
 
 // --- hardsigmoid / hardswish / mish ------------------------------------------------------------
 Value relu6_of(Builder& b, Value v) {  // min(max(v, 0), 6)
@@ -347,12 +354,13 @@ constexpr ActDef d_hardsigmoid{"hardsigmoid", "hardsigmoid_cpu", hardsigmoid_fn}
 constexpr ActDef d_hardswish{"hardswish", "hardswish_cpu", hardswish_fn};
 constexpr ActDef d_mish{"mish", "mish_cpu", mish_fn};
 
-at::Tensor hardsigmoid_backward(const at::Tensor& g, const at::Tensor& s) {
-  return bwd_new("hardsigmoid_backward", {g, s}, hardsigmoid_bwd_fn);
-}
-at::Tensor& hardsigmoid_backward_out(const at::Tensor& g, const at::Tensor& s, at::Tensor& out) {
-  return bwd_out("hardsigmoid_backward", {g, s}, out, hardsigmoid_bwd_fn);
-}
+struct HardsigmoidBackward {
+  static constexpr const char* kName = "hardsigmoid_backward";
+  static OutMeta meta(const at::Tensor& g, const at::Tensor& s) { return bwd_meta(g, s); }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& g, const at::Tensor& s) {
+    bwd(kName, {g, s}, out, m, hardsigmoid_bwd_fn);
+  }
+};
 at::Tensor hardswish_backward(const at::Tensor& g, const at::Tensor& s) {
   return bwd_new("hardswish_backward", {g, s}, hardswish_bwd_fn);
 }
@@ -388,20 +396,23 @@ std::vector<int64_t> glu_shape(const at::Tensor& s, int64_t d) {
   sh[d] /= 2;
   return sh;
 }
-at::Tensor glu(const at::Tensor& s, int64_t dim) {
-  check_float(s, "glu_cpu");
-  int64_t d = glu_dim(s, dim);
-  at::Tensor out = empty_tpu(glu_shape(s, d), s.scalar_type(), s.device());
-  glu_into(s, d, out);
-  return out;
-}
-at::Tensor& glu_out(const at::Tensor& s, int64_t dim, at::Tensor& out) {
-  check_float(s, "glu_cpu");
-  int64_t d = glu_dim(s, dim);
-  prepare_out(out, glu_shape(s, d), s.scalar_type(), "glu");
-  glu_into(s, d, out);
-  return out;
-}
+// The result of glu and its backward, with the wrapped halving dim.
+struct GluMeta : OutMeta {
+  int64_t d = 0;
+};
+struct Glu {
+  static constexpr const char* kName = "glu";
+  static GluMeta meta(const at::Tensor& s, int64_t dim) {
+    check_float(s, "glu_cpu");
+    GluMeta m;
+    m.d = glu_dim(s, dim);
+    m.sizes = glu_shape(s, m.d);
+    m.dtype = s.scalar_type();
+    m.device = s.device();
+    return m;
+  }
+  static void impl(const at::Tensor& out, const GluMeta& m, const at::Tensor& s, int64_t) { glu_into(s, m.d, out); }
+};
 void glu_backward_into(const at::Tensor& g, const at::Tensor& s, int64_t d, const at::Tensor& out) {
   TORCH_CHECK(g.sizes().equals(glu_shape(s, d)), "glu_backward: grad_output has the wrong shape");
   ScalarType ct = opmath(s.scalar_type());
@@ -420,18 +431,20 @@ void glu_backward_into(const at::Tensor& g, const at::Tensor& s, int64_t d, cons
     return Values{b.concatenate({ga, gb}, d)};
   });
 }
-at::Tensor glu_backward(const at::Tensor& g, const at::Tensor& s, int64_t dim) {
-  int64_t d = glu_dim(s, dim);
-  at::Tensor out = empty_like_tpu(s);
-  glu_backward_into(g, s, d, out);
-  return out;
-}
-at::Tensor& glu_backward_out(const at::Tensor& g, const at::Tensor& s, int64_t dim, at::Tensor& out) {
-  int64_t d = glu_dim(s, dim);
-  prepare_out(out, s.sizes(), s.scalar_type(), "glu_backward");
-  glu_backward_into(g, s, d, out);
-  return out;
-}
+struct GluBackward {
+  static constexpr const char* kName = "glu_backward";
+  static GluMeta meta(const at::Tensor&, const at::Tensor& s, int64_t dim) {
+    GluMeta m;
+    m.d = glu_dim(s, dim);
+    m.sizes = s.sizes().vec();
+    m.dtype = s.scalar_type();
+    m.device = s.device();
+    return m;
+  }
+  static void impl(const at::Tensor& out, const GluMeta& m, const at::Tensor& g, const at::Tensor& s, int64_t) {
+    glu_backward_into(g, s, m.d, out);
+  }
+};
 
 // --- threshold ---------------------------------------------------------------------
 // x = {self, threshold, value}: x <= threshold ? value : x (NaN stays NaN).
@@ -478,16 +491,13 @@ struct Softshrink {
     fwd(kName, {s, l}, out, softshrink_fn);
   }
 };
-at::Tensor& softshrink_backward_out(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& l, at::Tensor& out) {
-  ScalarType t = at::result_type(g, s);
-  prepare_out(out, broadcast_shape({g, s}), t, "shrink_backward");
-  pointwise("shrink_backward", {g, s, l}, out, t, shrink_bwd_fn);
-  return out;
-}
-at::Tensor softshrink_backward(const at::Tensor& g, const at::Tensor& s, const c10::Scalar& l) {
-  at::Tensor out = empty_tpu(broadcast_shape({g, s}), at::result_type(g, s), g.device());
-  return softshrink_backward_out(g, s, l, out);
-}
+struct ShrinkBackward {
+  static constexpr const char* kName = "shrink_backward";
+  static OutMeta meta(const at::Tensor& g, const at::Tensor& s, S) { return bwd_meta(g, s); }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& g, const at::Tensor& s, S l) {
+    pointwise(kName, {g, s, l}, out, m.dtype, shrink_bwd_fn);
+  }
+};
 // CPU compares hardshrink (and both backward kernels) in the tensor's own
 // dtype, with lambd rounded to it; no arithmetic happens, so no opmath.
 struct Hardshrink {
@@ -608,51 +618,49 @@ at::Tensor rrelu_with_noise_backward(const at::Tensor& grad, const at::Tensor& s
 // --- logit ------------------------------------------------------------------------------
 
 // logit, which the target gradient of binary_cross_entropy uses.
-at::Tensor& logit_out(const at::Tensor& self, std::optional<double> eps, at::Tensor& out) {
-  auto dt = float_result(self.scalar_type());
-  prepare_out(out, self.sizes(), dt, "logit");
-  bool has_eps = eps.has_value() && *eps >= 0;
-  double e = has_eps ? *eps : 0.0;
-  pointwise(
-      "logit", {self, c10::Scalar(e)}, out, opmath(dt),
-      [has_eps](Builder& b, const Values& x) {
-        Value v = x[0];
-        if (has_eps) v = b.clamp(x[1], v, b.sub(one(b, b.elem(v), b.dims(v)), x[1]));
-        return b.log(b.div(v, b.sub(one(b, b.elem(v), b.dims(v)), v)));
-      },
-      has_eps);
-  return out;
-}
-at::Tensor logit(const at::Tensor& self, std::optional<double> eps) {
-  at::Tensor out = empty_tpu(self.sizes(), float_result(self.scalar_type()), self.device());
-  return logit_out(self, eps, out);
-}
+struct Logit {
+  static constexpr const char* kName = "logit";
+  static OutMeta meta(const at::Tensor& self, std::optional<double>) {
+    return {self.sizes().vec(), float_result(self.scalar_type()), self.device()};
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, std::optional<double> eps) {
+    bool has_eps = eps.has_value() && *eps >= 0;
+    double e = has_eps ? *eps : 0.0;
+    pointwise(
+        kName, {self, c10::Scalar(e)}, out, opmath(m.dtype),
+        [has_eps](Builder& b, const Values& x) {
+          Value v = x[0];
+          if (has_eps) v = b.clamp(x[1], v, b.sub(one(b, b.elem(v), b.dims(v)), x[1]));
+          return b.log(b.div(v, b.sub(one(b, b.elem(v), b.dims(v)), v)));
+        },
+        has_eps);
+  }
+};
 
 // --- logit_backward ---------------------------------------------------------------------
 // grad / (x (1 - x)); outside [eps, 1 - eps] the gradient is 0, and without
 // eps it is NaN outside [0, 1].
-at::Tensor& logit_backward_out(const at::Tensor& grad, const at::Tensor& self, std::optional<double> eps,
-                               at::Tensor& out) {
-  bool has_eps = eps.has_value() && *eps >= 0;
-  double lo = has_eps ? *eps : 0.0;
-  ScalarType t = at::result_type(grad, self);
-  prepare_out(out, broadcast_shape({grad, self}), t, "logit_backward");
-  pointwise(
-      "logit_backward", {grad, self, c10::Scalar(lo), c10::Scalar(1.0 - lo)}, out, opmath(t),
-      [has_eps](Builder& b, const Values& x) {
-        Value g = x[0], v = x[1];
-        Value r = b.div(g, b.mul(v, b.sub(full_like(b, 1.0, v), v)));
-        Value outside = b.or_(b.compare(v, x[2], Direction::kLt), b.compare(v, x[3], Direction::kGt));
-        Value fill = has_eps ? full_like(b, 0, v) : full_like(b, std::numeric_limits<double>::quiet_NaN(), v);
-        return b.select(outside, fill, r);
-      },
-      has_eps);
-  return out;
-}
-at::Tensor logit_backward(const at::Tensor& grad, const at::Tensor& self, std::optional<double> eps) {
-  at::Tensor out = empty_tpu(broadcast_shape({grad, self}), at::result_type(grad, self), self.device());
-  return logit_backward_out(grad, self, eps, out);
-}
+struct LogitBackward {
+  static constexpr const char* kName = "logit_backward";
+  static OutMeta meta(const at::Tensor& grad, const at::Tensor& self, std::optional<double>) {
+    return bwd_meta(grad, self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& grad, const at::Tensor& self,
+                   std::optional<double> eps) {
+    bool has_eps = eps.has_value() && *eps >= 0;
+    double lo = has_eps ? *eps : 0.0;
+    pointwise(
+        kName, {grad, self, c10::Scalar(lo), c10::Scalar(1.0 - lo)}, out, opmath(m.dtype),
+        [has_eps](Builder& b, const Values& x) {
+          Value g = x[0], v = x[1];
+          Value r = b.div(g, b.mul(v, b.sub(full_like(b, 1.0, v), v)));
+          Value outside = b.or_(b.compare(v, x[2], Direction::kLt), b.compare(v, x[3], Direction::kGt));
+          Value fill = has_eps ? full_like(b, 0, v) : full_like(b, std::numeric_limits<double>::quiet_NaN(), v);
+          return b.select(outside, fill, r);
+        },
+        has_eps);
+  }
+};
 
 // --- log_sigmoid -------------------------------------------------------------------
 
@@ -679,73 +687,56 @@ std::tuple<at::Tensor, at::Tensor> log_sigmoid_forward(const at::Tensor& self) {
   return {out, buf};
 }
 
-at::Tensor& log_sigmoid_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& buffer,
-                                     at::Tensor& grad_input) {
-  check_float(self, "log_sigmoid_backward_cpu");
-  prepare_out(grad_input, broadcast_shape({grad, self}), self.scalar_type(), "log_sigmoid_backward");
-  auto ct = opmath(self.scalar_type());
-  // d/dx log(sigmoid(x)) = sigmoid(-x) = 1 / (1 + exp(x)).
-  pointwise("log_sigmoid_backward", {grad, self}, grad_input, ct, [](Builder& b, const Values& x) {
-    Value s = b.logistic(b.neg(x[1]));
-    return b.mul(x[0], s);
-  });
-  return grad_input;
-}
-at::Tensor log_sigmoid_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& buffer) {
-  at::Tensor gi = empty_tpu(broadcast_shape({grad, self}), self.scalar_type(), self.device());
-  return log_sigmoid_backward_out(grad, self, buffer, gi);
-}
+struct LogSigmoidBackward {
+  static constexpr const char* kName = "log_sigmoid_backward";
+  static OutMeta meta(const at::Tensor& grad, const at::Tensor& self, const at::Tensor&) {
+    check_float(self, "log_sigmoid_backward_cpu");
+    return self_bwd_meta(grad, self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& grad, const at::Tensor& self,
+                   const at::Tensor&) {
+    // d/dx log(sigmoid(x)) = sigmoid(-x) = 1 / (1 + exp(x)).
+    pointwise(kName, {grad, self}, out, opmath(self.scalar_type()),
+              [](Builder& b, const Values& x) { return b.mul(x[0], b.logistic(b.neg(x[1]))); });
+  }
+};
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<Gelu>(m, "gelu");
-  m.impl("gelu_backward", gelu_backward);
-  m.impl("gelu_backward.grad_input", gelu_backward_out);
+  register_backward<GeluBackward>(m, "gelu_backward");
   register_variants<Silu>(m, "silu");
-  m.impl("silu_backward", silu_backward);
-  m.impl("silu_backward.grad_input", silu_backward_out);
+  register_backward<SiluBackward>(m, "silu_backward");
   register_variants<Elu>(m, "elu");
-  m.impl("elu_backward", elu_backward);
-  m.impl("elu_backward.grad_input", elu_backward_out);
+  register_backward<EluBackward>(m, "elu_backward");
   register_variants<Hardtanh>(m, "hardtanh");
-  m.impl("hardtanh_backward", hardtanh_backward);
-  m.impl("hardtanh_backward.grad_input", hardtanh_backward_out);
+  register_backward<HardtanhBackward>(m, "hardtanh_backward");
   register_variants<LeakyRelu>(m, "leaky_relu");
-  m.impl("leaky_relu_backward", leaky_relu_backward);
-  m.impl("leaky_relu_backward.grad_input", leaky_relu_backward_out);
+  register_backward<LeakyReluBackward>(m, "leaky_relu_backward");
   register_variants<Softplus>(m, {"softplus", "", "softplus.out"});
-  m.impl("softplus_backward", softplus_backward);
-  m.impl("softplus_backward.grad_input", softplus_backward_out);
+  register_backward<SoftplusBackward>(m, "softplus_backward");
   register_variants<SimpleActivation<d_hardsigmoid>>(m, "hardsigmoid");
-  m.impl("hardsigmoid_backward", hardsigmoid_backward);
-  m.impl("hardsigmoid_backward.grad_input", hardsigmoid_backward_out);
+  register_backward<HardsigmoidBackward>(m, "hardsigmoid_backward");
   register_variants<SimpleActivation<d_hardswish>>(m, "hardswish");
   m.impl("hardswish_backward", hardswish_backward);
   register_variants<SimpleActivation<d_mish>>(m, "mish");
-  m.impl("glu", glu);
-  m.impl("glu.out", glu_out);
-  m.impl("glu_backward", glu_backward);
-  m.impl("glu_backward.grad_input", glu_backward_out);
+  register_variants<Glu>(m, {"glu", "", "glu.out"});
+  register_backward<GluBackward>(m, "glu_backward");
   register_variants<Threshold>(m, "threshold");
   register_variants<Softshrink>(m, {"softshrink", "", "softshrink.out"});
-  m.impl("softshrink_backward", softshrink_backward);
-  m.impl("softshrink_backward.grad_input", softshrink_backward_out);
+  register_backward<ShrinkBackward>(m, "softshrink_backward");
   register_variants<Hardshrink>(m, {"hardshrink", "", "hardshrink.out"});
-  m.impl("hardshrink_backward", softshrink_backward);
-  m.impl("hardshrink_backward.grad_input", softshrink_backward_out);
+  register_backward<ShrinkBackward>(m, "hardshrink_backward");
   m.impl("_prelu_kernel", prelu_kernel);
   m.impl("_prelu_kernel_backward", prelu_kernel_backward);
   m.impl("rrelu_with_noise", rrelu_with_noise);
   m.impl("rrelu_with_noise.out", rrelu_with_noise_out);
   m.impl("rrelu_with_noise_", rrelu_with_noise_);
   m.impl("rrelu_with_noise_backward", rrelu_with_noise_backward);
-  m.impl("logit_backward", logit_backward);
-  m.impl("logit_backward.grad_input", logit_backward_out);
-  m.impl("logit", logit);
-  m.impl("logit.out", logit_out);
+  register_backward<LogitBackward>(m, "logit_backward");
+  register_variants<Logit>(m, {"logit", "", "logit.out"});
   m.impl("log_sigmoid_forward", log_sigmoid_forward);
   m.impl("log_sigmoid_forward.output", log_sigmoid_forward_out);
-  m.impl("log_sigmoid_backward", log_sigmoid_backward);
-  m.impl("log_sigmoid_backward.grad_input", log_sigmoid_backward_out);
+  register_backward<LogSigmoidBackward>(m, "log_sigmoid_backward");
 }
 
 }  // namespace

@@ -140,6 +140,48 @@ def test_backward_kernels_direct():
     check(lambda g, x: torch.ops.aten.hardtanh_backward(g, x, -1.0, 1.0), torch.ones(5), edge)
 
 
+A = torch.ops.aten
+# Each backward kernel in its out= (.grad_input) form: fn(grad, x, out).
+OUT_FORMS = {
+    "gelu": lambda g, x, o: A.gelu_backward(g, x, approximate="tanh", grad_input=o),
+    "silu": lambda g, x, o: A.silu_backward(g, x, grad_input=o),
+    "elu": lambda g, x, o: A.elu_backward(g, 1.0, 1.0, 1.0, False, x, grad_input=o),
+    "hardtanh": lambda g, x, o: A.hardtanh_backward(g, x, -1.0, 1.0, grad_input=o),
+    "leaky_relu": lambda g, x, o: A.leaky_relu_backward(g, x, 0.1, False, grad_input=o),
+    "softplus": lambda g, x, o: A.softplus_backward(g, x, 1.0, 20.0, grad_input=o),
+    "hardsigmoid": lambda g, x, o: A.hardsigmoid_backward(g, x, grad_input=o),
+    "glu": lambda g, x, o: A.glu_backward(g[:, :2], x, 1, grad_input=o),
+    "softshrink": lambda g, x, o: A.softshrink_backward(g, x, 0.5, grad_input=o),
+    "hardshrink": lambda g, x, o: A.hardshrink_backward(g, x, 0.5, grad_input=o),
+    "logit": lambda g, x, o: A.logit_backward(g, x, 0.1, grad_input=o),
+    "log_sigmoid": lambda g, x, o: A.log_sigmoid_backward(g, x, A.log_sigmoid_forward(x)[1], grad_input=o),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OUT_FORMS))
+def test_backward_kernels_out_forms(name):
+    # Into an empty out (resized), and into a transposed one, which is
+    # written through; values and layout as on CPU.
+    fn = OUT_FORMS[name]
+    g, x = rnd(3, 4), rnd(3, 4, lo=0.05, hi=0.95)
+    for make in (lambda d: torch.empty(0, device=d), lambda d: torch.empty(4, 3, device=d).t()):
+        want = fn(g, x, make("cpu"))
+        got = fn(g.to(TPU), x.to(TPU), make(TPU))
+        assert got.stride() == want.stride()
+        torch.testing.assert_close(got.cpu(), want)
+
+
+def test_glu_and_logit_out_forms_and_errors():
+    x = rnd(4, 6)
+    for fn in (lambda x, out: A.glu(x, -1, out=out), lambda x, out: torch.logit(x.sigmoid(), 1e-3, out=out)):
+        want = fn(x, torch.empty(0))
+        got = fn(x.to(TPU), torch.empty(0, device=TPU))
+        torch.testing.assert_close(got.cpu(), want)
+    # An integer out cannot take a float result; glu halves an even dim only.
+    both_raise(RuntimeError, lambda x, o: A.glu(x, -1, out=o), x, torch.empty(0, dtype=torch.long))
+    both_raise(RuntimeError, lambda x: A.glu(x, 0), rnd(3, 4))
+
+
 # --- threshold / shrink / prelu / rrelu / logit ----------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", FLOATS + [torch.int64])
