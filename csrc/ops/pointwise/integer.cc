@@ -4,7 +4,10 @@
 #include <ATen/ops/result_type.h>
 #include <torch/library.h>
 
+#include <type_traits>
+
 #include "ops/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -45,47 +48,27 @@ void shift_run(const Operand& a, const Operand& c, ScalarType t, const at::Tenso
       sgn ? 1 : 0);
 }
 
+// A shift by a tensor or by a Python number: its functional, in-place and
+// (tensor form) out= kernels.
+template <bool kLeft, class Other>
+struct Shift {
+  static constexpr const char* kName = kLeft ? "bitwise_left_shift" : "bitwise_right_shift";
+  static OutMeta meta(const at::Tensor& s, Other o) {
+    ScalarType t = at::result_type(s, o);
+    check_shift(t, kLeft);
+    if constexpr (std::is_same_v<Other, const at::Tensor&>)
+      return {broadcast_shape({s, o}), t, dev(s, o)};
+    else
+      return {s.sizes().vec(), t, s.device()};
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& s, Other o) {
+    shift_run<kLeft>(s, o, m.dtype, out);
+  }
+};
 template <bool kLeft>
-at::Tensor shift_impl(const at::Tensor& s, const Operand& o) {
-  ScalarType t = o.t.defined() ? at::result_type(s, o.t) : at::result_type(s, *o.s);
-  check_shift(t, kLeft);
-  at::Tensor out = empty_tpu(o.t.defined() ? broadcast_shape({s, o.t}) : s.sizes().vec(), t, dev(s, o));
-  shift_run<kLeft>(s, o, t, out);
-  return out;
-}
+using ShiftT = Shift<kLeft, const at::Tensor&>;
 template <bool kLeft>
-at::Tensor& shift_impl_(at::Tensor& s, const Operand& o) {
-  ScalarType t = o.t.defined() ? at::result_type(s, o.t) : at::result_type(s, *o.s);
-  check_shift(t, kLeft);
-  check_inplace(s, o.t.defined() ? broadcast_shape({s, o.t}) : s.sizes().vec(), t);
-  shift_run<kLeft>(s, o, t, s);
-  return s;
-}
-
-template <bool kLeft>
-at::Tensor shift_t(const at::Tensor& s, const at::Tensor& o) {
-  return shift_impl<kLeft>(s, o);
-}
-template <bool kLeft>
-at::Tensor shift_s(const at::Tensor& s, const c10::Scalar& o) {
-  return shift_impl<kLeft>(s, o);
-}
-template <bool kLeft>
-at::Tensor& shift_t_(at::Tensor& s, const at::Tensor& o) {
-  return shift_impl_<kLeft>(s, o);
-}
-template <bool kLeft>
-at::Tensor& shift_s_(at::Tensor& s, const c10::Scalar& o) {
-  return shift_impl_<kLeft>(s, o);
-}
-template <bool kLeft>
-at::Tensor& shift_out(const at::Tensor& s, const at::Tensor& o, at::Tensor& out) {
-  ScalarType t = at::result_type(s, o);
-  check_shift(t, kLeft);
-  prepare_out(out, broadcast_shape({s, o}), t, kLeft ? "bitwise_left_shift" : "bitwise_right_shift");
-  shift_run<kLeft>(s, o, t, out);
-  return out;
-}
+using ShiftS = Shift<kLeft, const c10::Scalar&>;
 
 // --- gcd / lcm ---------------------------------------------------------------------
 
@@ -140,48 +123,27 @@ void gcd_run(const at::Tensor& s, const at::Tensor& o, ScalarType t, const at::T
             [](Builder& b, const Values& x) { return kLcm ? lcm_value(b, x[0], x[1]) : gcd_value(b, x[0], x[1]); });
 }
 template <bool kLcm>
-at::Tensor gcd_fn(const at::Tensor& s, const at::Tensor& o) {
-  ScalarType t = gcd_dtype<kLcm>(s, o);
-  at::Tensor out = empty_tpu(broadcast_shape({s, o}), t, dev(s, o));
-  gcd_run<kLcm>(s, o, t, out);
-  return out;
-}
-template <bool kLcm>
-at::Tensor& gcd_inplace(at::Tensor& s, const at::Tensor& o) {
-  ScalarType t = gcd_dtype<kLcm>(s, o);
-  check_inplace(s, broadcast_shape({s, o}), t);
-  gcd_run<kLcm>(s, o, t, s);
-  return s;
-}
-template <bool kLcm>
-at::Tensor& gcd_out(const at::Tensor& s, const at::Tensor& o, at::Tensor& out) {
-  ScalarType t = gcd_dtype<kLcm>(s, o);
-  prepare_out(out, broadcast_shape({s, o}), t, kLcm ? "lcm" : "gcd");
-  gcd_run<kLcm>(s, o, t, out);
-  return out;
-}
+struct Gcd {
+  static constexpr const char* kName = kLcm ? "lcm" : "gcd";
+  static OutMeta meta(const at::Tensor& s, const at::Tensor& o) {
+    return {broadcast_shape({s, o}), gcd_dtype<kLcm>(s, o), dev(s, o)};
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& s, const at::Tensor& o) {
+    gcd_run<kLcm>(s, o, m.dtype, out);
+  }
+};
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("bitwise_left_shift.Tensor", shift_t<true>);
-  m.impl("bitwise_left_shift_.Tensor", shift_t_<true>);
-  m.impl("bitwise_left_shift.Tensor_out", shift_out<true>);
-  m.impl("bitwise_right_shift.Tensor", shift_t<false>);
-  m.impl("bitwise_right_shift_.Tensor", shift_t_<false>);
-  m.impl("bitwise_right_shift.Tensor_out", shift_out<false>);
-  m.impl("__lshift__.Tensor", shift_t<true>);
-  m.impl("__lshift__.Scalar", shift_s<true>);
-  m.impl("__ilshift__.Tensor", shift_t_<true>);
-  m.impl("__ilshift__.Scalar", shift_s_<true>);
-  m.impl("__rshift__.Tensor", shift_t<false>);
-  m.impl("__rshift__.Scalar", shift_s<false>);
-  m.impl("__irshift__.Tensor", shift_t_<false>);
-  m.impl("__irshift__.Scalar", shift_s_<false>);
-  m.impl("gcd", gcd_fn<false>);
-  m.impl("gcd_", gcd_inplace<false>);
-  m.impl("gcd.out", gcd_out<false>);
-  m.impl("lcm", gcd_fn<true>);
-  m.impl("lcm_", gcd_inplace<true>);
-  m.impl("lcm.out", gcd_out<true>);
+  register_variants<ShiftT<true>>(
+      m, {"bitwise_left_shift.Tensor", "bitwise_left_shift_.Tensor", "bitwise_left_shift.Tensor_out"});
+  register_variants<ShiftT<false>>(
+      m, {"bitwise_right_shift.Tensor", "bitwise_right_shift_.Tensor", "bitwise_right_shift.Tensor_out"});
+  register_variants<ShiftT<true>>(m, {"__lshift__.Tensor", "__ilshift__.Tensor", ""});
+  register_variants<ShiftS<true>>(m, {"__lshift__.Scalar", "__ilshift__.Scalar", ""});
+  register_variants<ShiftT<false>>(m, {"__rshift__.Tensor", "__irshift__.Tensor", ""});
+  register_variants<ShiftS<false>>(m, {"__rshift__.Scalar", "__irshift__.Scalar", ""});
+  register_variants<Gcd<false>>(m, "gcd");
+  register_variants<Gcd<true>>(m, "lcm");
 }
 
 }  // namespace
