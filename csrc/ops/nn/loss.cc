@@ -18,6 +18,7 @@
 
 #include "ops/common.h"
 #include "ops/index/checks.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -203,40 +204,40 @@ void nll_backward_into(const at::Tensor& grad, const at::Tensor& self, const at:
   });
 }
 
+// nll_loss(2d)_backward: functional and .grad_input forms.
 template <bool k2d>
-at::Tensor& nll_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target,
-                             const std::optional<at::Tensor>& weight_opt, int64_t reduction, int64_t ignore_index,
-                             const at::Tensor& total_weight, at::Tensor& out) {
-  at::Tensor weight = weight_opt.value_or(at::Tensor());
-  k2d ? check_nll2d(self, target, weight) : check_nll(self, target, weight);
-  TORCH_CHECK(total_weight.numel() == 1,
-              "expected total_weight to be a single element tensor, got: ", total_weight.sizes(), " (",
-              total_weight.numel(), " elements)");
-  if (reduction == kNone) {
-    TORCH_CHECK(grad.sizes().equals(target.sizes()), "Expected a tensor of dimension ", target.dim(),
-                " and tensor.size[0] == ", target.dim() > 0 ? target.size(0) : 1, " but got: dimension ", grad.dim(),
-                " and tensor.size[0] == ", grad.dim() > 0 ? grad.size(0) : 1);
-  } else {
-    TORCH_CHECK(grad.numel() == 1, "Expected a single element grad_output tensor, but got: ", grad.sizes());
+struct NllBackward {
+  static constexpr const char* kName = "nll_loss_backward";
+  static OutMeta meta(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target,
+                      const std::optional<at::Tensor>& weight, int64_t reduction, int64_t,
+                      const at::Tensor& total_weight) {
+    k2d ? check_nll2d(self, target, weight.value_or(at::Tensor()))
+        : check_nll(self, target, weight.value_or(at::Tensor()));
+    TORCH_CHECK(total_weight.numel() == 1,
+                "expected total_weight to be a single element tensor, got: ", total_weight.sizes(), " (",
+                total_weight.numel(), " elements)");
+    if (reduction == kNone) {
+      TORCH_CHECK(grad.sizes().equals(target.sizes()), "Expected a tensor of dimension ", target.dim(),
+                  " and tensor.size[0] == ", target.dim() > 0 ? target.size(0) : 1, " but got: dimension ", grad.dim(),
+                  " and tensor.size[0] == ", grad.dim() > 0 ? grad.size(0) : 1);
+    } else {
+      TORCH_CHECK(grad.numel() == 1, "Expected a single element grad_output tensor, but got: ", grad.sizes());
+    }
+    return {self.sizes().vec(), self.scalar_type(), self.device()};
   }
-  prepare_out(out, self.sizes(), self.scalar_type(), "nll_loss_backward");
-  nll_backward_into(grad, self, target, weight, reduction, ignore_index, total_weight, out);
-  return out;
-}
-
-template <bool k2d>
-at::Tensor nll_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target,
-                        const std::optional<at::Tensor>& weight_opt, int64_t reduction, int64_t ignore_index,
-                        const at::Tensor& total_weight) {
-  at::Tensor out = empty_like_tpu(self);
-  nll_backward_out<k2d>(grad, self, target, weight_opt, reduction, ignore_index, total_weight, out);
-  return out;
-}
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& grad, const at::Tensor& self,
+                   const at::Tensor& target, const std::optional<at::Tensor>& weight, int64_t reduction,
+                   int64_t ignore_index, const at::Tensor& total_weight) {
+    nll_backward_into(grad, self, target, weight.value_or(at::Tensor()), reduction, ignore_index, total_weight, out);
+  }
+};
 
 // --- pointwise regression losses: mse, smooth_l1, huber ------------------------------
 
 enum LossKind : int64_t { kMse = 0, kSmoothL1 = 1, kHuber = 2 };
-const char* loss_name(int64_t k) { return k == kMse ? "mse_loss" : k == kSmoothL1 ? "smooth_l1_loss" : "huber_loss"; }
+constexpr const char* loss_name(int64_t k) {
+  return k == kMse ? "mse_loss" : k == kSmoothL1 ? "smooth_l1_loss" : "huber_loss";
+}
 
 // Per-element loss of d = x - t with parameter `p` (beta or delta).
 Value loss_fwd(Builder& b, int64_t kind, Value d, Value p) {
@@ -301,26 +302,34 @@ int64_t check_reduction(int64_t r) {
   return r;
 }
 
-template <int64_t K>
-at::Tensor& loss_out(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double param,
-                     at::Tensor& out) {
-  check_reduction(reduction);
-  auto dtype = check_loss(K, self, target, param);
-  std::vector<int64_t> shape = reduction == kNone ? broadcast_shape({self, target}) : std::vector<int64_t>{};
-  prepare_out(out, shape, dtype, loss_name(K));
-  loss_into(K, self, target, reduction, param, dtype, out);
-  return out;
+std::vector<int64_t> loss_shape(const at::Tensor& self, const at::Tensor& target, int64_t reduction) {
+  return reduction == kNone ? broadcast_shape({self, target}) : std::vector<int64_t>{};
 }
 
+// mse_loss, smooth_l1_loss and huber_loss: functional and out= forms.
 template <int64_t K>
-at::Tensor loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double param) {
-  check_reduction(reduction);
-  auto dtype = check_loss(K, self, target, param);
-  std::vector<int64_t> shape = reduction == kNone ? broadcast_shape({self, target}) : std::vector<int64_t>{};
-  at::Tensor out = empty_tpu(shape, dtype, self.device());
-  loss_into(K, self, target, reduction, param, dtype, out);
-  return out;
-}
+struct Loss {
+  static constexpr const char* kName = loss_name(K);
+  static OutMeta meta(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double param) {
+    check_reduction(reduction);
+    return {loss_shape(self, target, reduction), check_loss(K, self, target, param), self.device()};
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, const at::Tensor& target,
+                   int64_t reduction, double param) {
+    loss_into(K, self, target, reduction, param, m.dtype, out);
+  }
+};
+// mse has no parameter in its schema.
+struct MseLoss {
+  static constexpr const char* kName = "mse_loss";
+  static OutMeta meta(const at::Tensor& self, const at::Tensor& target, int64_t reduction) {
+    return Loss<kMse>::meta(self, target, reduction, 0);
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, const at::Tensor& target,
+                   int64_t reduction) {
+    Loss<kMse>::impl(out, m, self, target, reduction, 0);
+  }
+};
 
 void loss_backward_into(int64_t kind, const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target,
                         int64_t reduction, double param, const at::Tensor& out) {
@@ -350,36 +359,28 @@ std::vector<int64_t> loss_grad_shape(const at::Tensor& grad, const at::Tensor& s
 }
 
 template <int64_t K>
-at::Tensor& loss_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target,
-                              int64_t reduction, double param, at::Tensor& out) {
-  check_reduction(reduction);
-  auto dtype = check_loss(K, self, target, param);
-  prepare_out(out, loss_grad_shape(grad, self, target), dtype, loss_name(K));
-  loss_backward_into(K, grad, self, target, reduction, param, out);
-  return out;
-}
-
-template <int64_t K>
-at::Tensor loss_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target, int64_t reduction,
-                         double param) {
-  check_reduction(reduction);
-  auto dtype = check_loss(K, self, target, param);
-  at::Tensor out = empty_tpu(loss_grad_shape(grad, self, target), dtype, self.device());
-  loss_backward_into(K, grad, self, target, reduction, param, out);
-  return out;
-}
-
-// mse has no parameter in its schema.
-at::Tensor mse(const at::Tensor& s, const at::Tensor& t, int64_t r) { return loss<kMse>(s, t, r, 0); }
-at::Tensor& mse_out(const at::Tensor& s, const at::Tensor& t, int64_t r, at::Tensor& o) {
-  return loss_out<kMse>(s, t, r, 0, o);
-}
-at::Tensor mse_bwd(const at::Tensor& g, const at::Tensor& s, const at::Tensor& t, int64_t r) {
-  return loss_backward<kMse>(g, s, t, r, 0);
-}
-at::Tensor& mse_bwd_out(const at::Tensor& g, const at::Tensor& s, const at::Tensor& t, int64_t r, at::Tensor& o) {
-  return loss_backward_out<kMse>(g, s, t, r, 0, o);
-}
+struct LossBackward {
+  static constexpr const char* kName = loss_name(K);
+  static OutMeta meta(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target, int64_t reduction,
+                      double param) {
+    check_reduction(reduction);
+    return {loss_grad_shape(grad, self, target), check_loss(K, self, target, param), self.device()};
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& grad, const at::Tensor& self,
+                   const at::Tensor& target, int64_t reduction, double param) {
+    loss_backward_into(K, grad, self, target, reduction, param, out);
+  }
+};
+struct MseLossBackward {
+  static constexpr const char* kName = "mse_loss";
+  static OutMeta meta(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target, int64_t reduction) {
+    return LossBackward<kMse>::meta(grad, self, target, reduction, 0);
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& grad, const at::Tensor& self,
+                   const at::Tensor& target, int64_t reduction) {
+    LossBackward<kMse>::impl(out, m, grad, self, target, reduction, 0);
+  }
+};
 
 // --- binary_cross_entropy ---------------------------------------------------------
 
@@ -418,26 +419,22 @@ void bce_into(const at::Tensor& self, const at::Tensor& target, const at::Tensor
   });
 }
 
-at::Tensor& bce_out(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight_opt,
-                    int64_t reduction, at::Tensor& out) {
-  at::Tensor weight = weight_opt.value_or(at::Tensor());
-  check_bce(self, target, weight);
-  prepare_out(out, reduction == kNone ? self.sizes() : c10::IntArrayRef{}, self.scalar_type(), "binary_cross_entropy");
-  bce_into(self, target, weight, reduction, out);
-  return out;
-}
-at::Tensor bce(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight,
-               int64_t reduction) {
-  at::Tensor out = empty_tpu(reduction == kNone ? self.sizes() : c10::IntArrayRef{}, self.scalar_type(), self.device());
-  return bce_out(self, target, weight, reduction, out);
-}
+struct Bce {
+  static constexpr const char* kName = "binary_cross_entropy";
+  static OutMeta meta(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                      int64_t reduction) {
+    check_bce(self, target, weight.value_or(at::Tensor()));
+    return {reduction == kNone ? self.sizes().vec() : std::vector<int64_t>{}, self.scalar_type(), self.device()};
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, const at::Tensor& target,
+                   const std::optional<at::Tensor>& weight, int64_t reduction) {
+    bce_into(self, target, weight.value_or(at::Tensor()), reduction, out);
+  }
+};
 
 // d/dx = w * (x - t) / max(x (1 - x), 1e-12), as ATen.
-at::Tensor& bce_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target,
-                             const std::optional<at::Tensor>& weight_opt, int64_t reduction, at::Tensor& grad_input) {
-  at::Tensor weight = weight_opt.value_or(at::Tensor());
-  check_bce(self, target, weight);
-  prepare_out(grad_input, self.sizes(), self.scalar_type(), "binary_cross_entropy_backward");
+void bce_backward_into(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target,
+                       const at::Tensor& weight, int64_t reduction, const at::Tensor& grad_input) {
   auto ct = opmath(self.scalar_type());
   record::OpCall call("binary_cross_entropy_backward");
   call.attr(reduction).attr(weight.defined()).attr(static_cast<int64_t>(ct));
@@ -457,39 +454,35 @@ at::Tensor& bce_backward_out(const at::Tensor& grad, const at::Tensor& self, con
     if (reduction == kMean) r = b.div(r, b.constant(static_cast<double>(b.type(x).numel()), e, shape));
     return Values{r};
   });
-  return grad_input;
 }
-at::Tensor bce_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target,
-                        const std::optional<at::Tensor>& weight, int64_t reduction) {
-  at::Tensor gi = empty_like_tpu(self);
-  return bce_backward_out(grad, self, target, weight, reduction, gi);
-}
+struct BceBackward {
+  static constexpr const char* kName = "binary_cross_entropy_backward";
+  static OutMeta meta(const at::Tensor&, const at::Tensor& self, const at::Tensor& target,
+                      const std::optional<at::Tensor>& weight, int64_t) {
+    check_bce(self, target, weight.value_or(at::Tensor()));
+    return {self.sizes().vec(), self.scalar_type(), self.device()};
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& grad, const at::Tensor& self,
+                   const at::Tensor& target, const std::optional<at::Tensor>& weight, int64_t reduction) {
+    bce_backward_into(grad, self, target, weight.value_or(at::Tensor()), reduction, out);
+  }
+};
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nll_loss_forward", nll_forward<false>);
   m.impl("nll_loss_forward.output", nll_forward_out<false>);
-  m.impl("nll_loss_backward", nll_backward<false>);
-  m.impl("nll_loss_backward.grad_input", nll_backward_out<false>);
+  register_variants<NllBackward<false>>(m, {"nll_loss_backward", "", "nll_loss_backward.grad_input"});
   m.impl("nll_loss2d_forward", nll_forward<true>);
   m.impl("nll_loss2d_forward.output", nll_forward_out<true>);
-  m.impl("nll_loss2d_backward", nll_backward<true>);
-  m.impl("nll_loss2d_backward.grad_input", nll_backward_out<true>);
-  m.impl("mse_loss", mse);
-  m.impl("mse_loss.out", mse_out);
-  m.impl("mse_loss_backward", mse_bwd);
-  m.impl("mse_loss_backward.grad_input", mse_bwd_out);
-  m.impl("smooth_l1_loss", loss<kSmoothL1>);
-  m.impl("smooth_l1_loss.out", loss_out<kSmoothL1>);
-  m.impl("smooth_l1_loss_backward", loss_backward<kSmoothL1>);
-  m.impl("smooth_l1_loss_backward.grad_input", loss_backward_out<kSmoothL1>);
-  m.impl("huber_loss", loss<kHuber>);
-  m.impl("huber_loss.out", loss_out<kHuber>);
-  m.impl("huber_loss_backward", loss_backward<kHuber>);
-  m.impl("huber_loss_backward.out", loss_backward_out<kHuber>);
-  m.impl("binary_cross_entropy", bce);
-  m.impl("binary_cross_entropy.out", bce_out);
-  m.impl("binary_cross_entropy_backward", bce_backward);
-  m.impl("binary_cross_entropy_backward.grad_input", bce_backward_out);
+  register_variants<NllBackward<true>>(m, {"nll_loss2d_backward", "", "nll_loss2d_backward.grad_input"});
+  register_variants<MseLoss>(m, {"mse_loss", "", "mse_loss.out"});
+  register_variants<MseLossBackward>(m, {"mse_loss_backward", "", "mse_loss_backward.grad_input"});
+  register_variants<Loss<kSmoothL1>>(m, {"smooth_l1_loss", "", "smooth_l1_loss.out"});
+  register_variants<LossBackward<kSmoothL1>>(m, {"smooth_l1_loss_backward", "", "smooth_l1_loss_backward.grad_input"});
+  register_variants<Loss<kHuber>>(m, {"huber_loss", "", "huber_loss.out"});
+  register_variants<LossBackward<kHuber>>(m, {"huber_loss_backward", "", "huber_loss_backward.out"});
+  register_variants<Bce>(m, {"binary_cross_entropy", "", "binary_cross_entropy.out"});
+  register_variants<BceBackward>(m, {"binary_cross_entropy_backward", "", "binary_cross_entropy_backward.grad_input"});
 }
 
 }  // namespace

@@ -207,3 +207,35 @@ def test_ctc_loss_matches_cpu(reduction, tensor_lengths):
     loss_t, grad_t = run(log_probs, targets, TPU)
     torch.testing.assert_close(loss_t, loss_c)
     torch.testing.assert_close(grad_t, grad_c)
+
+
+A = torch.ops.aten
+# Each loss and loss backward in its out= form: fn(x, target, grad, out).
+OUT_FORMS = {
+    "mse": lambda x, t, g, o: A.mse_loss(x, t, 0, out=o),
+    "mse_backward": lambda x, t, g, o: A.mse_loss_backward(g, x, t, 0, grad_input=o),
+    "smooth_l1": lambda x, t, g, o: A.smooth_l1_loss(x, t, 1, 0.5, out=o),
+    "smooth_l1_backward": lambda x, t, g, o: A.smooth_l1_loss_backward(g, x, t, 0, 0.5, grad_input=o),
+    "huber": lambda x, t, g, o: A.huber_loss(x, t, 2, 0.7, out=o),
+    "huber_backward": lambda x, t, g, o: A.huber_loss_backward(g, x, t, 0, 0.7, grad_input=o),
+    "bce": lambda x, t, g, o: A.binary_cross_entropy(x.sigmoid(), t.sigmoid(), None, 0, out=o),
+    "bce_backward": lambda x, t, g, o: A.binary_cross_entropy_backward(g, x.sigmoid(), t.sigmoid(), None, 1,
+                                                                       grad_input=o),
+    "nll_backward": lambda x, t, g, o: A.nll_loss_backward(g[0, 0], x, (t[:, 0] > 0).long(), None, 1, -100,
+                                                           torch.ones((), device=x.device) * 3, grad_input=o),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OUT_FORMS))
+def test_loss_out_forms(name):
+    # Into an out of the result's shape, and into an empty one, resized
+    # (except binary_cross_entropy, whose CPU kernel leaves an empty out
+    # empty), against CPU; an integer out raises as on CPU.
+    fn = OUT_FORMS[name]
+    x, t, g = torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4)
+    shape = fn(x, t, g, torch.empty(3, 4)).shape
+    for size in [shape] + ([] if name.startswith("bce") else [(0,)]):
+        want = fn(x, t, g, torch.empty(size))
+        got = fn(x.to(TPU), t.to(TPU), g.to(TPU), torch.empty(size, device=TPU))
+        torch.testing.assert_close(got.cpu(), want)
+    both_raise(RuntimeError, lambda x, t, g, o: fn(x, t, g, o), x, t, g, torch.empty(shape, dtype=torch.long))
