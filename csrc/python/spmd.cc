@@ -7,6 +7,7 @@
 #include "aten/device.h"
 #include "aten/storage.h"
 #include "eager/spmd.h"
+#include "ops/shape/append.h"
 
 namespace torch_tpu {
 namespace {
@@ -14,6 +15,7 @@ namespace {
 StorageSlot* whole_storage_slot(const at::Tensor& t, const char* what) {
   TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1, what, ": expected a tpu tensor, got one on ",
               t.device());
+  ops::shed_room(t);  // a small integer upload's spare room (shape/append.h)
   StorageSlot* s = slot_of(t.storage());
   TORCH_CHECK(s, what, ": the tensor has no elements");
   TORCH_CHECK(

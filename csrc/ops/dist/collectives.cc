@@ -11,6 +11,7 @@
 #include "compile/executable_cache.h"
 #include "ir/lib/collectives.h"
 #include "ops/common.h"
+#include "ops/shape/append.h"
 #include "runtime/launch_gate.h"
 
 namespace torch_tpu::ops {
@@ -49,6 +50,7 @@ runtime::BufferPtr input_buffer(const at::Tensor& t, bool* whole) {
   *whole = own != nullptr;
   if (own) return own;
   at::Tensor c = t.clone(at::MemoryFormat::Contiguous);
+  shed_room(c);  // a small integer clone may get room (shape/append.h)
   if (auto b = whole_buffer(c)) return b;
   std::vector<char> zeros(t.numel() * t.element_size(), 0);  // a never-written tensor reads as zeros
   return client().buffer_from_host(zeros.data(), to_pjrt(to_elem(t.scalar_type())), {t.numel()},

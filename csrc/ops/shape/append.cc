@@ -112,6 +112,18 @@ bool fill_with_room(const at::Tensor& self, const c10::Scalar& value) {
   return true;
 }
 
+bool shed_room(const at::Tensor& t) {
+  const int64_t room = room_of(t);
+  if (room <= t.numel() || !t.storage().unique()) return false;
+  at::Tensor exact = empty_tpu(t.sizes(), t.scalar_type(), t.device());
+  record::OpCall call("shed_room");
+  call.input(t);
+  call.output(exact);
+  call.run([](Builder&, const Values& in) { return Values{in[0]}; });
+  regrow(t, exact);
+  return true;
+}
+
 bool convert_with_room(const at::Tensor& src, const at::Tensor& dst) {
   if (!has_room(src) || !strict_integral(dst) || src.device() != dst.device() || dst.is_conj() || dst.is_neg() ||
       !dst.sizes().equals(src.sizes()) || !dst.is_contiguous() || dst.storage_offset() != 0 ||

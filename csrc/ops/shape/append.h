@@ -66,6 +66,11 @@ at::Tensor whole_of(const at::Tensor& t);
 // exact storage, which nothing else holds) regrown to it. nullopt otherwise.
 std::optional<at::Tensor> whole_out(const at::Tensor& out, int64_t room);
 
+// Gives a tensor with room an exact storage of its own, for code that needs
+// a tensor to span its storage (sharding it, a collective's buffer). False
+// (nothing done) where t has no room or another tensor shares its storage.
+bool shed_room(const at::Tensor& t);
+
 // constant_pad_nd of such a tensor along its last dim only (the padding
 // mask widened to the cache length at every step): the result's shape
 // holds len + lo + hi, which stays fixed while len grows, and len itself is
