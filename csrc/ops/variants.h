@@ -11,11 +11,14 @@
 //                                                    // the dtype out= must have, checked before meta
 //     (TensorIterator ops with all operands one dtype check it before their
 //     dtype dispatch: abs(bool, out=int) gets "Found dtype", not "not implemented")
+//   static void check_out(const at::Tensor& out, const M& m, const at::Tensor& self, Args... args);
+//                                                    // an op's own rule for out='s dtype, after meta
 // and register_variants<Op>(m, "neg") registers neg, neg_ and neg.out from
 // it. PyTorch's rules live here once: out= checks the dtype cast and resizes
 // (warning when a non-empty out changes shape), in-place requires the result
 // shape to be self's and the result dtype castable to self's.
 #pragma once
+#include <ATen/native/Resize.h>
 #include <ATen/ops/empty_strided.h>
 #include <torch/library.h>
 
@@ -30,14 +33,20 @@ namespace torch_tpu::ops {
 
 // How out='s dtype may differ from the result's: castable (TensorIterator
 // ops that cast to outputs, e.g. add, sin), the same (TensorIterator ops with
-// all operands one dtype, e.g. abs, floor) or exactly (other structured kernels).
-enum class OutDtype : uint8_t { kCastable, kSame, kExact };
+// all operands one dtype, e.g. abs, floor), exactly (other structured
+// kernels), or out's own (reductions such as sum, whose out= decides the
+// dtype they accumulate in; impl reads it from out, and any rule it has
+// lives in the op's check_out).
+enum class OutDtype : uint8_t { kCastable, kSame, kExact, kOwn };
 
 struct OutMeta {
   std::vector<int64_t> sizes;
   c10::ScalarType dtype = c10::kFloat;
   c10::Device device = c10::kCPU;
   OutDtype out_dtype = OutDtype::kCastable;
+  // The functional result takes its operands' layout (TensorIterator ops);
+  // false: contiguous (reductions and other structured kernels).
+  bool operand_layout = true;
 };
 
 namespace detail {
@@ -61,8 +70,10 @@ struct Variants {
     auto m = Op::meta(self, args...);
     std::vector<int64_t> strides;
     bool decided = false;
-    detail::layout_from(strides, decided, m.sizes, self);
-    (detail::layout_from(strides, decided, m.sizes, args), ...);
+    if (m.operand_layout) {
+      detail::layout_from(strides, decided, m.sizes, self);
+      (detail::layout_from(strides, decided, m.sizes, args), ...);
+    }
     at::Tensor out = strides.empty()
                          ? empty_tpu(m.sizes, m.dtype, m.device)
                          : at::empty_strided(m.sizes, strides, at::TensorOptions().dtype(m.dtype).device(m.device));
@@ -80,9 +91,13 @@ struct Variants {
       if (auto dt = Op::same_dtype_out(self, args...)) check_same_dtype_out(out, *dt);
     }
     auto m = Op::meta(self, args...);
+    if constexpr (requires { Op::check_out(out, m, self, args...); }) Op::check_out(out, m, self, args...);
     if (m.out_dtype == OutDtype::kSame) check_same_dtype_out(out, m.dtype);
     if (m.out_dtype == OutDtype::kExact) check_structured_out(out, m.dtype);
-    prepare_out(out, m.sizes, m.dtype, Op::kName);
+    if (m.out_dtype == OutDtype::kOwn)
+      at::native::resize_output(out, m.sizes);
+    else
+      prepare_out(out, m.sizes, m.dtype, Op::kName);
     Op::impl(out, m, self, args...);
     return out;
   }

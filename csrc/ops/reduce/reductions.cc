@@ -25,6 +25,7 @@
 
 #include "ops/common.h"
 #include "ops/shape/append.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -143,6 +144,23 @@ Value sum_of(Builder& b, Value x, const Dims& dims) {
   return fold(b, x, dims, BinaryOp::kAdd, zero(b, b.elem(x)));
 }
 
+// --- the reductions' declarations (ops/variants.h) ------------------------------
+
+// A reduction's result, with its plan for impl.
+struct ReduceMeta : OutMeta {
+  Plan p;
+};
+ReduceMeta reduce_meta(Plan p, c10::ScalarType dtype, const at::Tensor& self, OutDtype out_dtype) {
+  ReduceMeta m;
+  m.sizes = p.out_shape;
+  m.dtype = dtype;
+  m.device = self.device();
+  m.out_dtype = out_dtype;
+  m.operand_layout = false;
+  m.p = std::move(p);
+  return m;
+}
+
 // --- sum / prod / mean -------------------------------------------------------
 
 // Reduces `self` (cast to `dtype`, accumulated in acc_of(dtype)) into `out`.
@@ -161,43 +179,36 @@ void sum_prod(const at::Tensor& self, const Plan& p, c10::ScalarType dtype, cons
   });
 }
 
-at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                   std::optional<c10::ScalarType> dtype) {
-  Plan p = plan(self, dim, keepdim);
-  auto dt = widened(self, dtype);
-  at::Tensor out = empty_tpu(p.out_shape, dt, self.device());
-  sum_prod(self, p, dt, out, false);
-  return out;
-}
-at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                    std::optional<c10::ScalarType> dtype, at::Tensor& out) {
-  Plan p = plan(self, dim, keepdim);
-  if (dtype) check_structured_out(out, *dtype);
-  at::native::resize_output(out, p.out_shape);
-  sum_prod(self, p, out.scalar_type(), out, false);
-  return out;
-}
+// sum and prod: out= decides the dtype they accumulate in, except that a
+// dtype= argument must be out's.
+template <bool kProd, class Dim>
+struct SumProd {
+  static constexpr const char* kName = kProd ? "prod" : "sum";
+  static ReduceMeta meta(const at::Tensor& self, Dim dim, bool keepdim, std::optional<c10::ScalarType> dtype) {
+    Plan p;
+    if constexpr (kProd)
+      p = plan(self, c10::IntArrayRef{dim}, keepdim);
+    else
+      p = plan(self, dim, keepdim);
+    return reduce_meta(std::move(p), widened(self, dtype), self, OutDtype::kOwn);
+  }
+  static void check_out(const at::Tensor& out, const ReduceMeta&, const at::Tensor&, Dim, bool,
+                        std::optional<c10::ScalarType> dtype) {
+    if (dtype) check_structured_out(out, *dtype);
+  }
+  static void impl(const at::Tensor& out, const ReduceMeta& m, const at::Tensor& self, Dim, bool,
+                   std::optional<c10::ScalarType>) {
+    sum_prod(self, m.p, out.scalar_type(), out, kProd);
+  }
+};
+using Sum = SumProd<false, at::OptionalIntArrayRef>;
+using Prod = SumProd<true, int64_t>;
 
-at::Tensor prod_dim(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<c10::ScalarType> dtype) {
-  Plan p = plan(self, c10::IntArrayRef{dim}, keepdim);
-  auto dt = widened(self, dtype);
-  at::Tensor out = empty_tpu(p.out_shape, dt, self.device());
-  sum_prod(self, p, dt, out, true);
-  return out;
-}
 at::Tensor prod_all(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
   Plan p = plan(self, std::nullopt, false);
   auto dt = widened(self, dtype);
   at::Tensor out = empty_tpu({}, dt, self.device());
   sum_prod(self, p, dt, out, true);
-  return out;
-}
-at::Tensor& prod_out(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<c10::ScalarType> dtype,
-                     at::Tensor& out) {
-  Plan p = plan(self, c10::IntArrayRef{dim}, keepdim);
-  if (dtype) check_structured_out(out, *dtype);
-  at::native::resize_output(out, p.out_shape);
-  sum_prod(self, p, out.scalar_type(), out, true);
   return out;
 }
 
@@ -222,28 +233,27 @@ void mean_into(const at::Tensor& self, const Plan& p, c10::ScalarType dtype, con
   });
 }
 
-at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                    std::optional<c10::ScalarType> dtype) {
-  auto dt = mean_dtype(self, dtype);
-  Plan p = plan(self, dim, keepdim);
-  at::Tensor out = empty_tpu(p.out_shape, dt, self.device());
-  mean_into(self, p, dt, out);
-  return out;
-}
-at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                     std::optional<c10::ScalarType> dtype, at::Tensor& out) {
-  auto dt = mean_dtype(self, dtype);
-  if (dtype) check_structured_out(out, *dtype);
-  // Without dtype=, CPU sums into out's dtype and then divides in place: an
-  // integral out gets true division's error.
-  if (!dtype && !c10::isFloatingType(out.scalar_type()) && !c10::isComplexType(out.scalar_type()))
-    TORCH_CHECK(false, "result type ", default_float(), " can't be cast to the desired output type ",
-                out.scalar_type());
-  Plan p = plan(self, dim, keepdim);
-  prepare_out(out, p.out_shape, dt, "mean");
-  mean_into(self, p, out.scalar_type(), out);
-  return out;
-}
+struct Mean {
+  static constexpr const char* kName = "mean";
+  static ReduceMeta meta(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                         std::optional<c10::ScalarType> dtype) {
+    auto dt = mean_dtype(self, dtype);
+    return reduce_meta(plan(self, dim, keepdim), dt, self, OutDtype::kCastable);
+  }
+  static void check_out(const at::Tensor& out, const ReduceMeta&, const at::Tensor&, at::OptionalIntArrayRef, bool,
+                        std::optional<c10::ScalarType> dtype) {
+    if (dtype) check_structured_out(out, *dtype);
+    // Without dtype=, CPU sums into out's dtype and then divides in place:
+    // an integral out gets true division's error.
+    if (!dtype && !c10::isFloatingType(out.scalar_type()) && !c10::isComplexType(out.scalar_type()))
+      TORCH_CHECK(false, "result type ", default_float(), " can't be cast to the desired output type ",
+                  out.scalar_type());
+  }
+  static void impl(const at::Tensor& out, const ReduceMeta& m, const at::Tensor& self, at::OptionalIntArrayRef, bool,
+                   std::optional<c10::ScalarType>) {
+    mean_into(self, m.p, out.scalar_type(), out);
+  }
+};
 
 // --- amax / amin / max() / min() ---------------------------------------------
 
@@ -256,56 +266,46 @@ void extreme_into(const char* name, const at::Tensor& self, const Plan& p, bool 
   call.run([&](Builder& b, const Values& in) { return Values{extreme_of(b, in[0], dims, is_max)}; });
 }
 
+// amax/amin over dims: out= must have self's dtype.
 template <bool kMax>
-at::Tensor amax(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max_values_cpu" : "min_values_cpu",
-                              "\" not implemented for '", c10::toString(self.scalar_type()), "'");
-  const char* name = kMax ? "amax" : "amin";
-  Plan p = plan(self, dim, keepdim);
-  check_nonempty(self, p, name);
-  at::Tensor out = empty_tpu(p.out_shape, self.scalar_type(), self.device());
-  extreme_into(name, self, p, kMax, out);
-  return out;
-}
-template <bool kMax>
-at::Tensor& amax_out(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim, at::Tensor& out) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max_values_cpu" : "min_values_cpu",
-                              "\" not implemented for '", c10::toString(self.scalar_type()), "'");
-  const char* name = kMax ? "amax" : "amin";
-  TORCH_CHECK(self.scalar_type() == out.scalar_type(), "Expected the dtype for input and out to match, but got ",
-              self.scalar_type(), " for input's dtype and ", out.scalar_type(), " for out's dtype.");
-  Plan p = plan(self, dim, keepdim);
-  check_nonempty(self, p, name);
-  at::native::resize_output(out, p.out_shape);
-  extreme_into(name, self, p, kMax, out);
-  return out;
-}
+struct Amax {
+  static constexpr const char* kName = kMax ? "amax" : "amin";
+  static ReduceMeta meta(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim) {
+    TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max_values_cpu" : "min_values_cpu",
+                                "\" not implemented for '", c10::toString(self.scalar_type()), "'");
+    Plan p = plan(self, dim, keepdim);
+    check_nonempty(self, p, kName);
+    return reduce_meta(std::move(p), self.scalar_type(), self, OutDtype::kOwn);
+  }
+  static void check_out(const at::Tensor& out, const ReduceMeta&, const at::Tensor& self, c10::IntArrayRef, bool) {
+    TORCH_CHECK(self.scalar_type() == out.scalar_type(), "Expected the dtype for input and out to match, but got ",
+                self.scalar_type(), " for input's dtype and ", out.scalar_type(), " for out's dtype.");
+  }
+  static void impl(const at::Tensor& out, const ReduceMeta& m, const at::Tensor& self, c10::IntArrayRef, bool) {
+    extreme_into(kName, self, m.p, kMax, out);
+  }
+};
 
+// max()/min() of everything: out= takes any dtype self casts to.
 template <bool kMax>
-at::Tensor max_all(const at::Tensor& self) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max_all" : "min_all", "\" not implemented for '",
-                              c10::toString(self.scalar_type()), "'");
-  const char* name = kMax ? "max" : "min";
-  Plan p = plan(self, std::nullopt, false);
-  check_nonempty(self, p, name);
-  at::Tensor out = empty_tpu({}, self.scalar_type(), self.device());
-  extreme_into(name, self, p, kMax, out);
-  return out;
-}
-template <bool kMax>
-at::Tensor& max_all_out(const at::Tensor& self, at::Tensor& out) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max_all" : "min_all", "\" not implemented for '",
-                              c10::toString(self.scalar_type()), "'");
-  const char* name = kMax ? "max" : "min";
-  TORCH_CHECK(c10::canCast(self.scalar_type(), out.scalar_type()),
-              "Expected canCast(self.dtype, out.dtype) to be "
-              "true, but got false.");
-  Plan p = plan(self, std::nullopt, false);
-  check_nonempty(self, p, name);
-  at::native::resize_output(out, {});
-  extreme_into(name, self, p, kMax, out);
-  return out;
-}
+struct MaxAll {
+  static constexpr const char* kName = kMax ? "max" : "min";
+  static ReduceMeta meta(const at::Tensor& self) {
+    TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", kMax ? "max_all" : "min_all", "\" not implemented for '",
+                                c10::toString(self.scalar_type()), "'");
+    Plan p = plan(self, std::nullopt, false);
+    check_nonempty(self, p, kName);
+    return reduce_meta(std::move(p), self.scalar_type(), self, OutDtype::kOwn);
+  }
+  static void check_out(const at::Tensor& out, const ReduceMeta&, const at::Tensor& self) {
+    TORCH_CHECK(c10::canCast(self.scalar_type(), out.scalar_type()),
+                "Expected canCast(self.dtype, out.dtype) to be "
+                "true, but got false.");
+  }
+  static void impl(const at::Tensor& out, const ReduceMeta& m, const at::Tensor& self) {
+    extreme_into(kName, self, m.p, kMax, out);
+  }
+};
 
 // --- max.dim / min.dim / argmax / argmin --------------------------------------
 
@@ -380,41 +380,32 @@ std::tuple<at::Tensor&, at::Tensor&> max_dim_out(const at::Tensor& self, int64_t
 }
 
 template <bool kMax>
-void argmax_into(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim, at::Tensor& out, bool resize) {
-  const char* name = kMax ? "argmax" : "argmin";
-  TORCH_CHECK(self.scalar_type() != c10::kBool, name, "(): does not support bool input");
-  Plan p = dim ? plan(self, c10::IntArrayRef{*dim}, keepdim) : plan(self, std::nullopt, keepdim);
-  check_nonempty(self, p, name, /*index_error_when_all=*/true);
-  if (resize) at::native::resize_output(out, p.out_shape);
-  int64_t d = dim ? wrap_dim(*dim, self.dim()) : -1;  // -1: over the flattened tensor
-  record::OpCall call(name);
-  call.input(self);
-  call.attr(d);
-  call.output(out);
-  call.run([&](Builder& b, const Values& in) {
-    Value x = in[0];
-    if (b.type(x).rank() == 0) return Values{zero(b, ElemType::kS64)};
-    int64_t rd = d;
-    if (rd < 0) {
-      x = b.reshape(x, {b.type(x).numel()});
-      rd = 0;
-    }
-    return Values{arg_reduce(b, x, rd, kMax)[1]};
-  });
-}
-template <bool kMax>
-at::Tensor argmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
-  Plan p = dim ? plan(self, c10::IntArrayRef{*dim}, keepdim) : plan(self, std::nullopt, keepdim);
-  at::Tensor out = empty_tpu(p.out_shape, c10::kLong, self.device());
-  argmax_into<kMax>(self, dim, keepdim, out, false);
-  return out;
-}
-template <bool kMax>
-at::Tensor& argmax_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim, at::Tensor& out) {
-  check_structured_out(out, c10::kLong);
-  argmax_into<kMax>(self, dim, keepdim, out, true);
-  return out;
-}
+struct Argmax {
+  static constexpr const char* kName = kMax ? "argmax" : "argmin";
+  static ReduceMeta meta(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+    TORCH_CHECK(self.scalar_type() != c10::kBool, kName, "(): does not support bool input");
+    Plan p = dim ? plan(self, c10::IntArrayRef{*dim}, keepdim) : plan(self, std::nullopt, keepdim);
+    check_nonempty(self, p, kName, /*index_error_when_all=*/true);
+    return reduce_meta(std::move(p), c10::kLong, self, OutDtype::kExact);
+  }
+  static void impl(const at::Tensor& out, const ReduceMeta&, const at::Tensor& self, std::optional<int64_t> dim, bool) {
+    int64_t d = dim ? wrap_dim(*dim, self.dim()) : -1;  // -1: over the flattened tensor
+    record::OpCall call(kName);
+    call.input(self);
+    call.attr(d);
+    call.output(out);
+    call.run([&](Builder& b, const Values& in) {
+      Value x = in[0];
+      if (b.type(x).rank() == 0) return Values{zero(b, ElemType::kS64)};
+      int64_t rd = d;
+      if (rd < 0) {
+        x = b.reshape(x, {b.type(x).numel()});
+        rd = 0;
+      }
+      return Values{arg_reduce(b, x, rd, kMax)[1]};
+    });
+  }
+};
 
 // --- var / std ---------------------------------------------------------------
 
@@ -496,22 +487,19 @@ void var_into(const char* name, const at::Tensor& self, const Plan& p, const std
 }
 
 template <bool kStd>
-at::Tensor var_correction(const at::Tensor& self, at::OptionalIntArrayRef dim,
-                          const std::optional<c10::Scalar>& correction, bool keepdim) {
-  Plan p = plan(self, dim, keepdim);
-  at::Tensor out = empty_tpu(p.out_shape, self.scalar_type(), self.device());
-  var_into(kStd ? "std" : "var", self, p, correction, kStd, out, at::Tensor());
-  return out;
-}
-template <bool kStd>
-at::Tensor& var_correction_out(const at::Tensor& self, at::OptionalIntArrayRef dim,
-                               const std::optional<c10::Scalar>& correction, bool keepdim, at::Tensor& out) {
-  Plan p = plan(self, dim, keepdim);
-  TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "std and var only support floating point and complex dtypes");
-  prepare_out(out, p.out_shape, self.scalar_type(), kStd ? "std" : "var");
-  var_into(kStd ? "std" : "var", self, p, correction, kStd, out, at::Tensor());
-  return out;
-}
+struct Var {
+  static constexpr const char* kName = kStd ? "std" : "var";
+  static ReduceMeta meta(const at::Tensor& self, at::OptionalIntArrayRef dim, const std::optional<c10::Scalar>&,
+                         bool keepdim) {
+    Plan p = plan(self, dim, keepdim);
+    TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "std and var only support floating point and complex dtypes");
+    return reduce_meta(std::move(p), self.scalar_type(), self, OutDtype::kCastable);
+  }
+  static void impl(const at::Tensor& out, const ReduceMeta& m, const at::Tensor& self, at::OptionalIntArrayRef,
+                   const std::optional<c10::Scalar>& correction, bool) {
+    var_into(kName, self, m.p, correction, kStd, out, at::Tensor());
+  }
+};
 template <bool kStd>
 std::tuple<at::Tensor, at::Tensor> var_mean_correction(const at::Tensor& self, at::OptionalIntArrayRef dim,
                                                        const std::optional<c10::Scalar>& correction, bool keepdim) {
@@ -587,32 +575,26 @@ void norm_into(const at::Tensor& self, const Plan& p, double ord, c10::ScalarTyp
   });
 }
 
-at::Tensor linalg_vector_norm(const at::Tensor& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
-                              std::optional<c10::ScalarType> dtype) {
-  Plan p = plan(self, dim, keepdim);
-  double o = ord.toDouble();
-  auto dt = norm_dtype(self, o, p, dtype);
-  at::Tensor out = empty_tpu(p.out_shape, dt, self.device());
-  norm_into(self, p, o, dt, out);
-  return out;
-}
-at::Tensor& linalg_vector_norm_out(const at::Tensor& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim,
-                                   bool keepdim, std::optional<c10::ScalarType> dtype, at::Tensor& out) {
-  Plan p = plan(self, dim, keepdim);
-  double o = ord.toDouble();
-  auto dt = norm_dtype(self, o, p, dtype);
-  check_structured_out(out, dt);
-  at::native::resize_output(out, p.out_shape);
-  norm_into(self, p, o, dt, out);
-  return out;
-}
+struct VectorNorm {
+  static constexpr const char* kName = "linalg_vector_norm";
+  static ReduceMeta meta(const at::Tensor& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
+                         std::optional<c10::ScalarType> dtype) {
+    Plan p = plan(self, dim, keepdim);
+    auto dt = norm_dtype(self, ord.toDouble(), p, dtype);
+    return reduce_meta(std::move(p), dt, self, OutDtype::kExact);
+  }
+  static void impl(const at::Tensor& out, const ReduceMeta& m, const at::Tensor& self, const c10::Scalar& ord,
+                   at::OptionalIntArrayRef, bool, std::optional<c10::ScalarType>) {
+    norm_into(self, m.p, ord.toDouble(), m.dtype, out);
+  }
+};
 at::Tensor& norm_dtype_out(const at::Tensor& self, const std::optional<c10::Scalar>& pv, c10::IntArrayRef dim,
                            bool keepdim, c10::ScalarType dtype, at::Tensor& out) {
-  return linalg_vector_norm_out(self, pv.value_or(2.0), dim, keepdim, dtype, out);
+  return VariantsOf<VectorNorm>::out(self, pv.value_or(2.0), dim, keepdim, dtype, out);
 }
 at::Tensor& norm_out(const at::Tensor& self, const std::optional<c10::Scalar>& pv, c10::IntArrayRef dim, bool keepdim,
                      at::Tensor& out) {
-  return linalg_vector_norm_out(self, pv.value_or(2.0), dim, keepdim, std::nullopt, out);
+  return VariantsOf<VectorNorm>::out(self, pv.value_or(2.0), dim, keepdim, std::nullopt, out);
 }
 
 // --- any / all ---------------------------------------------------------------
@@ -658,38 +640,38 @@ void anyall_into(const at::Tensor& self, const Plan& p, bool is_any, const at::T
   });
 }
 
+// any/all over named dims, one dim, or everything: out= is bool or uint8.
+template <bool kAny, class Dim>
+struct AnyAll {
+  static constexpr const char* kName = kAny ? "any" : "all";
+  static ReduceMeta meta(const at::Tensor& self, Dim dim, bool keepdim) {
+    Plan p;
+    if constexpr (std::is_same_v<Dim, int64_t>)
+      p = plan(self, c10::IntArrayRef{dim}, keepdim, /*empty_is_all=*/false);
+    else
+      p = plan(self, dim, keepdim, /*empty_is_all=*/false);
+    return reduce_meta(std::move(p), anyall_dtype(self), self, OutDtype::kOwn);
+  }
+  static void check_out(const at::Tensor& out, const ReduceMeta&, const at::Tensor&, Dim, bool) {
+    TORCH_CHECK(out.scalar_type() == c10::kBool || out.scalar_type() == c10::kByte, kName,
+                " only supports bool tensor for result, got: ", out.scalar_type());
+  }
+  static void impl(const at::Tensor& out, const ReduceMeta& m, const at::Tensor& self, Dim, bool) {
+    anyall_into(self, m.p, kAny, out);
+  }
+};
 template <bool kAny>
-at::Tensor anyall_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
-  Plan p = plan(self, dim, keepdim, /*empty_is_all=*/false);
-  at::Tensor out = empty_tpu(p.out_shape, anyall_dtype(self), self.device());
-  anyall_into(self, p, kAny, out);
-  return out;
-}
-template <bool kAny>
-at::Tensor anyall_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
-  return anyall_dims<kAny>(self, c10::IntArrayRef{dim}, keepdim);
-}
-template <bool kAny>
-at::Tensor anyall(const at::Tensor& self) {
-  return anyall_dims<kAny>(self, std::nullopt, false);
-}
-template <bool kAny>
-at::Tensor& anyall_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) {
-  TORCH_CHECK(out.scalar_type() == c10::kBool || out.scalar_type() == c10::kByte, kAny ? "any" : "all",
-              " only supports bool tensor for result, got: ", out.scalar_type());
-  Plan p = plan(self, dim, keepdim, /*empty_is_all=*/false);
-  at::native::resize_output(out, p.out_shape);
-  anyall_into(self, p, kAny, out);
-  return out;
-}
-template <bool kAny>
-at::Tensor& anyall_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) {
-  return anyall_dims_out<kAny>(self, c10::IntArrayRef{dim}, keepdim, out);
-}
-template <bool kAny>
-at::Tensor& anyall_all_out(const at::Tensor& self, at::Tensor& out) {
-  return anyall_dims_out<kAny>(self, std::nullopt, false, out);
-}
+struct AnyAllOfAll {
+  static constexpr const char* kName = kAny ? "any" : "all";
+  using Dims = AnyAll<kAny, at::OptionalIntArrayRef>;
+  static ReduceMeta meta(const at::Tensor& self) { return Dims::meta(self, std::nullopt, false); }
+  static void check_out(const at::Tensor& out, const ReduceMeta& m, const at::Tensor& self) {
+    Dims::check_out(out, m, self, std::nullopt, false);
+  }
+  static void impl(const at::Tensor& out, const ReduceMeta& m, const at::Tensor& self) {
+    anyall_into(self, m.p, kAny, out);
+  }
+};
 
 // --- logsumexp ---------------------------------------------------------------
 
@@ -715,20 +697,19 @@ void logsumexp_into(const at::Tensor& self, const Plan& p, const at::Tensor& out
   });
 }
 
-at::Tensor logsumexp(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim) {
-  Plan p = plan(self, dim, keepdim);
-  at::Tensor out = empty_tpu(p.out_shape, float_result(self.scalar_type()), self.device());
-  logsumexp_into(self, p, out);
-  return out;
-}
-at::Tensor& logsumexp_out(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim, at::Tensor& out) {
-  TORCH_CHECK(c10::isFloatingType(out.scalar_type()),
-              "logsumexp(): Expected floating point type for result tensor, but got: ", out.scalar_type());
-  Plan p = plan(self, dim, keepdim);
-  at::native::resize_output(out, p.out_shape);
-  logsumexp_into(self, p, out);
-  return out;
-}
+struct Logsumexp {
+  static constexpr const char* kName = "logsumexp";
+  static ReduceMeta meta(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim) {
+    return reduce_meta(plan(self, dim, keepdim), float_result(self.scalar_type()), self, OutDtype::kOwn);
+  }
+  static void check_out(const at::Tensor& out, const ReduceMeta&, const at::Tensor&, c10::IntArrayRef, bool) {
+    TORCH_CHECK(c10::isFloatingType(out.scalar_type()),
+                "logsumexp(): Expected floating point type for result tensor, but got: ", out.scalar_type());
+  }
+  static void impl(const at::Tensor& out, const ReduceMeta& m, const at::Tensor& self, c10::IntArrayRef, bool) {
+    logsumexp_into(self, m.p, out);
+  }
+};
 
 // --- nansum / aminmax ------------------------------------------------------------
 
@@ -741,15 +722,30 @@ at::Tensor nan_zeroed(const at::Tensor& self) {
 void check_nansum(const at::Tensor& self) {
   TORCH_CHECK(!c10::isComplexType(self.scalar_type()), "nansum does not support complex inputs");
 }
-at::Tensor nansum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<ScalarType> dtype) {
-  check_nansum(self);
-  return at::sum(nan_zeroed(self), dim, keepdim, dtype);
+// sum with NaNs counted as zero. CPU's out= kernel for a floating self
+// runs in out's dtype and has floating kernels only (the functional form
+// with an integer dtype= converts first, as sum does).
+void check_nansum_dtype(const at::Tensor& self, ScalarType result) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!c10::isFloatingType(self.scalar_type()) || c10::isFloatingType(result),
+                              "\"nansum_cpu\" not implemented for '", c10::toString(result), "'");
 }
-at::Tensor& nansum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                       std::optional<ScalarType> dtype, at::Tensor& out) {
-  check_nansum(self);
-  return at::sum_out(out, nan_zeroed(self), dim, keepdim, dtype);
-}
+struct Nansum {
+  static constexpr const char* kName = "nansum";
+  static ReduceMeta meta(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                         std::optional<ScalarType> dtype) {
+    check_nansum(self);
+    return Sum::meta(self, dim, keepdim, dtype);
+  }
+  static void check_out(const at::Tensor& out, const ReduceMeta& m, const at::Tensor& self, at::OptionalIntArrayRef dim,
+                        bool keepdim, std::optional<ScalarType> dtype) {
+    Sum::check_out(out, m, self, dim, keepdim, dtype);
+    check_nansum_dtype(self, out.scalar_type());
+  }
+  static void impl(const at::Tensor& out, const ReduceMeta& m, const at::Tensor& self, at::OptionalIntArrayRef, bool,
+                   std::optional<ScalarType>) {
+    sum_prod(nan_zeroed(self), m.p, out.scalar_type(), out, false);
+  }
+};
 
 std::vector<int64_t> aminmax_dims(const at::Tensor& self, std::optional<int64_t> dim) {
   if (dim.has_value()) {
@@ -814,55 +810,35 @@ at::Tensor count_nonzero_dims(const at::Tensor& self, c10::IntArrayRef dims) {
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("sum.dim_IntList", sum_dim);
-  m.impl("sum.IntList_out", sum_out);
-  m.impl("mean.dim", mean_dim);
-  m.impl("mean.out", mean_out);
+  register_variants<Sum>(m, {"sum.dim_IntList", "", "sum.IntList_out"});
+  register_variants<Nansum>(m, {"nansum", "", "nansum.out"});
+  register_variants<Mean>(m, {"mean.dim", "", "mean.out"});
   m.impl("prod", prod_all);
-  m.impl("prod.dim_int", prod_dim);
-  m.impl("prod.int_out", prod_out);
-  m.impl("amax", amax<true>);
-  m.impl("amax.out", amax_out<true>);
-  m.impl("amin", amax<false>);
-  m.impl("amin.out", amax_out<false>);
-  m.impl("max", max_all<true>);
-  m.impl("max.unary_out", max_all_out<true>);
-  m.impl("min", max_all<false>);
-  m.impl("min.unary_out", max_all_out<false>);
+  register_variants<Prod>(m, {"prod.dim_int", "", "prod.int_out"});
+  register_variants<Amax<true>>(m, {"amax", "", "amax.out"});
+  register_variants<Amax<false>>(m, {"amin", "", "amin.out"});
+  register_variants<MaxAll<true>>(m, {"max", "", "max.unary_out"});
+  register_variants<MaxAll<false>>(m, {"min", "", "min.unary_out"});
   m.impl("max.dim", max_dim<true>);
   m.impl("max.dim_max", max_dim_out<true>);
   m.impl("min.dim", max_dim<false>);
   m.impl("min.dim_min", max_dim_out<false>);
-  m.impl("argmax", argmax<true>);
-  m.impl("argmax.out", argmax_out<true>);
-  m.impl("argmin", argmax<false>);
-  m.impl("argmin.out", argmax_out<false>);
-  m.impl("var.correction", var_correction<false>);
-  m.impl("var.correction_out", var_correction_out<false>);
-  m.impl("std.correction", var_correction<true>);
-  m.impl("std.correction_out", var_correction_out<true>);
+  register_variants<Argmax<true>>(m, {"argmax", "", "argmax.out"});
+  register_variants<Argmax<false>>(m, {"argmin", "", "argmin.out"});
+  register_variants<Var<false>>(m, {"var.correction", "", "var.correction_out"});
+  register_variants<Var<true>>(m, {"std.correction", "", "std.correction_out"});
   m.impl("var_mean.correction", var_mean_correction<false>);
   m.impl("std_mean.correction", var_mean_correction<true>);
-  m.impl("linalg_vector_norm", linalg_vector_norm);
-  m.impl("linalg_vector_norm.out", linalg_vector_norm_out);
+  register_variants<VectorNorm>(m, {"linalg_vector_norm", "", "linalg_vector_norm.out"});
   m.impl("norm.out", norm_out);
   m.impl("norm.dtype_out", norm_dtype_out);
-  m.impl("any", anyall<true>);
-  m.impl("any.dim", anyall_dim<true>);
-  m.impl("any.dims", anyall_dims<true>);
-  m.impl("any.all_out", anyall_all_out<true>);
-  m.impl("any.out", anyall_dim_out<true>);
-  m.impl("any.dims_out", anyall_dims_out<true>);
-  m.impl("all", anyall<false>);
-  m.impl("all.dim", anyall_dim<false>);
-  m.impl("all.dims", anyall_dims<false>);
-  m.impl("all.all_out", anyall_all_out<false>);
-  m.impl("all.out", anyall_dim_out<false>);
-  m.impl("all.dims_out", anyall_dims_out<false>);
-  m.impl("logsumexp", logsumexp);
-  m.impl("logsumexp.out", logsumexp_out);
-  m.impl("nansum", nansum);
-  m.impl("nansum.out", nansum_out);
+  register_variants<AnyAllOfAll<true>>(m, {"any", "", "any.all_out"});
+  register_variants<AnyAll<true, int64_t>>(m, {"any.dim", "", "any.out"});
+  register_variants<AnyAll<true, at::OptionalIntArrayRef>>(m, {"any.dims", "", "any.dims_out"});
+  register_variants<AnyAllOfAll<false>>(m, {"all", "", "all.all_out"});
+  register_variants<AnyAll<false, int64_t>>(m, {"all.dim", "", "all.out"});
+  register_variants<AnyAll<false, at::OptionalIntArrayRef>>(m, {"all.dims", "", "all.dims_out"});
+  register_variants<Logsumexp>(m, {"logsumexp", "", "logsumexp.out"});
   m.impl("aminmax", aminmax_fn);
   m.impl("aminmax.out", aminmax_out);
   m.impl("count_nonzero.dim_IntList", count_nonzero_dims);

@@ -494,3 +494,46 @@ def test_count_nonzero(dtype):
     check(lambda x: torch.count_nonzero(x, 0), x[:, ::2].transpose(0, 1))
     check(torch.count_nonzero, torch.tensor(0).to(dtype))
     both_raise(RuntimeError, lambda x: torch.count_nonzero(x, (1, 1)), x)
+
+
+# Every reduction declared through ops/variants.h, in its out= form, into an
+# out of each dtype: the value and dtype CPU gives, or CPU's exception type.
+OUT_FORMS = {
+    "sum": lambda x, o: torch.sum(x, 1, out=o),
+    "sum_dtype": lambda x, o: torch.sum(x, 1, dtype=torch.float64, out=o),
+    "nansum": lambda x, o: torch.nansum(x, 0, out=o),
+    "mean": lambda x, o: torch.mean(x, (0, 1), out=o),
+    "prod": lambda x, o: torch.prod(x, 1, out=o),
+    "amax": lambda x, o: torch.amax(x, 0, out=o),
+    "amin": lambda x, o: torch.amin(x, (0, 1), keepdim=True, out=o),
+    "max": lambda x, o: torch.max(x, out=o),
+    "min": lambda x, o: torch.min(x, out=o),
+    "argmax": lambda x, o: torch.argmax(x, 1, out=o),
+    "argmin": lambda x, o: torch.argmin(x, out=o),
+    "var": lambda x, o: torch.var(x, 1, correction=0, out=o),
+    "std": lambda x, o: torch.std(x, 0, out=o),
+    "vector_norm": lambda x, o: torch.linalg.vector_norm(x, 3.0, 1, out=o),
+    "norm": lambda x, o: torch.norm(x, 2, [1], out=o),
+    "any": lambda x, o: torch.any(x, 1, out=o),
+    "any_all": lambda x, o: torch.any(x, out=o),
+    "all_dims": lambda x, o: torch.all(x, (0, 1), out=o),
+    "logsumexp": lambda x, o: torch.logsumexp(x, 1, out=o),
+}
+
+
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.float64, torch.int64, torch.bool])
+@pytest.mark.parametrize("name", sorted(OUT_FORMS))
+def test_reduction_out_forms_follow_cpu(name, out_dtype):
+    fn = OUT_FORMS[name]
+    x = torch.tensor([[1.5, -2.0, 3.0], [0.0, 4.0, float("nan")], [2.0, 1.0, -1.0]])
+    if name not in ("nansum",):
+        x = x.nan_to_num(0.5)
+    try:
+        want = fn(x, torch.empty(0, dtype=out_dtype))
+    except Exception as e:  # noqa: BLE001 - CPU's exception type is the expectation
+        with pytest.raises(type(e)):
+            fn(x.to(TPU), torch.empty(0, dtype=out_dtype, device=TPU))
+        return
+    got = fn(x.to(TPU), torch.empty(0, dtype=out_dtype, device=TPU))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    torch.testing.assert_close(got.cpu(), want, equal_nan=True)
