@@ -13,6 +13,8 @@
 //     dtype dispatch: abs(bool, out=int) gets "Found dtype", not "not implemented")
 //   static void check_out(const at::Tensor& out, const M& m, const at::Tensor& self, Args... args);
 //                                                    // an op's own rule for out='s dtype, after meta
+//   static void inplace_rule(const at::Tensor& self, const M& m, Args... args);
+//                                                    // an op's own in-place check, in place of the usual
 // and register_variants<Op>(m, "neg") registers neg, neg_ and neg.out from
 // it. PyTorch's rules live here once: out= checks the dtype cast and resizes
 // (warning when a non-empty out changes shape), in-place requires the result
@@ -82,7 +84,10 @@ struct Variants {
   }
   static at::Tensor& inplace(at::Tensor& self, Args... args) {
     auto m = Op::meta(self, args...);
-    check_inplace(self, m.sizes, m.dtype);
+    if constexpr (requires { Op::inplace_rule(self, m, args...); })
+      Op::inplace_rule(self, m, args...);
+    else
+      check_inplace(self, m.sizes, m.dtype);
     Op::impl(self, m, self, args...);
     return self;
   }

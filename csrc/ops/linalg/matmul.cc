@@ -8,6 +8,7 @@
 #include <torch/library.h>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -173,22 +174,24 @@ void check_kind(Kind k, const at::Tensor& a, const at::Tensor& b) {
 
 // --- plain products: mm, bmm, dot --------------------------------------------
 
-template <Kind K>
-at::Tensor product(const at::Tensor& a, const at::Tensor& b) {
-  check_kind(K, a, b);
-  at::Tensor out = empty_tpu(product_shape(K, a, b), a.scalar_type(), a.device());
-  gemm(K, a, b, at::Tensor(), 0, 1, out);
-  return out;
+// A product's result: a's dtype, exactly, and contiguous.
+OutMeta product_meta(Kind k, const at::Tensor& a, const at::Tensor& b) {
+  OutMeta m{product_shape(k, a, b), a.scalar_type(), a.device(), OutDtype::kExact};
+  m.operand_layout = false;
+  return m;
 }
 
 template <Kind K>
-at::Tensor& product_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
-  check_kind(K, a, b);
-  check_structured_out(out, a.scalar_type());
-  prepare_out(out, product_shape(K, a, b), a.scalar_type(), "mm");
-  gemm(K, a, b, at::Tensor(), 0, 1, out);
-  return out;
-}
+struct Product {
+  static constexpr const char* kName = "mm";
+  static OutMeta meta(const at::Tensor& a, const at::Tensor& b) {
+    check_kind(K, a, b);
+    return product_meta(K, a, b);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& a, const at::Tensor& b) {
+    gemm(K, a, b, at::Tensor(), 0, 1, out);
+  }
+};
 
 // --- add* forms: addmm, baddbmm, addbmm, addmv -------------------------------
 
@@ -204,58 +207,36 @@ void check_add(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b)
   check_self(self, b, product_shape(K, a, b));
 }
 
+// self * beta + alpha * (a @ b), in its three forms.
 template <Kind K>
-at::Tensor addop(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b, const c10::Scalar& beta,
-                 const c10::Scalar& alpha) {
-  check_add<K>(self, a, b);
-  at::Tensor out = empty_tpu(product_shape(K, a, b), a.scalar_type(), a.device());
-  gemm(K, a, b, self, beta, alpha, out);
-  return out;
-}
-
-template <Kind K>
-at::Tensor& addop_out(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b, const c10::Scalar& beta,
-                      const c10::Scalar& alpha, at::Tensor& out) {
-  check_add<K>(self, a, b);
-  check_structured_out(out, a.scalar_type());
-  prepare_out(out, product_shape(K, a, b), a.scalar_type(), "addmm");
-  gemm(K, a, b, self, beta, alpha, out);
-  return out;
-}
-
-template <Kind K>
-at::Tensor& addop_(at::Tensor& self, const at::Tensor& a, const at::Tensor& b, const c10::Scalar& beta,
-                   const c10::Scalar& alpha) {
-  check_add<K>(self, a, b);
-  auto shape = product_shape(K, a, b);
-  TORCH_CHECK(self.sizes().equals(shape), "The input tensor must be a matrix with size ", shape, ", but got a ",
-              self.dim(), "-D tensor with size ", self.sizes());
-  gemm(K, a, b, self, beta, alpha, self);
-  return self;
-}
+struct AddOp {
+  static constexpr const char* kName = "addmm";
+  static OutMeta meta(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b, const c10::Scalar&,
+                      const c10::Scalar&) {
+    check_add<K>(self, a, b);
+    return product_meta(K, a, b);
+  }
+  static void inplace_rule(const at::Tensor& self, const OutMeta& m, const at::Tensor&, const at::Tensor&,
+                           const c10::Scalar&, const c10::Scalar&) {
+    TORCH_CHECK(self.sizes().equals(m.sizes), "The input tensor must be a matrix with size ", m.sizes, ", but got a ",
+                self.dim(), "-D tensor with size ", self.sizes());
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, const at::Tensor& a,
+                   const at::Tensor& b, const c10::Scalar& beta, const c10::Scalar& alpha) {
+    gemm(K, a, b, self, beta, alpha, out);
+  }
+};
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("mm", product<Kind::kMM>);
-  m.impl("mm.out", product_out<Kind::kMM>);
-  m.impl("bmm", product<Kind::kBMM>);
-  m.impl("bmm.out", product_out<Kind::kBMM>);
-  m.impl("dot", product<Kind::kDot>);
-  m.impl("dot.out", product_out<Kind::kDot>);
-  // vdot equals dot for real dtypes (complex is unsupported on tpu).
-  m.impl("vdot", product<Kind::kDot>);
-  m.impl("vdot.out", product_out<Kind::kDot>);
-  m.impl("addmm", addop<Kind::kMM>);
-  m.impl("addmm.out", addop_out<Kind::kMM>);
-  m.impl("addmm_", addop_<Kind::kMM>);
-  m.impl("baddbmm", addop<Kind::kBMM>);
-  m.impl("baddbmm.out", addop_out<Kind::kBMM>);
-  m.impl("baddbmm_", addop_<Kind::kBMM>);
-  m.impl("addbmm", addop<Kind::kAddBMM>);
-  m.impl("addbmm.out", addop_out<Kind::kAddBMM>);
-  m.impl("addbmm_", addop_<Kind::kAddBMM>);
-  m.impl("addmv", addop<Kind::kMV>);
-  m.impl("addmv.out", addop_out<Kind::kMV>);
-  m.impl("addmv_", addop_<Kind::kMV>);
+  register_variants<Product<Kind::kMM>>(m, {"mm", "", "mm.out"});
+  register_variants<Product<Kind::kBMM>>(m, {"bmm", "", "bmm.out"});
+  register_variants<Product<Kind::kDot>>(m, {"dot", "", "dot.out"});
+  // vdot conjugates its first argument; on real dtypes (all this supports) it is dot.
+  register_variants<Product<Kind::kDot>>(m, {"vdot", "", "vdot.out"});
+  register_variants<AddOp<Kind::kMM>>(m, {"addmm", "addmm_", "addmm.out"});
+  register_variants<AddOp<Kind::kBMM>>(m, {"baddbmm", "baddbmm_", "baddbmm.out"});
+  register_variants<AddOp<Kind::kAddBMM>>(m, {"addbmm", "addbmm_", "addbmm.out"});
+  register_variants<AddOp<Kind::kMV>>(m, {"addmv", "addmv_", "addmv.out"});
 }
 
 }  // namespace
