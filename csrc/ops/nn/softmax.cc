@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -69,18 +70,23 @@ void softmax_into(const at::Tensor& self, int64_t dim, const at::Tensor& out) {
       [&](Builder& b, const Values& in) { return Values{softmax_fwd(b, b.convert(in[0], to_elem(ct)), d, kLog)}; });
 }
 
-template <bool kLog>
-at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
-  at::Tensor out = empty_like_tpu(self, softmax_out_dtype(self, half_to_float));
-  softmax_into<kLog>(self, dim, out);
-  return out;
+// A result of input's sizes, contiguous.
+OutMeta softmax_meta(const at::Tensor& like, c10::ScalarType dtype) {
+  OutMeta m{like.sizes().vec(), dtype, like.device()};
+  m.operand_layout = false;
+  return m;
 }
+
 template <bool kLog>
-at::Tensor& softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float, at::Tensor& out) {
-  prepare_out(out, self.sizes(), softmax_out_dtype(self, half_to_float), "softmax");
-  softmax_into<kLog>(self, dim, out);
-  return out;
-}
+struct Softmax {
+  static constexpr const char* kName = "softmax";
+  static OutMeta meta(const at::Tensor& self, int64_t, bool half_to_float) {
+    return softmax_meta(self, softmax_out_dtype(self, half_to_float));
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, int64_t dim, bool) {
+    softmax_into<kLog>(self, dim, out);
+  }
+};
 
 template <bool kLog>
 void softmax_backward_into(const at::Tensor& grad, const at::Tensor& output, int64_t dim, const at::Tensor& out) {
@@ -101,29 +107,22 @@ void softmax_backward_into(const at::Tensor& grad, const at::Tensor& output, int
 }
 
 template <bool kLog>
-at::Tensor softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
-                            c10::ScalarType input_dtype) {
-  at::Tensor out = empty_like_tpu(grad, input_dtype);
-  softmax_backward_into<kLog>(grad, output, dim, out);
-  return out;
-}
-template <bool kLog>
-at::Tensor& softmax_backward_out(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
-                                 c10::ScalarType input_dtype, at::Tensor& out) {
-  prepare_out(out, grad.sizes(), input_dtype, "softmax_backward");
-  softmax_backward_into<kLog>(grad, output, dim, out);
-  return out;
-}
+struct SoftmaxBackward {
+  static constexpr const char* kName = "softmax_backward";
+  static OutMeta meta(const at::Tensor& grad, const at::Tensor&, int64_t, c10::ScalarType input_dtype) {
+    return softmax_meta(grad, input_dtype);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                   c10::ScalarType) {
+    softmax_backward_into<kLog>(grad, output, dim, out);
+  }
+};
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_softmax", softmax<false>);
-  m.impl("_softmax.out", softmax_out<false>);
-  m.impl("_log_softmax", softmax<true>);
-  m.impl("_log_softmax.out", softmax_out<true>);
-  m.impl("_softmax_backward_data", softmax_backward<false>);
-  m.impl("_softmax_backward_data.out", softmax_backward_out<false>);
-  m.impl("_log_softmax_backward_data", softmax_backward<true>);
-  m.impl("_log_softmax_backward_data.out", softmax_backward_out<true>);
+  register_variants<Softmax<false>>(m, {"_softmax", "", "_softmax.out"});
+  register_variants<Softmax<true>>(m, {"_log_softmax", "", "_log_softmax.out"});
+  register_variants<SoftmaxBackward<false>>(m, {"_softmax_backward_data", "", "_softmax_backward_data.out"});
+  register_variants<SoftmaxBackward<true>>(m, {"_log_softmax_backward_data", "", "_log_softmax_backward_data.out"});
 }
 
 }  // namespace

@@ -29,3 +29,22 @@ def test_softmax_stable_and_views():
     torch._softmax(x.to(TPU), 1, False, out=out)
     torch.testing.assert_close(out.cpu(), torch.softmax(x, 1))
     both_raise(IndexError, lambda x: torch.softmax(x, 2), x)
+
+
+def test_out_forms_match_cpu():
+    # The out= forms of the forward and backward kernels, into an empty out
+    # (resized) and into one of the result's shape, against CPU. (CPU's
+    # kernels write a transposed out as if it were contiguous, so it is no
+    # reference there.)
+    A = torch.ops.aten
+    x, g = torch.randn(3, 4), torch.randn(3, 4)
+    fns = [lambda x, g, o: A._softmax(x, 1, False, out=o),
+           lambda x, g, o: A._log_softmax(x, 0, False, out=o),
+           lambda x, g, o: A._softmax_backward_data(g, x.softmax(1), 1, torch.float32, grad_input=o),
+           lambda x, g, o: A._log_softmax_backward_data(g, x.log_softmax(1), 1, torch.float32, out=o)]
+    for fn in fns:
+        for make in (lambda d: torch.empty(0, device=d), lambda d: torch.empty(3, 4, device=d)):
+            want = fn(x, g, make("cpu"))
+            got = fn(x.to(TPU), g.to(TPU), make(TPU))
+            assert got.stride() == want.stride()
+            torch.testing.assert_close(got.cpu(), want)
