@@ -125,10 +125,7 @@ bool shed_room(const at::Tensor& t) {
 }
 
 bool convert_with_room(const at::Tensor& src, const at::Tensor& dst) {
-  if (!has_room(src) || !strict_integral(dst) || src.device() != dst.device() || dst.is_conj() || dst.is_neg() ||
-      !dst.sizes().equals(src.sizes()) || !dst.is_contiguous() || dst.storage_offset() != 0 ||
-      storage_elems(dst) != dst.numel() || !dst.storage().unique())
-    return false;
+  if (!has_room(src) || !fresh(dst) || src.device() != dst.device() || !dst.sizes().equals(src.sizes())) return false;
   const int64_t room = storage_elems(src);
   at::Tensor whole = empty_tpu({room}, dst.scalar_type(), dst.device());
   const ElemType de = to_elem(dst.scalar_type());
@@ -138,7 +135,7 @@ bool convert_with_room(const at::Tensor& src, const at::Tensor& dst) {
   call.run([de](Builder& bl, const Values& in) { return Values{bl.convert(in[0], de)}; });
   // dst is fresh and its own storage's only holder: giving it the larger
   // storage changes no value that anything else can see.
-  dst.unsafeGetTensorImpl()->set_storage_keep_dtype(whole.storage());
+  regrow(dst, whole);
   return true;
 }
 
