@@ -663,10 +663,10 @@ struct AnyAll {
 template <bool kAny>
 struct AnyAllOfAll {
   static constexpr const char* kName = kAny ? "any" : "all";
-  using Dims = AnyAll<kAny, at::OptionalIntArrayRef>;
-  static ReduceMeta meta(const at::Tensor& self) { return Dims::meta(self, std::nullopt, false); }
+  using OverDims = AnyAll<kAny, at::OptionalIntArrayRef>;
+  static ReduceMeta meta(const at::Tensor& self) { return OverDims::meta(self, std::nullopt, false); }
   static void check_out(const at::Tensor& out, const ReduceMeta& m, const at::Tensor& self) {
-    Dims::check_out(out, m, self, std::nullopt, false);
+    OverDims::check_out(out, m, self, std::nullopt, false);
   }
   static void impl(const at::Tensor& out, const ReduceMeta& m, const at::Tensor& self) {
     anyall_into(self, m.p, kAny, out);
