@@ -195,6 +195,7 @@ class _GraphRunner:
         capture = self.capturable and self.failures < 2 and len(self.captures) < self._MAX_CAPTURES
         if prev != _FUSED:
             _C._set_eager_mode(_FUSED)
+        _C._set_compiled_graph_run(True)
         try:
             if capture:
                 _C._begin_capture()
@@ -224,6 +225,7 @@ class _GraphRunner:
                 _C._mark_step(self.why)  # the graph's live results, as one program
             return out
         finally:
+            _C._set_compiled_graph_run(False)
             if self.constant_numbers:
                 _C._set_bake_numbers(False)
             if prev != _FUSED:

@@ -24,5 +24,10 @@ void set_optimizer_step(bool on);
 // program. Any flush turns it off (numbers recorded after a host read may
 // be device values).
 void set_bake_numbers(bool on);
+// While on, the ops being recorded are a torch.compile graph's, run through
+// the fused driver: their sizes are the graph's (bucketed or fixed by
+// dynamo), so lengths stay in the program as in a capture instead of
+// entering as runtime scalars (Driver::runtime_lengths).
+void set_compiled_graph_run(bool on);
 
 }  // namespace torch_tpu::eager

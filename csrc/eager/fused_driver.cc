@@ -179,6 +179,11 @@ void FusedDriver::set_bake_numbers(bool on) {
   bake_numbers_ = on;
 }
 
+void FusedDriver::set_compiled_graph_run(bool on) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  graph_run_ = on;
+}
+
 void FusedDriver::set_optimizer_step(bool on) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   optimizer_step_ = on;
@@ -556,5 +561,6 @@ Driver& fused_driver() { return FusedDriver::get(); }
 
 void set_optimizer_step(bool on) { FusedDriver::get().set_optimizer_step(on); }
 void set_bake_numbers(bool on) { FusedDriver::get().set_bake_numbers(on); }
+void set_compiled_graph_run(bool on) { FusedDriver::get().set_compiled_graph_run(on); }
 
 }  // namespace torch_tpu::eager

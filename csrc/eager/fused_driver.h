@@ -198,6 +198,11 @@ class FusedDriver final : public Driver {
  public:
   static FusedDriver& get();
   const char* name() const override { return "fused"; }
+  // Fused eager passes numbers as parameters; a capture (torch.compile,
+  // torch.tpu.graph) keeps the shapes it saw.
+  bool runtime_lengths() const override {
+    return !graph_capturing_ && !compiled_capture_ && !graph_run_ && !bake_numbers_;
+  }
 
   // Fused eager (fused_driver.cc).
   void activate() override;
@@ -205,6 +210,7 @@ class FusedDriver final : public Driver {
   void sync_point(SyncReason why, std::string_view op) override;
   void deactivate() override;
   void set_bake_numbers(bool on);
+  void set_compiled_graph_run(bool on);
   void set_optimizer_step(bool on);
 
   // torch.compile graphs (compiled_capture.cc).
@@ -316,6 +322,7 @@ class FusedDriver final : public Driver {
   int64_t capture_start_ = -1;
   bool compiled_capture_ = false;                              // between begin_capture() and end_capture()
   bool capture_read_host_ = false;                             // a host read happened in that window
+  bool graph_run_ = false;                                     // set_compiled_graph_run: a torch.compile graph's ops
   bool bake_numbers_ = false;                                  // set_bake_numbers; cleared by any flush
   static constexpr uint64_t kBakedNumber = 0x5ca1a4f01dedULL;  // key tag before a baked-in number
   const std::vector<at::Tensor>* cap_in_ = nullptr;

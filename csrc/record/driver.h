@@ -46,6 +46,11 @@ class Driver {
   // then key elementwise work by element count alone; in a recorded graph
   // ops keep their tensors' shapes, which XLA's SPMD partitioner needs.
   virtual bool one_program_per_call() const { return false; }
+  // Whether a call's lengths may enter as runtime scalars, so that tensors
+  // with room to grow (ops/shape/append.h) are read whole: true where each
+  // recorded call's numbers reach its program as parameters (strict eager,
+  // fused eager), false where a capture bakes them for replay.
+  virtual bool runtime_lengths() const { return one_program_per_call(); }
   // Installed as the current driver / replaced by another one.
   virtual void activate() {}
   virtual void deactivate() {}

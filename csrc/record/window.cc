@@ -72,7 +72,7 @@ std::optional<Window> window_for(StorageSlot* s, const ViewMeta& v, int device) 
 bool read_at_runtime_position(const StorageSlot* s, const ViewMeta& v) {
   // A gather per element: for the small views of generate()'s glue.
   constexpr int64_t kMaxElems = int64_t{1} << 16;
-  if (!windows_on() || !integral(v.elem) || !current_driver().one_program_per_call()) return false;
+  if (!windows_on() || !integral(v.elem) || !current_driver().runtime_lengths()) return false;
   const int64_t n = v.numel();
   const int64_t storage_elems = static_cast<int64_t>(s->nbytes) / ir::byte_size(v.elem);
   return n > 0 && n <= kMaxElems && !s->sharded && !v.covers(storage_elems);

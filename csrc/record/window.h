@@ -30,7 +30,7 @@ struct Window {
 // as usual. May wait: for the queued write of `s`, and for its value.
 std::optional<Window> window_for(StorageSlot* s, const ViewMeta& v, int device);
 
-// Whether strict eager reads `v`, an integer view of part of `s`, at a
+// Whether strict or fused eager reads `v`, an integer view of part of `s`, at a
 // runtime offset and strides (OpCall's hidden scalars, read_view_at) rather
 // than at the position baked into the program: for the views no window
 // covers (strided, such as one column of a batch of growing rows, or any

@@ -595,12 +595,16 @@ def child(name: str, mode: str, steps: int, warmup: int, windows: int = 1, sched
 
 def run_child(module: str, child_args: list, label: str, timeout: int = 1800, **env_extra) -> dict | None:
     """Runs ``python -m module --child *child_args`` in a fresh process with
-    an empty compilation cache (cold start: a first step's time includes
-    every compile); its RESULT line as a dict, or None with the failure's
+    empty compilation caches, tpu's and Inductor's (cold start: a first
+    step's time includes every compile); its RESULT line as a dict, or None with the failure's
     last lines on stderr."""
     env = dict(os.environ, **env_extra)
     with tempfile.TemporaryDirectory(prefix="tt_bench_cache_") as cache:
         env["TORCH_TPU_CACHE_DIR"] = cache
+        # Inductor's own caches too: its cold start must include its compile.
+        env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache, "inductor")
+        env["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
+        env["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
         env["TF_CPP_MIN_LOG_LEVEL"] = "2"  # the plugin logs harmless "Unsupported fusion type" lines
         r = subprocess.run([sys.executable, "-m", module, "--child", *map(str, child_args)],
                            env=env, capture_output=True, text=True, timeout=timeout)

@@ -50,16 +50,17 @@ struct Positions {
   Value spread(Value scalar) const { return bl.broadcast_to(scalar, {n}); }
 };
 
-bool strict_integral(const at::Tensor& t) {
+// An integer or bool tpu tensor, under a driver that takes lengths at runtime.
+bool runtime_integral(const at::Tensor& t) {
   return t.is_privateuseone() && c10::isIntegralType(t.scalar_type(), /*includeBool=*/true) &&
-         record::current_driver().one_program_per_call();
+         record::current_driver().runtime_lengths();
 }
 
 }  // namespace
 
 bool has_room(const at::Tensor& t) {
-  if (!strict_integral(t) || t.numel() == 0 || t.numel() > kMaxElems || t.storage_offset() != 0 || !t.is_contiguous() ||
-      t.is_conj() || t.is_neg())
+  if (!runtime_integral(t) || t.numel() == 0 || t.numel() > kMaxElems || t.storage_offset() != 0 ||
+      !t.is_contiguous() || t.is_conj() || t.is_neg())
     return false;
   return storage_elems(t) == room_for(t.numel());
 }
@@ -70,7 +71,7 @@ namespace {
 // at the start of its exact storage, its storage's only holder. Not 0-d:
 // a number on the device is never a sequence that grows.
 bool fresh(const at::Tensor& t) {
-  return strict_integral(t) && t.dim() > 0 && t.numel() > 0 && t.numel() <= kMaxElems && !t.is_conj() && !t.is_neg() &&
+  return runtime_integral(t) && t.dim() > 0 && t.numel() > 0 && t.numel() <= kMaxElems && !t.is_conj() && !t.is_neg() &&
          t.is_contiguous() && t.storage_offset() == 0 && storage_elems(t) == t.numel() && t.storage().unique();
 }
 
@@ -183,7 +184,7 @@ std::optional<Room> cat_with_room(const std::vector<at::Tensor>& ins, int64_t di
       return std::nullopt;
   const int64_t n = c10::multiply_integers(sizes);
   if (!(rows || dim == static_cast<int64_t>(sizes.size()) - 1) || n > kMaxElems ||
-      !record::current_driver().one_program_per_call())
+      !record::current_driver().runtime_lengths())
     return std::nullopt;
   const int64_t room = room_for(n);
   const auto bytes = static_cast<size_t>(room) * c10::elementSize(dtype);

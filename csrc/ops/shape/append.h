@@ -25,14 +25,14 @@ struct Room {
 // cat(`ins`, `dim`) (result shape `sizes`, a wrapped dim) given room to
 // grow: appended in place of a copy when the first input already has the
 // room, else an empty result for the caller to fill. nullopt when the call
-// is not such an append: not strict eager, not two non-empty integer or
+// is not such an append: lengths not at runtime (a capture), not two non-empty integer or
 // bool tensors of one dtype, not a single row along `dim`, or too large.
 std::optional<Room> cat_with_room(const std::vector<at::Tensor>& ins, int64_t dim, c10::IntArrayRef sizes,
                                   c10::ScalarType dtype);
 
 // What generate() does next with such a tensor, read as its whole storage
 // with the length a runtime scalar, so that these too compile once per
-// storage size rather than once per length. Both apply in strict eager to a
+// storage size rather than once per length. Both apply in strict and fused eager to a
 // contiguous integer or bool tensor at the start of a storage rounded up as
 // above (`has_room`).
 bool has_room(const at::Tensor& t);
@@ -47,7 +47,7 @@ bool convert_with_room(const at::Tensor& src, const at::Tensor& dst);
 // attention mask): a small integer dst gets a storage with room, the tail
 // zero, so that the glue computed from it reads it whole. `host` is
 // contiguous, of dst's sizes and dtype. False (nothing done) when dst is not
-// a fresh, small, integer tensor in strict eager.
+// a fresh, small, integer tensor in strict or fused eager.
 bool upload_with_room(const at::Tensor& host, const at::Tensor& dst);
 
 // fill_ of such a fresh tensor (torch.ones for a missing attention mask).
