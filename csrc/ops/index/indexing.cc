@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 #include "ops/shape/append.h"
 #include "ops/index/checks.h"
 #include "ops/index/reduce_into.h"
@@ -242,26 +243,43 @@ std::vector<int64_t> index_select_shape(const at::Tensor& self, int64_t d, const
   return s;
 }
 
-at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, at::Tensor& out) {
-  check_index_vector(index, "index_select");
-  int64_t d = wrap_dim(dim, self.dim());
-  TORCH_CHECK(self.scalar_type() == out.scalar_type(),
-              "index_select(): self and result must have the same scalar type");
-  prepare_out(out, index_select_shape(self, d, index), self.scalar_type(), "index_select");
-  check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kSelect);
-  record::OpCall call("index_select");
-  call.attr(d);
-  call.input(self);
-  call.input(index);
-  call.output(out);
-  call.run([&](Builder& b, const Values& in) { return Values{select_slices(b, in[0], in[1], d)}; });
-  return out;
-}
+// The selections whose result has self's dtype (index_select,
+// masked_select, index): out= must have it too, in PyTorch's words.
+template <const char* kWhat>
+struct SameDtypeSelection {
+  static void check_out(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, const auto&...) {
+    TORCH_CHECK(self.scalar_type() == out.scalar_type(), kWhat, "(): self and result must have the same scalar type");
+    (void)m;
+  }
+};
 
-at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
-  at::Tensor out = empty_tpu({0}, self.scalar_type(), self.device());
-  return index_select_out(self, dim, index, out);
-}
+constexpr char kIndexSelectName[] = "index_select";
+struct IndexSelect : SameDtypeSelection<kIndexSelectName> {
+  static constexpr const char* kName = "index_select";
+  struct Meta : OutMeta {
+    int64_t dim = 0;
+  };
+  static Meta meta(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
+    check_index_vector(index, "index_select");
+    Meta m;
+    m.dim = wrap_dim(dim, self.dim());
+    m.sizes = index_select_shape(self, m.dim, index);
+    m.dtype = self.scalar_type();
+    m.device = self.device();
+    m.operand_layout = false;
+    return m;
+  }
+  static void impl(const at::Tensor& out, const Meta& m, const at::Tensor& self, int64_t, const at::Tensor& index) {
+    const int64_t d = m.dim;
+    check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kSelect);
+    record::OpCall call("index_select");
+    call.attr(d);
+    call.input(self);
+    call.input(index);
+    call.output(out);
+    call.run([d](Builder& b, const Values& in) { return Values{select_slices(b, in[0], in[1], d)}; });
+  }
+};
 
 at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                           const c10::Scalar& alpha, at::Tensor& out) {
@@ -471,30 +489,37 @@ at::Tensor nonzero_tpu(const at::Tensor& self) {
   return nonzero_out(self, out);
 }
 
-at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
-  TORCH_CHECK(mask.scalar_type() == c10::kBool, "masked_select: expected BoolTensor for mask");
-  TORCH_CHECK(self.scalar_type() == out.scalar_type(),
-              "masked_select(): self and result must have the same scalar type");
-  auto shape = broadcast_shape({self, mask});
-  kMaskedSelectSync();
-  int64_t n = count_true(mask, shape);
-  prepare_out(out, {n}, self.scalar_type(), "masked_select");
-  Dims sh(shape.begin(), shape.end());
-  record::OpCall call("masked_select");
-  call.attr(n);
-  call.input(self);
-  call.input(mask);
-  call.output(out);
-  call.run([&](Builder& b, const Values& in) {
-    return compact(b, b.broadcast_to(in[1], sh), {b.broadcast_to(in[0], sh)}, n);
-  });
-  return out;
-}
-
-at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
-  at::Tensor out = empty_tpu({0}, self.scalar_type(), self.device());
-  return masked_select_out(self, mask, out);
-}
+constexpr char kMaskedSelectName[] = "masked_select";
+struct MaskedSelect : SameDtypeSelection<kMaskedSelectName> {
+  static constexpr const char* kName = "masked_select";
+  struct Meta : OutMeta {
+    Dims shape;  // self and mask broadcast
+  };
+  // The result's length is the mask's count of true values: a host read.
+  static Meta meta(const at::Tensor& self, const at::Tensor& mask) {
+    TORCH_CHECK(mask.scalar_type() == c10::kBool, "masked_select: expected BoolTensor for mask");
+    Meta m;
+    auto shape = broadcast_shape({self, mask});
+    m.shape.assign(shape.begin(), shape.end());
+    kMaskedSelectSync();
+    m.sizes = {count_true(mask, shape)};
+    m.dtype = self.scalar_type();
+    m.device = self.device();
+    m.operand_layout = false;
+    return m;
+  }
+  static void impl(const at::Tensor& out, const Meta& m, const at::Tensor& self, const at::Tensor& mask) {
+    const int64_t n = m.sizes[0];
+    record::OpCall call("masked_select");
+    call.attr(n);
+    call.input(self);
+    call.input(mask);
+    call.output(out);
+    call.run([&m, n](Builder& b, const Values& in) {
+      return compact(b, b.broadcast_to(in[1], m.shape), {b.broadcast_to(in[0], m.shape)}, n);
+    });
+  }
+};
 
 at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& source) {
   check_bool_mask(mask, "masked_scatter_");
@@ -661,27 +686,38 @@ Value adv_scatter(Builder& b, const Adv& a, Value self, const Values& idx, Value
   return b.transpose(s, inv);
 }
 
-at::Tensor& index_out(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices, at::Tensor& out) {
-  Adv a = make_adv(self, indices);
-  prepare_out(out, a.result, self.scalar_type(), "index");
-  if (a.idx.empty()) {
-    out.copy_(self);
-    return out;
+// Advanced indexing (`x[idx]`); index_put_ below writes the same places.
+struct Index {
+  static constexpr const char* kName = "index";
+  struct Meta : OutMeta {
+    Adv a;
+  };
+  static Meta meta(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
+    Meta m;
+    m.a = make_adv(self, indices);
+    m.sizes = m.a.result;
+    m.dtype = self.scalar_type();
+    m.device = self.device();
+    m.operand_layout = false;
+    return m;
   }
-  record::OpCall call("index");
-  add_adv_attrs(call, a);
-  call.input(self);
-  for (const at::Tensor& t : a.idx) call.input(t);
-  call.output(out);
-  call.run(
-      [&](Builder& b, const Values& in) { return Values{adv_gather(b, a, in[0], Values(in.begin() + 1, in.end()))}; });
-  return out;
-}
-
-at::Tensor index(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
-  at::Tensor out = empty_tpu({0}, self.scalar_type(), self.device());
-  return index_out(self, indices, out);
-}
+  static void impl(const at::Tensor& out, const Meta& m, const at::Tensor& self,
+                   const c10::List<std::optional<at::Tensor>>&) {
+    const Adv& a = m.a;
+    if (a.idx.empty()) {
+      out.copy_(self);
+      return;
+    }
+    record::OpCall call("index");
+    add_adv_attrs(call, a);
+    call.input(self);
+    for (const at::Tensor& t : a.idx) call.input(t);
+    call.output(out);
+    call.run([&a](Builder& b, const Values& in) {
+      return Values{adv_gather(b, a, in[0], Values(in.begin() + 1, in.end()))};
+    });
+  }
+};
 
 at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
                             const at::Tensor& values, bool accumulate, bool unsafe) {
@@ -795,8 +831,7 @@ at::Tensor nonzero_static(const at::Tensor& self, c10::SymInt size, int64_t fill
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("index_select", index_select);
-  m.impl("index_select.out", index_select_out);
+  register_variants<IndexSelect>(m, {"index_select", "", "index_select.out"});
   m.impl("gather.out", gather_out);
   m.impl("scatter.src_out", scatter_src_out);
   m.impl("scatter.value_out", scatter_value_out);
@@ -810,13 +845,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_fill_.int_Tensor", index_fill_tensor);
   m.impl("masked_fill_.Scalar", masked_fill_scalar);
   m.impl("masked_fill_.Tensor", masked_fill_tensor);
-  m.impl("masked_select", masked_select);
-  m.impl("masked_select.out", masked_select_out);
+  register_variants<MaskedSelect>(m, {"masked_select", "", "masked_select.out"});
   m.impl("masked_scatter_", masked_scatter_);
   m.impl("nonzero", nonzero_tpu);
   m.impl("nonzero.out", nonzero_out);
-  m.impl("index.Tensor", index);
-  m.impl("index.Tensor_out", index_out);
+  register_variants<Index>(m, {"index.Tensor", "", "index.Tensor_out"});
   m.impl("_index_put_impl_", index_put_impl_);
   m.impl("embedding_dense_backward", embedding_dense_backward);
   m.impl("nonzero_static", nonzero_static);

@@ -22,6 +22,7 @@
 #include "aten/generator.h"
 #include "ops/common.h"
 #include "ops/random/rng.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 
@@ -158,17 +159,19 @@ void check_normal_tensor(const at::Tensor& t, const char* what) {
               t.scalar_type());
 }
 
-at::Tensor& normal_tf_out(const at::Tensor& mean, double std, std::optional<at::Generator> gen, at::Tensor& out) {
-  check_normal_tensor(mean, "mean");
-  check_std(std);
-  prepare_out(out, mean.sizes(), mean.scalar_type(), "normal");
-  normal_into(out, mean, c10::Scalar(std), gen, 1);
-  return out;
-}
-at::Tensor normal_tf(const at::Tensor& mean, double std, std::optional<at::Generator> gen) {
-  at::Tensor out = empty_like_tpu(mean);
-  return normal_tf_out(mean, std, gen, out);
-}
+// normal(Tensor mean, float std): one sample per element of mean.
+struct NormalTensorFloat {
+  static constexpr const char* kName = "normal";
+  static OutMeta meta(const at::Tensor& mean, double std, std::optional<at::Generator>) {
+    check_normal_tensor(mean, "mean");
+    check_std(std);
+    return OutMeta{mean.sizes().vec(), mean.scalar_type(), mean.device()};
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& mean, double std,
+                   std::optional<at::Generator> gen) {
+    normal_into(out, mean, c10::Scalar(std), gen, 1);
+  }
+};
 
 at::Tensor& normal_ft_out(double mean, const at::Tensor& std, std::optional<at::Generator> gen, at::Tensor& out) {
   check_normal_tensor(std, "std");
@@ -181,20 +184,21 @@ at::Tensor normal_ft(double mean, const at::Tensor& std, std::optional<at::Gener
   return normal_ft_out(mean, std, gen, out);
 }
 
-at::Tensor& normal_tt_out(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen,
-                          at::Tensor& out) {
-  check_normal_tensor(mean, "mean");
-  check_normal_tensor(std, "std");
-  auto shape = broadcast_shape({mean, std});
-  prepare_out(out, shape, at::result_type(mean, std), "normal");
-  normal_into(out, mean, std, gen, 3);
-  return out;
-}
-at::Tensor normal_tt(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen) {
-  at::Tensor out =
-      empty_tpu(broadcast_shape({mean, std}), at::result_type(mean, std), mean.is_cpu() ? std.device() : mean.device());
-  return normal_tt_out(mean, std, gen, out);
-}
+// normal(Tensor mean, Tensor std): over their broadcast shape.
+struct NormalTensorTensor {
+  static constexpr const char* kName = "normal";
+  static OutMeta meta(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator>) {
+    check_normal_tensor(mean, "mean");
+    check_normal_tensor(std, "std");
+    OutMeta m{broadcast_shape({mean, std}), at::result_type(mean, std), mean.is_cpu() ? std.device() : mean.device()};
+    m.operand_layout = false;
+    return m;
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& mean, const at::Tensor& std,
+                   std::optional<at::Generator> gen) {
+    normal_into(out, mean, std, gen, 3);
+  }
+};
 
 at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
   check_float(self, "log_normal_cpu");
@@ -634,12 +638,10 @@ at::Tensor poisson(const at::Tensor& rate, std::optional<at::Generator> gen) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("uniform_", uniform_);
   m.impl("normal_", normal_);
-  m.impl("normal.Tensor_float", normal_tf);
-  m.impl("normal.Tensor_float_out", normal_tf_out);
+  register_variants<NormalTensorFloat>(m, {"normal.Tensor_float", "", "normal.Tensor_float_out"});
   m.impl("normal.float_Tensor", normal_ft);
   m.impl("normal.float_Tensor_out", normal_ft_out);
-  m.impl("normal.Tensor_Tensor", normal_tt);
-  m.impl("normal.Tensor_Tensor_out", normal_tt_out);
+  register_variants<NormalTensorTensor>(m, {"normal.Tensor_Tensor", "", "normal.Tensor_Tensor_out"});
   m.impl("log_normal_", log_normal_);
   m.impl("exponential_", exponential_);
   m.impl("cauchy_", cauchy_);

@@ -304,3 +304,28 @@ def test_nonzero_static(dtype):
     torch.nonzero_static(x.to(TPU), size=5, out=out)
     torch.testing.assert_close(out.cpu(), torch.nonzero_static(x, size=5))
     both_raise(RuntimeError, lambda x: torch.nonzero_static(x, size=-1), x)
+
+
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+@pytest.mark.parametrize("op", ["index_select", "masked_select", "index"])
+def test_selection_out_forms_match_cpu(op):
+    # Functional and out= forms come from one declaration (ops/variants.h):
+    # out= of the wrong size is resized, of another dtype is refused with
+    # CPU's message, and a transposed out keeps its layout where CPU does.
+    x = rand(4, 5)
+    idx = torch.tensor([3, 0, 3])
+    mask = torch.rand(4, 5) > 0.4
+    call = {"index_select": lambda t, **kw: torch.index_select(t, 1, idx.to(t.device), **kw),
+            "masked_select": lambda t, **kw: torch.masked_select(t, mask.to(t.device), **kw),
+            "index": lambda t, **kw: torch.ops.aten.index.Tensor_out(t, [idx.to(t.device)], **kw)
+            if kw else t[idx.to(t.device)]}[op]
+    expected = call(x) if op != "index" else x[idx]
+    torch.testing.assert_close(call(x.to(TPU)).cpu(), expected)
+    for shape in [expected.shape, (1,), (0,)]:
+        out_cpu, out_tpu = torch.empty(shape), torch.empty(shape, device=TPU)
+        call(x, out=out_cpu)
+        call(x.to(TPU), out=out_tpu)
+        assert out_tpu.shape == out_cpu.shape
+        torch.testing.assert_close(out_tpu.cpu(), out_cpu)
+    both_raise(RuntimeError, lambda t, o: call(t, out=o), x, torch.empty(0, dtype=torch.int64))
+

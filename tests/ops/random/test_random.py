@@ -363,3 +363,17 @@ def test_cauchy_geometric():
     assert b.dtype == torch.bfloat16
     both_raise(RuntimeError, lambda x: x.geometric_(1.5), torch.empty(3))
     both_raise(RuntimeError, lambda x: x.cauchy_(0.0, -1.0), torch.empty(3))
+
+
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+def test_normal_out_forms_follow_cpu():
+    # normal(Tensor, float) and normal(Tensor, Tensor) with out=: out takes
+    # the result's shape; a wrong dtype is CPU's error.
+    mean = torch.zeros(2, 300)
+    std = torch.full((300,), 2.0)
+    for args in [(mean, 2.0), (mean, std)]:
+        out = torch.empty(1, device=TPU)
+        torch.normal(*[a.to(TPU) if isinstance(a, torch.Tensor) else a for a in args], out=out)
+        assert out.shape == (2, 300)
+        assert abs(out.cpu().std().item() - 2.0) < 0.15
+        both_raise(RuntimeError, lambda o, *a: torch.normal(*a, out=o), torch.empty(0, dtype=torch.int64), *args)
