@@ -15,6 +15,7 @@
 
 #include "ops/common.h"
 #include "ops/shape/append.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -84,35 +85,41 @@ void scan_into(const at::Tensor& self, int64_t dim, bool prod, const at::Tensor&
   });
 }
 
+// cumsum / cumprod in their three forms. The result's dtype is dtype= or
+// else self's, with integers widened to int64; out= decides its own.
 template <bool kProd>
-at::Tensor scan(const at::Tensor& self, int64_t dim, std::optional<c10::ScalarType> dtype) {
-  int64_t d = wrap_dim(dim, self.dim());
-  at::Tensor out = empty_tpu(self.sizes(), scan_dtype(self, dtype), self.device());
-  scan_into(self, d, kProd, out);
-  return out;
-}
-
-template <bool kProd>
-at::Tensor& scan_out(const at::Tensor& self, int64_t dim, std::optional<c10::ScalarType> dtype, at::Tensor& out) {
-  int64_t d = wrap_dim(dim, self.dim());
-  if (dtype) check_structured_out(out, *dtype);
-  // CPU's scan kernels dispatch on out's dtype and have no bool one.
-  TORCH_CHECK_NOT_IMPLEMENTED(out.scalar_type() != c10::kBool, "\"", kProd ? "cumprod" : "cumsum",
-                              "_out_cpu\" not implemented for 'Bool'");
-  at::native::resize_output(out, self.sizes());
-  scan_into(self, d, kProd, out);
-  return out;
-}
-
-template <bool kProd>
-at::Tensor& scan_(at::Tensor& self, int64_t dim, std::optional<c10::ScalarType> dtype) {
-  int64_t d = wrap_dim(dim, self.dim());
-  if (dtype)
-    TORCH_CHECK(self.scalar_type() == *dtype, "Bad in-place call: input tensor dtype ", self.dtype(),
-                " and output tensor dtype ", c10::scalarTypeToTypeMeta(*dtype), " should match");
-  scan_into(self, d, kProd, self);
-  return self;
-}
+struct Scan {
+  static constexpr const char* kName = kProd ? "cumprod" : "cumsum";
+  struct Meta : OutMeta {
+    int64_t dim = 0;
+  };
+  static Meta meta(const at::Tensor& self, int64_t dim, std::optional<c10::ScalarType> dtype) {
+    Meta m;
+    m.dim = wrap_dim(dim, self.dim());
+    m.sizes = self.sizes().vec();
+    m.dtype = scan_dtype(self, dtype);
+    m.device = self.device();
+    m.out_dtype = OutDtype::kOwn;
+    m.operand_layout = false;
+    return m;
+  }
+  static void check_out(const at::Tensor& out, const Meta&, const at::Tensor&, int64_t,
+                        std::optional<c10::ScalarType> dtype) {
+    if (dtype) check_structured_out(out, *dtype);
+    // CPU's scan kernels dispatch on out's dtype and have no bool one.
+    TORCH_CHECK_NOT_IMPLEMENTED(out.scalar_type() != c10::kBool, "\"", kName, "_out_cpu\" not implemented for 'Bool'");
+  }
+  // In place, the scan keeps self's dtype; only a dtype= that differs is refused.
+  static void inplace_rule(const at::Tensor& self, const Meta&, int64_t, std::optional<c10::ScalarType> dtype) {
+    if (dtype)
+      TORCH_CHECK(self.scalar_type() == *dtype, "Bad in-place call: input tensor dtype ", self.dtype(),
+                  " and output tensor dtype ", c10::scalarTypeToTypeMeta(*dtype), " should match");
+  }
+  static void impl(const at::Tensor& out, const Meta& m, const at::Tensor& self, int64_t,
+                   std::optional<c10::ScalarType>) {
+    scan_into(self, m.dim, kProd, out);
+  }
+};
 
 // --- cummax / cummin ----------------------------------------------------------------
 // CPU moves the index to j whenever x[j] is NaN or ties/beats the running
@@ -182,12 +189,27 @@ Value log_add_exp(Builder& b, Value x, Value y) {
   Value nan = b.or_(b.compare(x, x, Direction::kNe), b.compare(y, y, Direction::kNe));
   return b.select(nan, b.add(x, y), b.select(keep, x, r));
 }
-at::Tensor& logcumsumexp_out(const at::Tensor& self, int64_t dim, at::Tensor& out) {
-  check_float(self, "logcumsumexp_out_cpu");
-  int64_t r = std::max<int64_t>(self.dim(), 1);
-  int64_t d0 = wrap_dim(dim, r);
-  prepare_out(out, self.sizes(), self.scalar_type(), "logcumsumexp");
-  if (self.numel() == 0) return out;
+struct LogCumSumExp {
+  static constexpr const char* kName = "logcumsumexp";
+  struct Meta : OutMeta {
+    int64_t dim = 0;
+  };
+  static Meta meta(const at::Tensor& self, int64_t dim) {
+    check_float(self, "logcumsumexp_out_cpu");
+    Meta m;
+    m.dim = wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+    m.sizes = self.sizes().vec();
+    m.dtype = self.scalar_type();
+    m.device = self.device();
+    m.out_dtype = OutDtype::kExact;  // CPU refuses any other out dtype, a wider float too
+    return m;
+  }
+  static void impl(const at::Tensor& out, const Meta& m, const at::Tensor& self, int64_t);
+};
+
+void LogCumSumExp::impl(const at::Tensor& out, const Meta& m, const at::Tensor& self, int64_t) {
+  const int64_t d0 = m.dim;
+  if (self.numel() == 0) return;
   // CPU accumulates float in double; an f64 scan here corrupted the heap
   // inside XLA:CPU for some shapes (e.g. [9, 4] along dim 0), so this stays
   // in opmath and the f32 backward (which cancels large terms) is ~1e-3 off.
@@ -214,24 +236,14 @@ at::Tensor& logcumsumexp_out(const at::Tensor& self, int64_t dim, at::Tensor& ou
     }
     return Values{b.reshape(y, d)};
   });
-  return out;
-}
-at::Tensor logcumsumexp(const at::Tensor& self, int64_t dim) {
-  at::Tensor out = empty_like_tpu(self);
-  return logcumsumexp_out(self, dim, out);
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("cumsum", scan<false>);
-  m.impl("cumsum.out", scan_out<false>);
-  m.impl("cumsum_", scan_<false>);
-  m.impl("cumprod", scan<true>);
-  m.impl("cumprod.out", scan_out<true>);
-  m.impl("cumprod_", scan_<true>);
+  register_variants<Scan<false>>(m, "cumsum");
+  register_variants<Scan<true>>(m, "cumprod");
   m.impl("_cummax_helper", cummaxmin_helper<true>);
   m.impl("_cummin_helper", cummaxmin_helper<false>);
-  m.impl("_logcumsumexp", logcumsumexp);
-  m.impl("_logcumsumexp.out", logcumsumexp_out);
+  register_variants<LogCumSumExp>(m, {"_logcumsumexp", "", "_logcumsumexp.out"});
 }
 
 }  // namespace

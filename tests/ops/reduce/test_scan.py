@@ -4,7 +4,7 @@ CPU (csrc/ops/reduce/scan.cc)."""
 import pytest
 import torch
 
-from tests.helpers import TPU, check
+from tests.helpers import TPU, both_raise, check
 from tests.ops.reduce._common import ALL, OURS, check_grad, rand, rnd, views
 
 FLOATS = [torch.float32, torch.bfloat16]
@@ -118,3 +118,16 @@ def test_logcumsumexp(dtype):
     y = torch.tensor([float("-inf"), float("-inf"), 1.0, float("inf"), 2.0, float("nan"), 3.0])
     torch.testing.assert_close(torch.logcumsumexp(y.to(TPU), 0).cpu(), torch.logcumsumexp(y, 0), equal_nan=True)
     check(lambda y: torch.logcumsumexp(y, 0), torch.tensor(2.5))
+
+
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+def test_logcumsumexp_out_forms_follow_cpu():
+    # Functional and out= from one declaration (ops/variants.h): out= is
+    # resized; CPU refuses an out of any other dtype, float64 included; a
+    # bool out of cumsum is CPU's NotImplementedError.
+    x = torch.randn(3, 5)
+    for shape in [(3, 5), (1,), (0,)]:
+        check(lambda t, o: (torch.logcumsumexp(t, 1, out=o), o)[1], x, torch.empty(shape))
+    for out_dtype in [torch.float64, torch.int64]:
+        both_raise(RuntimeError, lambda t, o: torch.logcumsumexp(t, 0, out=o), x, torch.empty(0, dtype=out_dtype))
+    both_raise(NotImplementedError, lambda t, o: torch.cumsum(t, 0, out=o), x, torch.empty(0, dtype=torch.bool))
