@@ -88,20 +88,25 @@ void where_run(const at::Tensor& cond, const at::Tensor& a, const at::Tensor& c,
     return Values{b.select(p, x, y)};
   });
 }
-at::Tensor where_self(const at::Tensor& cond, const at::Tensor& a, const at::Tensor& c) {
-  ScalarType t = at::result_type(a, c);
-  c10::Device d = !a.is_cpu() ? a.device() : !c.is_cpu() ? c.device() : cond.device();
-  at::Tensor out = empty_tpu(broadcast_shape({cond, a, c}), t, d);
-  where_run(cond, a, c, out);
-  return out;
-}
-at::Tensor& where_self_out(const at::Tensor& cond, const at::Tensor& a, const at::Tensor& c, at::Tensor& out) {
-  ScalarType t = at::result_type(a, c);
-  TORCH_CHECK(out.scalar_type() == t, "Expected out type to be ", t, " but got ", out.scalar_type());
-  at::native::resize_output(out, broadcast_shape({cond, a, c}));
-  where_run(cond, a, c, out);
-  return out;
-}
+// where(cond, a, c): the result has a and c's promoted dtype, which out=
+// must have exactly.
+struct WhereSelf {
+  static constexpr const char* kName = "where";
+  static OutMeta meta(const at::Tensor& cond, const at::Tensor& a, const at::Tensor& c) {
+    c10::Device d = !a.is_cpu() ? a.device() : !c.is_cpu() ? c.device() : cond.device();
+    OutMeta m{broadcast_shape({cond, a, c}), at::result_type(a, c), d, OutDtype::kOwn};
+    m.operand_layout = false;
+    return m;
+  }
+  static void check_out(const at::Tensor& out, const OutMeta& m, const at::Tensor&, const at::Tensor&,
+                        const at::Tensor&) {
+    TORCH_CHECK(out.scalar_type() == m.dtype, "Expected out type to be ", m.dtype, " but got ", out.scalar_type());
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& cond, const at::Tensor& a,
+                   const at::Tensor& c) {
+    where_run(cond, a, c, out);
+  }
+};
 
 // --- clamp ----------------------------------------------------------------------------
 
@@ -250,30 +255,33 @@ bool equal(const at::Tensor& self, const at::Tensor& other) {
 
 // --- isneginf / isposinf ------------------------------------------------------------
 
+// isneginf / isposinf: a bool result, which out= must be.
 template <bool kNeg>
-at::Tensor& isinf_sign_out(const at::Tensor& self, at::Tensor& out) {
-  TORCH_CHECK(!self.is_complex(), kNeg ? "isneginf" : "isposinf", " does not support complex inputs.");
-  TORCH_CHECK(out.scalar_type() == c10::kBool, kNeg ? "isneginf" : "isposinf",
-              " does not support non-boolean outputs.");
-  at::native::resize_output(out, self.sizes());
-  if (!c10::isFloatingType(self.scalar_type())) {
-    // Integers and bools are never infinite.
-    pointwise(
-        kNeg ? "isneginf" : "isposinf", {self}, out, c10::kBool,
-        [](Builder& b, const Values& x) { return zero(b, ElemType::kPred, b.dims(x[0])); }, 1);
-    return out;
+struct IsInfSign {
+  static constexpr const char* kName = kNeg ? "isneginf" : "isposinf";
+  static OutMeta meta(const at::Tensor& self) {
+    TORCH_CHECK(!self.is_complex(), kName, " does not support complex inputs.");
+    OutMeta m{self.sizes().vec(), c10::kBool, self.device(), OutDtype::kOwn};
+    m.operand_layout = false;
+    return m;
   }
-  pointwise(kNeg ? "isneginf" : "isposinf", {self}, out, self.scalar_type(), [](Builder& b, const Values& x) {
-    Value inf = b.broadcast_to(kNeg ? lowest(b, b.elem(x[0])) : highest(b, b.elem(x[0])), b.dims(x[0]));
-    return b.compare(x[0], inf, Direction::kEq);
-  });
-  return out;
-}
-template <bool kNeg>
-at::Tensor isinf_sign(const at::Tensor& self) {
-  at::Tensor out = empty_tpu(self.sizes(), c10::kBool, self.device());
-  return isinf_sign_out<kNeg>(self, out);
-}
+  static void check_out(const at::Tensor& out, const OutMeta&, const at::Tensor&) {
+    TORCH_CHECK(out.scalar_type() == c10::kBool, kName, " does not support non-boolean outputs.");
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self) {
+    if (!c10::isFloatingType(self.scalar_type())) {
+      // Integers and bools are never infinite.
+      pointwise(
+          kName, {self}, out, c10::kBool,
+          [](Builder& b, const Values& x) { return zero(b, ElemType::kPred, b.dims(x[0])); }, 1);
+      return;
+    }
+    pointwise(kName, {self}, out, self.scalar_type(), [](Builder& b, const Values& x) {
+      Value inf = b.broadcast_to(kNeg ? lowest(b, b.elem(x[0])) : highest(b, b.elem(x[0])), b.dims(x[0]));
+      return b.compare(x[0], inf, Direction::kEq);
+    });
+  }
+};
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_compare<kEq>(m, "eq");
@@ -282,8 +290,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_compare<kLe>(m, "le");
   register_compare<kGt>(m, "gt");
   register_compare<kGe>(m, "ge");
-  m.impl("where.self", where_self);
-  m.impl("where.self_out", where_self_out);
+  register_variants<WhereSelf>(m, {"where.self", "", "where.self_out"});
   register_variants<Clamp<c10::Scalar>>(m, "clamp");
   register_variants<Clamp<at::Tensor>>(m, {"clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out"});
   register_variants<ClampOne<true, c10::Scalar>>(m, "clamp_min");
@@ -291,10 +298,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<ClampOne<true, at::Tensor>>(m, {"clamp_min.Tensor", "clamp_min_.Tensor", "clamp_min.Tensor_out"});
   register_variants<ClampOne<false, at::Tensor>>(m, {"clamp_max.Tensor", "clamp_max_.Tensor", "clamp_max.Tensor_out"});
   m.impl("equal", equal);
-  m.impl("isneginf", isinf_sign<true>);
-  m.impl("isneginf.out", isinf_sign_out<true>);
-  m.impl("isposinf", isinf_sign<false>);
-  m.impl("isposinf.out", isinf_sign_out<false>);
+  register_variants<IsInfSign<true>>(m, {"isneginf", "", "isneginf.out"});
+  register_variants<IsInfSign<false>>(m, {"isposinf", "", "isposinf.out"});
 }
 
 }  // namespace

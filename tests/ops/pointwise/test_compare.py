@@ -3,7 +3,7 @@ isneginf/isposinf on tpu vs PyTorch CPU (csrc/ops/pointwise/compare.cc)."""
 import pytest
 import torch
 
-from tests.helpers import TPU, check
+from tests.helpers import TPU, both_raise, check
 from tests.ops.pointwise._common import OTHER_FAMILIES, check_grad, check_nan, make, rnd
 
 # ---- comparisons, where, clamp --------------------------------------------------
@@ -129,6 +129,25 @@ def test_isneginf_isposinf():
     check(torch.isneginf, x)
     check(torch.isposinf, x[::2])
     check(torch.isneginf, torch.tensor([1, -3]))
+
+
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+@pytest.mark.parametrize("op", [torch.isneginf, torch.isposinf])
+def test_isinf_sign_out_forms_follow_cpu(op):
+    # Functional and out= from one declaration (ops/variants.h): a bool out
+    # of any size is resized; CPU refuses any other out dtype and a complex input.
+    x = torch.tensor([[1.0, float("inf")], [-float("inf"), float("nan")]])
+    for shape in [(2, 2), (1,), (0,)]:
+        check(lambda t, o: (op(t, out=o), o)[1], x, torch.empty(shape, dtype=torch.bool))
+    both_raise(RuntimeError, lambda t, o: op(t, out=o), x, torch.empty(0))
+    both_raise(RuntimeError, op, torch.zeros(2, dtype=torch.complex64))
+
+
+def test_where_out_must_have_the_promoted_dtype():
+    c = torch.tensor([True, False])
+    a, b = torch.tensor([1.0, 2.0]), torch.tensor([3, 4])
+    both_raise(RuntimeError, lambda c_, x, y, o: torch.where(c_, x, y, out=o), c, a, b, torch.empty(0, dtype=torch.int64))
+    check(lambda c_, x, y, o: (torch.where(c_, x, y, out=o), o)[1], c, a, b, torch.empty(2))
 
 
 # --- equal ----------------------------------------------------------------------------
