@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -103,71 +104,96 @@ void searchsorted_into(const at::Tensor& seq, const Operand& value, c10::IntArra
 
 bool is_right(bool right, std::optional<std::string_view> side) { return right || (side && *side == "right"); }
 
-at::Tensor& searchsorted_out(const at::Tensor& seq, const at::Tensor& self, bool out_int32, bool right,
-                             std::optional<std::string_view> side, const std::optional<at::Tensor>& sorter_opt,
-                             at::Tensor& out) {
-  at::Tensor sorter = sorter_opt.value_or(at::Tensor());
-  searchsorted_checks(seq, self, out_int32, right, side, sorter);
-  auto dt = out_int32 ? c10::kInt : c10::kLong;
-  TORCH_CHECK(out.scalar_type() == dt,
+c10::ScalarType index_dtype(bool out_int32) { return out_int32 ? c10::kInt : c10::kLong; }
+
+// out= of searchsorted/bucketize over a tensor must have the index dtype.
+void check_index_out(const at::Tensor& out, bool out_int32) {
+  TORCH_CHECK(out.scalar_type() == index_dtype(out_int32),
               "torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) "
               "or Long(int64) depending on whether out_int32 flag is True, but we got output tensor's dtype ",
               out.scalar_type(), " and out_int32 flag is ", out_int32 ? "True" : "False");
-  at::native::resize_output(out, self.sizes());
-  searchsorted_into(seq, self, self.sizes(), is_right(right, side), sorter, out);
-  return out;
-}
-at::Tensor ss_tensor(const at::Tensor& seq, const at::Tensor& self, bool out_int32, bool right,
-                     std::optional<std::string_view> side, const std::optional<at::Tensor>& sorter) {
-  at::Tensor out = empty_tpu(self.sizes(), out_int32 ? c10::kInt : c10::kLong, seq.device());
-  return searchsorted_out(seq, self, out_int32, right, side, sorter, out);
-}
-at::Tensor& searchsorted_scalar_out(const at::Tensor& seq, const c10::Scalar& self, bool out_int32, bool right,
-                                    std::optional<std::string_view> side, const std::optional<at::Tensor>& sorter_opt,
-                                    at::Tensor& out) {
-  at::Tensor sorter = sorter_opt.value_or(at::Tensor());
-  TORCH_CHECK(seq.dim() == 1,
-              "torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension "
-              "is 1, but we got boundaries tensor dim(",
-              seq.dim(), ") and input value's dim(0) numel(1)");
-  at::Tensor dummy = empty_tpu({}, seq.scalar_type(), c10::Device(c10::kMeta));
-  searchsorted_checks(seq, dummy, out_int32, right, side, sorter);
-  prepare_out(out, {}, out_int32 ? c10::kInt : c10::kLong, "searchsorted");
-  searchsorted_into(seq, self, {}, is_right(right, side), sorter, out);
-  return out;
-}
-at::Tensor ss_scalar(const at::Tensor& seq, const c10::Scalar& self, bool out_int32, bool right,
-                     std::optional<std::string_view> side, const std::optional<at::Tensor>& sorter) {
-  at::Tensor out = empty_tpu({}, out_int32 ? c10::kInt : c10::kLong, seq.device());
-  return searchsorted_scalar_out(seq, self, out_int32, right, side, sorter, out);
 }
 
-at::Tensor& bucketize_out(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32, bool right,
-                          at::Tensor& out) {
-  TORCH_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(", boundaries.dim(), ")");
-  return searchsorted_out(boundaries, self, out_int32, right, std::nullopt, std::nullopt, out);
+// Positions of self's values in the sorted last dim of seq: self's shape.
+OutMeta positions_meta(const at::Tensor& seq, const at::Tensor& self, bool out_int32) {
+  OutMeta m{self.sizes().vec(), index_dtype(out_int32), seq.device(), OutDtype::kOwn};
+  m.operand_layout = false;
+  return m;
 }
-at::Tensor bucketize(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32, bool right) {
+
+struct SearchSorted {
+  static constexpr const char* kName = "searchsorted";
+  static OutMeta meta(const at::Tensor& seq, const at::Tensor& self, bool out_int32, bool right,
+                      std::optional<std::string_view> side, const std::optional<at::Tensor>& sorter) {
+    searchsorted_checks(seq, self, out_int32, right, side, sorter.value_or(at::Tensor()));
+    return positions_meta(seq, self, out_int32);
+  }
+  static void check_out(const at::Tensor& out, const OutMeta&, const at::Tensor&, const at::Tensor&, bool out_int32,
+                        bool, std::optional<std::string_view>, const std::optional<at::Tensor>&) {
+    check_index_out(out, out_int32);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& seq, const at::Tensor& self, bool,
+                   bool right, std::optional<std::string_view> side, const std::optional<at::Tensor>& sorter) {
+    searchsorted_into(seq, self, self.sizes(), is_right(right, side), sorter.value_or(at::Tensor()), out);
+  }
+};
+
+// A single value: a 0-d result, whose out= may be any dtype it casts to.
+struct SearchSortedScalar {
+  static constexpr const char* kName = "searchsorted";
+  static OutMeta meta(const at::Tensor& seq, const c10::Scalar&, bool out_int32, bool right,
+                      std::optional<std::string_view> side, const std::optional<at::Tensor>& sorter) {
+    TORCH_CHECK(seq.dim() == 1,
+                "torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension "
+                "is 1, but we got boundaries tensor dim(",
+                seq.dim(), ") and input value's dim(0) numel(1)");
+    at::Tensor dummy = empty_tpu({}, seq.scalar_type(), c10::Device(c10::kMeta));
+    searchsorted_checks(seq, dummy, out_int32, right, side, sorter.value_or(at::Tensor()));
+    return OutMeta{{}, index_dtype(out_int32), seq.device()};
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& seq, const c10::Scalar& self, bool,
+                   bool right, std::optional<std::string_view> side, const std::optional<at::Tensor>& sorter) {
+    searchsorted_into(seq, self, {}, is_right(right, side), sorter.value_or(at::Tensor()), out);
+  }
+};
+
+void check_boundaries(const at::Tensor& boundaries) {
   TORCH_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(", boundaries.dim(), ")");
-  return ss_tensor(boundaries, self, out_int32, right, std::nullopt, std::nullopt);
 }
+
+struct Bucketize {
+  static constexpr const char* kName = "bucketize";
+  static OutMeta meta(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32, bool right) {
+    check_boundaries(boundaries);
+    searchsorted_checks(boundaries, self, out_int32, right, std::nullopt, at::Tensor());
+    return positions_meta(boundaries, self, out_int32);
+  }
+  static void check_out(const at::Tensor& out, const OutMeta&, const at::Tensor&, const at::Tensor&, bool out_int32,
+                        bool) {
+    check_index_out(out, out_int32);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, const at::Tensor& boundaries, bool,
+                   bool right) {
+    searchsorted_into(boundaries, self, self.sizes(), right, at::Tensor(), out);
+  }
+};
+
+// bucketize of a single value: its first argument is a number, which the
+// variant mechanism does not take.
 at::Tensor bucketize_scalar(const c10::Scalar& self, const at::Tensor& boundaries, bool out_int32, bool right) {
-  TORCH_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(", boundaries.dim(), ")");
-  return ss_scalar(boundaries, self, out_int32, right, std::nullopt, std::nullopt);
+  check_boundaries(boundaries);
+  return VariantsOf<SearchSortedScalar>::functional(boundaries, self, out_int32, right, std::nullopt, std::nullopt);
 }
 at::Tensor& bucketize_scalar_out(const c10::Scalar& self, const at::Tensor& boundaries, bool out_int32, bool right,
                                  at::Tensor& out) {
-  TORCH_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(", boundaries.dim(), ")");
-  return searchsorted_scalar_out(boundaries, self, out_int32, right, std::nullopt, std::nullopt, out);
+  check_boundaries(boundaries);
+  return VariantsOf<SearchSortedScalar>::out(boundaries, self, out_int32, right, std::nullopt, std::nullopt, out);
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("searchsorted.Tensor", ss_tensor);
-  m.impl("searchsorted.Tensor_out", searchsorted_out);
-  m.impl("searchsorted.Scalar", ss_scalar);
-  m.impl("searchsorted.Scalar_out", searchsorted_scalar_out);
-  m.impl("bucketize.Tensor", bucketize);
-  m.impl("bucketize.Tensor_out", bucketize_out);
+  register_variants<SearchSorted>(m, {"searchsorted.Tensor", "", "searchsorted.Tensor_out"});
+  register_variants<SearchSortedScalar>(m, {"searchsorted.Scalar", "", "searchsorted.Scalar_out"});
+  register_variants<Bucketize>(m, {"bucketize.Tensor", "", "bucketize.Tensor_out"});
   m.impl("bucketize.Scalar", bucketize_scalar);
   m.impl("bucketize.Scalar_out", bucketize_scalar_out);
 }

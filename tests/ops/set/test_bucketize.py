@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from tests.helpers import TPU, check
+from tests.helpers import TPU, both_raise, check
 
 # --- searchsorted / bucketize --------------------------------------------------------
 
@@ -44,3 +44,25 @@ def test_searchsorted_errors():
         torch.searchsorted(s, torch.ones(2, device=TPU), sorter=torch.zeros(2, dtype=torch.int32, device=TPU))
     with pytest.raises(RuntimeError):
         torch.bucketize(torch.ones(2, device=TPU), torch.ones(2, 2, device=TPU))
+
+
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+@pytest.mark.parametrize("out_int32", [False, True])
+def test_out_forms_follow_cpu(out_int32):
+    # searchsorted (tensor and number) and bucketize, functional and out=,
+    # from one declaration each (ops/variants.h): out= is resized; a tensor
+    # search refuses an out of another index dtype, as CPU does.
+    seq = torch.tensor([1.0, 3.0, 5.0, 7.0])
+    x = torch.tensor([[0.0, 3.0, 6.0], [8.0, 5.0, 1.0]])
+    idx = torch.int32 if out_int32 else torch.int64
+    for shape in [(2, 3), (1,), (0,)]:
+        check(lambda s, t, o: (torch.searchsorted(s, t, right=True, out_int32=out_int32, out=o), o)[1], seq, x,
+              torch.empty(shape, dtype=idx))
+        check(lambda t, s, o: (torch.bucketize(t, s, out_int32=out_int32, out=o), o)[1], x, seq,
+              torch.empty(shape, dtype=idx))
+    check(lambda s: torch.searchsorted(s, 4.0, out_int32=out_int32), seq)
+    check(lambda s, o: (torch.searchsorted(s, 4.0, out_int32=out_int32, out=o), o)[1], seq, torch.empty(3, dtype=idx))
+    check(lambda s: torch.bucketize(6.0, s, out_int32=out_int32), seq)
+    wrong = torch.empty(0, dtype=torch.int64 if out_int32 else torch.int32)
+    both_raise(RuntimeError, lambda s, t, o: torch.searchsorted(s, t, out_int32=out_int32, out=o), seq, x, wrong)
+    both_raise(RuntimeError, lambda t, s, o: torch.bucketize(t, s, out_int32=out_int32, out=o), x, seq, wrong)
