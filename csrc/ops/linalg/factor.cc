@@ -10,6 +10,7 @@
 #include <torch/library.h>
 
 #include "ops/linalg/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops::linalg {
 
@@ -407,21 +408,23 @@ std::tuple<at::Tensor&, at::Tensor&> linalg_cholesky_ex_out(const at::Tensor& A,
   return {L, info};
 }
 
-at::Tensor& cholesky_out(const at::Tensor& A, bool upper, at::Tensor& out) {
-  check_square(A, "cholesky");
-  check_floating(A, "cholesky", "cholesky_tpu");
-  prepare_linalg_out(out, A.sizes(), A.scalar_type(), "out");
-  at::Tensor info = empty_tpu(batch_of(A), c10::kInt, A.device());
-  cholesky_into(A, upper, out, info);
-  at::_linalg_check_errors(info, "cholesky", A.dim() == 2);
-  return out;
-}
-
-at::Tensor cholesky(const at::Tensor& A, bool upper) {
-  check_square(A, "cholesky");
-  at::Tensor out = empty_tpu({0}, A.scalar_type(), A.device());
-  return cholesky_out(A, upper, out);
-}
+// The deprecated torch.cholesky: an error, not an info code, where A is
+// not positive definite.
+struct Cholesky {
+  static constexpr const char* kName = "cholesky";
+  static OutMeta meta(const at::Tensor& A, bool) {
+    check_square(A, "cholesky");
+    check_floating(A, "cholesky", "cholesky_tpu");
+    OutMeta m{A.sizes().vec(), A.scalar_type(), A.device(), OutDtype::kExact};
+    m.operand_layout = false;
+    return m;
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& A, bool upper) {
+    at::Tensor info = empty_tpu(batch_of(A), c10::kInt, A.device());
+    cholesky_into(A, upper, out, info);
+    at::_linalg_check_errors(info, "cholesky", A.dim() == 2);
+  }
+};
 
 // LU of `A` (or of A^T when `transposed`) into LU/pivots/info; any may be undefined.
 void lu_into(const at::Tensor& A, bool transposed, const at::Tensor& LUt, const at::Tensor& piv,
@@ -663,8 +666,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_slogdet_ou
 namespace torch_tpu::ops {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linalg_cholesky_ex.L", linalg::linalg_cholesky_ex_out);
-  m.impl("cholesky", linalg::cholesky);
-  m.impl("cholesky.out", linalg::cholesky_out);
+  register_variants<linalg::Cholesky>(m, {"cholesky", "", "cholesky.out"});
   m.impl("linalg_lu_factor_ex.out", linalg::linalg_lu_factor_ex_out);
   m.impl("linalg_lu.out", linalg::linalg_lu_out);
   m.impl("_linalg_solve_ex.result", linalg::linalg_solve_ex_out);

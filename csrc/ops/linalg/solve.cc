@@ -7,6 +7,7 @@
 #include <torch/library.h>
 
 #include "ops/linalg/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops::linalg {
 namespace {
@@ -67,9 +68,22 @@ std::tuple<at::Tensor&, at::Tensor&> triangular_solve_out(const at::Tensor& B, c
   return {X, M};
 }
 
-at::Tensor& solve_triangular_out(const at::Tensor& A, const at::Tensor& B, bool upper, bool left, bool unitriangular,
-                                 at::Tensor& out) {
-  const char* fn = "linalg.solve_triangular";
+// linalg.solve_triangular: X with AX = B (left) or XA = B, in A and B's
+// promoted dtype, which out= must have.
+struct SolveTriangular {
+  static constexpr const char* kName = "linalg.solve_triangular";
+  struct Meta : OutMeta {
+    std::vector<int64_t> batch;
+  };
+  static Meta meta(const at::Tensor& A, const at::Tensor& B, bool upper, bool left, bool unitriangular);
+  static void impl(const at::Tensor& out, const Meta& m, const at::Tensor& A, const at::Tensor& B, bool upper,
+                   bool left, bool unitriangular) {
+    trisolve_into(A, B, m.batch, left, upper, unitriangular, false, out, at::Tensor());
+  }
+};
+
+SolveTriangular::Meta SolveTriangular::meta(const at::Tensor& A, const at::Tensor& B, bool, bool left, bool) {
+  const char* fn = kName;
   check_matrix(A, fn, "A");
   check_matrix(B, fn, "B");
   TORCH_CHECK(A.size(-1) == A.size(-2), fn, ": A must be batches of square matrices, but they are ", A.size(-2), " by ",
@@ -81,27 +95,32 @@ at::Tensor& solve_triangular_out(const at::Tensor& A, const at::Tensor& B, bool 
     TORCH_CHECK(A.size(-1) == B.size(-1), fn, ": Incompatible shapes of A and B for the equation XA = B (", A.size(-2),
                 "x", A.size(-1), " and ", B.size(-2), "x", B.size(-1), ")");
   }
-  auto dt = at::result_type(A, B);
-  check_solver_dtype(dt, "triangular_solve_tpu");
-  auto batch = broadcast_batch(A, B);
-  TORCH_CHECK(c10::canCast(dt, out.scalar_type()), "result type ", dt, " can't be cast to the desired output type ",
-              out.scalar_type());
-  at::native::resize_output(out, cat_shape(batch, {B.size(-2), B.size(-1)}));
-  trisolve_into(A, B, batch, left, upper, unitriangular, false, out, at::Tensor());
-  return out;
-}
-
-at::Tensor solve_triangular(const at::Tensor& A, const at::Tensor& B, bool upper, bool left, bool unitriangular) {
-  at::Tensor out = empty_tpu({0}, at::result_type(A, B), A.device());
-  return solve_triangular_out(A, B, upper, left, unitriangular, out);
+  Meta m;
+  m.dtype = at::result_type(A, B);
+  check_solver_dtype(m.dtype, "triangular_solve_tpu");
+  m.batch = broadcast_batch(A, B);
+  m.sizes = cat_shape(m.batch, {B.size(-2), B.size(-1)});
+  m.device = A.device();
+  m.out_dtype = OutDtype::kExact;  // CPU's kernel refuses any other out dtype, a wider float too
+  m.operand_layout = false;
+  return m;
 }
 
 // (L L^H)^-1 from L (or (U^H U)^-1 from U).
-at::Tensor& cholesky_inverse_out(const at::Tensor& L, bool upper, at::Tensor& out) {
-  check_square(L, "cholesky_inverse", "A");
-  check_solver_dtype(L.scalar_type(), "cholesky_inverse_tpu");
-  prepare_out(out, L.sizes(), L.scalar_type(), "cholesky_inverse");
-  if (L.numel() == 0) return out;
+struct CholeskyInverse {
+  static constexpr const char* kName = "cholesky_inverse";
+  static OutMeta meta(const at::Tensor& L, bool) {
+    check_square(L, "cholesky_inverse", "A");
+    check_solver_dtype(L.scalar_type(), "cholesky_inverse_tpu");
+    OutMeta m{L.sizes().vec(), L.scalar_type(), L.device()};
+    m.operand_layout = false;
+    return m;
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& L, bool upper);
+};
+
+void CholeskyInverse::impl(const at::Tensor& out, const OutMeta&, const at::Tensor& L, bool upper) {
+  if (L.numel() == 0) return;
   record::OpCall call("cholesky_inverse");
   call.attr(upper);
   call.input(L);
@@ -111,12 +130,6 @@ at::Tensor& cholesky_inverse_out(const at::Tensor& L, bool upper, at::Tensor& ou
     Value inv = trisolve(b, l, eye(b, b.elem(l), b.dims(l)), true, !upper, false, false);
     return Values{upper ? matmul(b, inv, mT(b, inv)) : matmul(b, mT(b, inv), inv)};
   });
-  return out;
-}
-
-at::Tensor cholesky_inverse(const at::Tensor& L, bool upper) {
-  at::Tensor out = empty_tpu({0}, L.scalar_type(), L.device());
-  return cholesky_inverse_out(L, upper, out);
 }
 
 // Inputs arrive batch-broadcast from the cholesky_solve composite.
@@ -279,10 +292,8 @@ at::Tensor& linalg_cross_out(const at::Tensor& x, const at::Tensor& y, int64_t d
 namespace torch_tpu::ops {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("triangular_solve.X", linalg::triangular_solve_out);
-  m.impl("linalg_solve_triangular", linalg::solve_triangular);
-  m.impl("linalg_solve_triangular.out", linalg::solve_triangular_out);
-  m.impl("cholesky_inverse", linalg::cholesky_inverse);
-  m.impl("cholesky_inverse.out", linalg::cholesky_inverse_out);
+  register_variants<linalg::SolveTriangular>(m, {"linalg_solve_triangular", "", "linalg_solve_triangular.out"});
+  register_variants<linalg::CholeskyInverse>(m, {"cholesky_inverse", "", "cholesky_inverse.out"});
   m.impl("_cholesky_solve_helper", linalg::cholesky_solve_helper);
   m.impl("lu_unpack.out", linalg::lu_unpack_out);
   m.impl("linalg_lu_solve.out", linalg::lu_solve_out);

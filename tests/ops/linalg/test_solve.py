@@ -114,3 +114,25 @@ def test_lu_unpack_and_solve():
     both_raise(RuntimeError, torch.linalg.lu_solve, LU, piv, torch.randn(2, 3, 2))
     both_raise(RuntimeError, torch.linalg.lu_solve, LU, piv, torch.randn(2, 4, 2).double())
     both_raise(RuntimeError, torch.linalg.lu_solve, LU, piv.long(), torch.randn(2, 4, 2))
+
+
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+def test_out_forms_follow_cpu():
+    # cholesky_inverse and solve_triangular, each declared once for its
+    # functional and out= forms (ops/variants.h): out= is resized;
+    # cholesky_inverse takes an out it can cast to, solve_triangular (as
+    # CPU's kernel) only its own dtype.
+    torch.manual_seed(0)
+    A = spd(3, 3)
+    L = torch.linalg.cholesky(A)
+    B = torch.randn(3, 2)
+    for shape in [(3, 3), (1,), (0,)]:
+        check(lambda l, o: (torch.cholesky_inverse(l, out=o), o)[1], L, torch.empty(shape), atol=1e-4, rtol=1e-4)
+    check(lambda l, o: (torch.cholesky_inverse(l, out=o), o)[1], L, torch.empty(0, dtype=torch.float64),
+          atol=1e-4, rtol=1e-4)
+    both_raise(RuntimeError, lambda l, o: torch.cholesky_inverse(l, out=o), L, torch.empty(0, dtype=torch.int64))
+    check(lambda l, b, o: (torch.linalg.solve_triangular(l, b, upper=False, out=o), o)[1], L, B, torch.empty(0),
+          atol=1e-4, rtol=1e-4)
+    for dt in [torch.float64, torch.int64]:
+        both_raise(RuntimeError, lambda l, b, o: torch.linalg.solve_triangular(l, b, upper=False, out=o), L, B,
+                   torch.empty(0, dtype=dt))
