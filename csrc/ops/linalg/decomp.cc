@@ -16,6 +16,7 @@
 #include <limits>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 #include "record/driver.h"
 
 namespace torch_tpu::ops {
@@ -230,7 +231,25 @@ std::tuple<at::Tensor, at::Tensor> geqrf(const at::Tensor& self) {
   return {a, tau};
 }
 
-at::Tensor& householder_product_out(const at::Tensor& input, const at::Tensor& tau, at::Tensor& out) {
+// Q from geqrf's Householder reflectors; out= may be any dtype it casts to.
+struct HouseholderProduct {
+  static constexpr const char* kName = "householder_product";
+  static OutMeta meta(const at::Tensor& input, const at::Tensor& tau);
+  static void check_out(const at::Tensor& out, const OutMeta& m, const at::Tensor&, const at::Tensor&) {
+    TORCH_CHECK(c10::canCast(m.dtype, out.scalar_type()),
+                "torch.linalg.householder_product: Expected result to be safely castable from ", m.dtype,
+                " dtype, but got result with dtype ", out.scalar_type());
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& input, const at::Tensor& tau) {
+    record::OpCall call("householder_product");
+    call.input(input);
+    call.input(tau);
+    call.output(out);
+    call.run([](Builder& b, const Values& in) { return Values{householder_ir(b, in[0], in[1])}; });
+  }
+};
+
+OutMeta HouseholderProduct::meta(const at::Tensor& input, const at::Tensor& tau) {
   const char* op = "torch.linalg.householder_product";
   TORCH_CHECK(input.dim() >= 2, op, ": input must have at least 2 dimensions.");
   TORCH_CHECK(input.size(-2) >= input.size(-1), op,
@@ -246,20 +265,9 @@ at::Tensor& householder_product_out(const at::Tensor& input, const at::Tensor& t
   TORCH_CHECK(tau.scalar_type() == input.scalar_type(), op, ": tau dtype ", tau.scalar_type(),
               " does not match input dtype ", input.scalar_type());
   check_float_input(input, "orgqr_cpu");
-  TORCH_CHECK(out.scalar_type() == input.scalar_type(), op, ": Expected out tensor to have dtype ", input.scalar_type(),
-              ", but got ", out.scalar_type(), " instead");
-  prepare_out(out, input.sizes(), input.scalar_type(), "householder_product");
-  record::OpCall call("householder_product");
-  call.input(input);
-  call.input(tau);
-  call.output(out);
-  call.run([&](Builder& b, const Values& in) { return Values{householder_ir(b, in[0], in[1])}; });
-  return out;
-}
-
-at::Tensor householder_product(const at::Tensor& input, const at::Tensor& tau) {
-  at::Tensor out = empty_tpu({0}, input.scalar_type(), input.device());
-  return householder_product_out(input, tau, out);
+  OutMeta m{input.sizes().vec(), input.scalar_type(), input.device()};
+  m.operand_layout = false;
+  return m;
 }
 
 // mode -> (compute_q, complete)
@@ -301,8 +309,21 @@ std::tuple<at::Tensor&, at::Tensor&> linalg_qr_out(const at::Tensor& A, c10::str
   return {Q, R};
 }
 
-at::Tensor ormqr_impl(const at::Tensor& self, const at::Tensor& tau, const at::Tensor& other, bool left, bool transpose,
-                      at::Tensor& out) {
+// Q (from geqrf's reflectors) times other; out= must have self's dtype.
+struct Ormqr {
+  static constexpr const char* kName = "ormqr";
+  static OutMeta meta(const at::Tensor& self, const at::Tensor& tau, const at::Tensor& other, bool left, bool);
+  static void check_out(const at::Tensor& out, const OutMeta& m, const at::Tensor&, const at::Tensor&,
+                        const at::Tensor&, bool, bool) {
+    TORCH_CHECK(out.scalar_type() == m.dtype,
+                "torch.ormqr: Expected input and result to have the same dtype, but input ", "has dtype", m.dtype,
+                " and result has dtype ", out.scalar_type());
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, const at::Tensor& tau,
+                   const at::Tensor& other, bool left, bool transpose);
+};
+
+OutMeta Ormqr::meta(const at::Tensor& self, const at::Tensor& tau, const at::Tensor& other, bool left, bool) {
   const char* op = "torch.ormqr";
   TORCH_CHECK(self.dim() >= 2, op, ": input must have at least 2 dimensions.");
   TORCH_CHECK(other.dim() >= 2, op, ": other must have at least 2 dimensions.");
@@ -334,7 +355,13 @@ at::Tensor ormqr_impl(const at::Tensor& self, const at::Tensor& tau, const at::T
               ": Expected input and other to have the same dtype, but input has dtype ", self.scalar_type(),
               " and other has dtype ", other.scalar_type());
   check_float_input(self, "ormqr_cpu");
-  prepare_out(out, other.sizes(), self.scalar_type(), "ormqr");
+  OutMeta m{other.sizes().vec(), self.scalar_type(), self.device()};
+  m.operand_layout = false;
+  return m;
+}
+
+void Ormqr::impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, const at::Tensor& tau,
+                 const at::Tensor& other, bool left, bool transpose) {
   auto st = self.scalar_type();
   record::OpCall call("ormqr");
   call.attr(left).attr(transpose);
@@ -347,21 +374,6 @@ at::Tensor ormqr_impl(const at::Tensor& self, const at::Tensor& tau, const at::T
     Value q = full_q_ir(b, in[0], in[1]);
     return Values{left ? matmul(b, q, in[2], transpose, false, st) : matmul(b, in[2], q, false, transpose, st)};
   });
-  return out;
-}
-
-at::Tensor& ormqr_out(const at::Tensor& self, const at::Tensor& tau, const at::Tensor& other, bool left, bool transpose,
-                      at::Tensor& out) {
-  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "torch.ormqr: Expected out tensor to have dtype ",
-              self.scalar_type(), ", but got ", out.scalar_type(), " instead");
-  ormqr_impl(self, tau, other, left, transpose, out);
-  return out;
-}
-
-at::Tensor ormqr(const at::Tensor& self, const at::Tensor& tau, const at::Tensor& other, bool left, bool transpose) {
-  at::Tensor out = empty_tpu({0}, self.scalar_type(), self.device());
-  ormqr_impl(self, tau, other, left, transpose, out);
-  return out;
 }
 
 std::tuple<at::Tensor&, at::Tensor&> linalg_eigh_out(const at::Tensor& A, c10::string_view uplo, bool compute_v,
@@ -516,11 +528,9 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_lstsq_out(
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("geqrf", geqrf);
   m.impl("geqrf.a", geqrf_out);
-  m.impl("linalg_householder_product", householder_product);
-  m.impl("linalg_householder_product.out", householder_product_out);
+  register_variants<HouseholderProduct>(m, {"linalg_householder_product", "", "linalg_householder_product.out"});
   m.impl("linalg_qr.out", linalg_qr_out);
-  m.impl("ormqr", ormqr);
-  m.impl("ormqr.out", ormqr_out);
+  register_variants<Ormqr>(m, {"ormqr", "", "ormqr.out"});
   m.impl("_linalg_eigh.eigenvalues", linalg_eigh_out);
   m.impl("_linalg_svd.U", linalg_svd_out);
   m.impl("linalg_lstsq.out", linalg_lstsq_out);

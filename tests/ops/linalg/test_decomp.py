@@ -255,3 +255,24 @@ def test_lstsq_bad_input():
     both_raise(RuntimeError, lambda x, y: torch.linalg.lstsq(x, y, driver="foo"), a, a)
     both_raise(RuntimeError, torch.linalg.lstsq, a, torch.randn(4, 2))
     both_raise(RuntimeError, torch.linalg.lstsq, torch.ones(3, 3, dtype=torch.int64), torch.ones(3, 3, dtype=torch.int64))
+
+
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+def test_householder_and_ormqr_out_forms_follow_cpu():
+    # Each declared once for its functional and out= forms (ops/variants.h):
+    # out= of any size is resized; as on CPU, householder_product writes
+    # into any dtype it casts to and ormqr only into its own.
+    torch.manual_seed(0)
+    a, tau = torch.geqrf(torch.randn(5, 3))
+    c = torch.randn(5, 2)
+    for shape in [(5, 3), (1,), (0,)]:
+        check(lambda x, t, o: (torch.linalg.householder_product(x, t, out=o), o)[1], a, tau, torch.empty(shape),
+              atol=1e-4, rtol=1e-4)
+        check(lambda x, t, y, o: (torch.ormqr(x, t, y, out=o), o)[1], a, tau, c, torch.empty(shape),
+              atol=1e-4, rtol=1e-4)
+    check(lambda x, t, o: (torch.linalg.householder_product(x, t, out=o), o)[1], a, tau,
+          torch.empty(0, dtype=torch.float64), atol=1e-4, rtol=1e-4)
+    both_raise(RuntimeError, lambda x, t, o: torch.linalg.householder_product(x, t, out=o), a, tau,
+               torch.empty(0, dtype=torch.int64))
+    both_raise(RuntimeError, lambda x, t, y, o: torch.ormqr(x, t, y, out=o), a, tau, c,
+               torch.empty(0, dtype=torch.float64))
