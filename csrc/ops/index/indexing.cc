@@ -244,17 +244,16 @@ std::vector<int64_t> index_select_shape(const at::Tensor& self, int64_t d, const
 }
 
 // The selections whose result has self's dtype (index_select,
-// masked_select, index): out= must have it too, in PyTorch's words.
-template <const char* kWhat>
+// masked_select): out= must have it too, in PyTorch's words.
+template <class Op>
 struct SameDtypeSelection {
-  static void check_out(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, const auto&...) {
-    TORCH_CHECK(self.scalar_type() == out.scalar_type(), kWhat, "(): self and result must have the same scalar type");
-    (void)m;
+  static void check_out(const at::Tensor& out, const OutMeta&, const at::Tensor& self, const auto&...) {
+    TORCH_CHECK(self.scalar_type() == out.scalar_type(), Op::kName,
+                "(): self and result must have the same scalar type");
   }
 };
 
-constexpr char kIndexSelectName[] = "index_select";
-struct IndexSelect : SameDtypeSelection<kIndexSelectName> {
+struct IndexSelect : SameDtypeSelection<IndexSelect> {
   static constexpr const char* kName = "index_select";
   struct Meta : OutMeta {
     int64_t dim = 0;
@@ -489,8 +488,7 @@ at::Tensor nonzero_tpu(const at::Tensor& self) {
   return nonzero_out(self, out);
 }
 
-constexpr char kMaskedSelectName[] = "masked_select";
-struct MaskedSelect : SameDtypeSelection<kMaskedSelectName> {
+struct MaskedSelect : SameDtypeSelection<MaskedSelect> {
   static constexpr const char* kName = "masked_select";
   struct Meta : OutMeta {
     Dims shape;  // self and mask broadcast
