@@ -340,3 +340,17 @@ def test_a_failing_optimizer_step_leaves_the_mode_as_it_was():
     assert torch.tpu.eager_mode == EagerMode.DEFER_NEVER
     torch.testing.assert_close(p.detach().cpu(), torch.full((3,), 0.9))
     torch.tpu.eager_mode = EagerMode.DEFER_AND_FUSE
+
+
+def test_a_compiled_graph_run_nested_in_another_keeps_the_outer_flag():
+    # Each graph run sets the flag and restores what it found, so an inner
+    # run's end does not clear the outer run's flag early.
+    from torch_tpu import _C
+
+    assert _C._set_compiled_graph_run(True) is False  # the outer run begins
+    try:
+        assert _C._set_compiled_graph_run(True) is True  # an inner run begins
+        assert _C._set_compiled_graph_run(True) is True  # the inner run ends, restoring the outer's value
+    finally:
+        assert _C._set_compiled_graph_run(False) is True  # the outer run ends
+    assert _C._set_compiled_graph_run(False) is False

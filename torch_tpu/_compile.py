@@ -195,7 +195,7 @@ class _GraphRunner:
         capture = self.capturable and self.failures < 2 and len(self.captures) < self._MAX_CAPTURES
         if prev != _FUSED:
             _C._set_eager_mode(_FUSED)
-        _C._set_compiled_graph_run(True)
+        prev_graph_run = _C._set_compiled_graph_run(True)
         try:
             if capture:
                 _C._begin_capture()
@@ -225,7 +225,7 @@ class _GraphRunner:
                 _C._mark_step(self.why)  # the graph's live results, as one program
             return out
         finally:
-            _C._set_compiled_graph_run(False)
+            _C._set_compiled_graph_run(prev_graph_run)  # a graph run inside another keeps the outer's
             if self.constant_numbers:
                 _C._set_bake_numbers(False)
             if prev != _FUSED:

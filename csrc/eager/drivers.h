@@ -27,7 +27,8 @@ void set_bake_numbers(bool on);
 // While on, the ops being recorded are a torch.compile graph's, run through
 // the fused driver: their sizes are the graph's (bucketed or fixed by
 // dynamo), so lengths stay in the program as in a capture instead of
-// entering as runtime scalars (Driver::runtime_lengths).
-void set_compiled_graph_run(bool on);
+// entering as runtime scalars (Driver::runtime_lengths). Returns the
+// previous value, so that a graph run inside another restores it.
+bool set_compiled_graph_run(bool on);
 
 }  // namespace torch_tpu::eager

@@ -14,6 +14,8 @@
 #include "eager/drivers.h"
 #include "eager/fused_driver.h"
 
+#include <utility>
+
 namespace torch_tpu::eager {
 
 int64_t max_ops_from_env() {
@@ -179,9 +181,9 @@ void FusedDriver::set_bake_numbers(bool on) {
   bake_numbers_ = on;
 }
 
-void FusedDriver::set_compiled_graph_run(bool on) {
+bool FusedDriver::set_compiled_graph_run(bool on) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  graph_run_ = on;
+  return std::exchange(graph_run_, on);
 }
 
 void FusedDriver::set_optimizer_step(bool on) {
@@ -561,6 +563,6 @@ Driver& fused_driver() { return FusedDriver::get(); }
 
 void set_optimizer_step(bool on) { FusedDriver::get().set_optimizer_step(on); }
 void set_bake_numbers(bool on) { FusedDriver::get().set_bake_numbers(on); }
-void set_compiled_graph_run(bool on) { FusedDriver::get().set_compiled_graph_run(on); }
+bool set_compiled_graph_run(bool on) { return FusedDriver::get().set_compiled_graph_run(on); }
 
 }  // namespace torch_tpu::eager

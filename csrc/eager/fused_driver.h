@@ -210,7 +210,7 @@ class FusedDriver final : public Driver {
   void sync_point(SyncReason why, std::string_view op) override;
   void deactivate() override;
   void set_bake_numbers(bool on);
-  void set_compiled_graph_run(bool on);
+  bool set_compiled_graph_run(bool on);  // returns the previous value
   void set_optimizer_step(bool on);
 
   // torch.compile graphs (compiled_capture.cc).

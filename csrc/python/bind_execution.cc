@@ -48,7 +48,7 @@ void bind_execution(py::module_& m) {
   });
   m.def("_set_optimizer_step", [](bool on) { eager::set_optimizer_step(on); });
   m.def("_set_bake_numbers", [](bool on) { eager::set_bake_numbers(on); });
-  m.def("_set_compiled_graph_run", [](bool on) { eager::set_compiled_graph_run(on); });
+  m.def("_set_compiled_graph_run", [](bool on) { return eager::set_compiled_graph_run(on); });
   m.def("_eager_mode", []() {
     if (&record::current_driver() == &eager::fused_driver()) return 2;
     return record::launch_blocking() ? 1 : 0;
