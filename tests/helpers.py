@@ -83,6 +83,42 @@ def both_raise(exc, fn, *cpu_args):
         fn(*[a.to(TPU) if isinstance(a, torch.Tensor) else a for a in cpu_args])
 
 
+def check_pair_out(fn, x, dtypes):
+    """fn(x, out=(a, b)) for an op with two results (values and indices, min
+    and max) on CPU and tpu alike: empty outs are resized and filled with
+    CPU's values; non-empty outs of another shape are resized with CPU's
+    warning; an out of the wrong dtype raises CPU's error type. `dtypes`
+    are the two results' dtypes; an out dtype is wrong when no other dtype
+    works for it on CPU."""
+    import warnings
+
+    import pytest
+
+    def run(dev, shape, dts):
+        outs = tuple(torch.zeros(shape, dtype=d, device=dev) for d in dts)
+        res = fn(x.to(dev), out=outs)
+        assert all(r is o for r, o in zip(res, outs)), "out= must return the tensors it was given"
+        return outs
+
+    for shape in [(0,), (7,)]:
+        with warnings.catch_warnings(record=True) as cpu_warned:
+            warnings.simplefilter("always")
+            expected = run("cpu", shape, dtypes)
+        with warnings.catch_warnings(record=True) as tpu_warned:
+            warnings.simplefilter("always")
+            actual = run(TPU, shape, dtypes)
+        assert bool(cpu_warned) == bool(tpu_warned), (cpu_warned, tpu_warned)
+        for a, e in zip(actual, expected):
+            torch.testing.assert_close(a.cpu(), e, equal_nan=True)
+    for i in range(2):
+        wrong = list(dtypes)
+        wrong[i] = torch.int32 if dtypes[i] != torch.int32 else torch.float32
+        with pytest.raises(RuntimeError):
+            run("cpu", (0,), wrong)
+        with pytest.raises(RuntimeError):
+            run(TPU, (0,), wrong)
+
+
 def _assert_same(actual, expected, tol):
     if isinstance(expected, (tuple, list)):
         assert len(actual) == len(expected)

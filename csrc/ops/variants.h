@@ -26,6 +26,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -64,6 +65,21 @@ inline void layout_from(std::vector<int64_t>& strides, bool& decided, c10::IntAr
 }
 template <class T>
 void layout_from(std::vector<int64_t>&, bool&, c10::IntArrayRef, const T&) {}
+
+// out='s dtype against the result's, by the result's OutDtype rule.
+inline void check_out_dtype(const at::Tensor& out, const OutMeta& m) {
+  if (m.out_dtype == OutDtype::kSame) check_same_dtype_out(out, m.dtype);
+  if (m.out_dtype == OutDtype::kExact) check_structured_out(out, m.dtype);
+}
+// The dtype rule, then out resized to the result's shape (with PyTorch's
+// warning when a non-empty out changes shape).
+inline void check_and_resize_out(at::Tensor& out, const OutMeta& m, const char* name) {
+  check_out_dtype(out, m);
+  if (m.out_dtype == OutDtype::kOwn)
+    at::native::resize_output(out, m.sizes);
+  else
+    prepare_out(out, m.sizes, m.dtype, name);
+}
 }  // namespace detail
 
 template <class Op, class... Args>
@@ -97,14 +113,56 @@ struct Variants {
     }
     auto m = Op::meta(self, args...);
     if constexpr (requires { Op::check_out(out, m, self, args...); }) Op::check_out(out, m, self, args...);
-    if (m.out_dtype == OutDtype::kSame) check_same_dtype_out(out, m.dtype);
-    if (m.out_dtype == OutDtype::kExact) check_structured_out(out, m.dtype);
-    if (m.out_dtype == OutDtype::kOwn)
-      at::native::resize_output(out, m.sizes);
-    else
-      prepare_out(out, m.sizes, m.dtype, Op::kName);
+    detail::check_and_resize_out(out, m, Op::kName);
     Op::impl(out, m, self, args...);
     return out;
+  }
+};
+
+// Ops with two results: values and indices (max.dim, sort, topk, kthvalue,
+// max_pool2d_with_indices), or min and max (aminmax). meta returns a
+// PairMeta (or a struct deriving from it) describing each result; impl
+// writes both. There is no in-place form. out= checks and resizes the first
+// result's tensor by its OutDtype rule, then the second's, as CPU's
+// structured kernels do. An op's own rule for the out
+// tensors goes in
+//   static void check_out(const at::Tensor& first, const at::Tensor& second, const M& m,
+//                         const at::Tensor& self, Args... args);
+// which runs in place of the per-result dtype checks.
+struct PairMeta {
+  OutMeta first, second;
+};
+
+// Values in self's dtype and int64 indices, each out= of exactly that dtype
+// (max.dim, sort, topk, kthvalue: CPU's structured kernels).
+inline PairMeta values_and_indices(const at::Tensor& self, const std::vector<int64_t>& sizes) {
+  PairMeta m;
+  m.first = OutMeta{sizes, self.scalar_type(), self.device(), OutDtype::kExact, false};
+  m.second = OutMeta{sizes, c10::kLong, self.device(), OutDtype::kExact, false};
+  return m;
+}
+
+template <class Op, class... Args>
+struct PairVariants {
+  static std::tuple<at::Tensor, at::Tensor> functional(const at::Tensor& self, Args... args) {
+    auto m = Op::meta(self, args...);
+    at::Tensor a = empty_tpu(m.first.sizes, m.first.dtype, m.first.device);
+    at::Tensor b = empty_tpu(m.second.sizes, m.second.dtype, m.second.device);
+    Op::impl(a, b, m, self, args...);
+    return {a, b};
+  }
+  static std::tuple<at::Tensor&, at::Tensor&> out(const at::Tensor& self, Args... args, at::Tensor& a, at::Tensor& b) {
+    auto m = Op::meta(self, args...);
+    if constexpr (requires { Op::check_out(a, b, m, self, args...); }) {
+      Op::check_out(a, b, m, self, args...);
+      at::native::resize_output(a, m.first.sizes);
+      at::native::resize_output(b, m.second.sizes);
+    } else {
+      detail::check_and_resize_out(a, m.first, Op::kName);
+      detail::check_and_resize_out(b, m.second, Op::kName);
+    }
+    Op::impl(a, b, m, self, args...);
+    return {a, b};
   }
 };
 
@@ -112,8 +170,12 @@ namespace detail {
 template <class Op, class M, class... Args>
   requires std::is_base_of_v<OutMeta, M>
 Variants<Op, Args...> variants_of(M (*)(const at::Tensor&, Args...));
+template <class Op, class M, class... Args>
+  requires std::is_base_of_v<PairMeta, M>
+PairVariants<Op, Args...> variants_of(M (*)(const at::Tensor&, Args...));
 }  // namespace detail
-// The Variants of `Op`, with the argument types of Op::meta after self.
+// The Variants (or PairVariants) of `Op`, with the argument types of
+// Op::meta after self.
 template <class Op>
 using VariantsOf = decltype(detail::variants_of<Op>(&Op::meta));
 
@@ -129,12 +191,17 @@ struct VariantNames {
       : functional(std::move(f)), inplace(std::move(i)), out(std::move(o)) {}
 };
 
-// Registers the forms whose names are non-empty.
+// Registers the forms whose names are non-empty. A two-result op has no
+// in-place form: its names are {functional, "", out}.
 template <class Op>
 void register_variants(torch::Library& m, const VariantNames& names) {
   using V = VariantsOf<Op>;
   if (!names.functional.empty()) m.impl(names.functional.c_str(), TORCH_FN(V::functional));
-  if (!names.inplace.empty()) m.impl(names.inplace.c_str(), TORCH_FN(V::inplace));
+  if constexpr (requires { &V::inplace; }) {
+    if (!names.inplace.empty()) m.impl(names.inplace.c_str(), TORCH_FN(V::inplace));
+  } else {
+    TORCH_INTERNAL_ASSERT(names.inplace.empty(), names.functional, " has two results and no in-place form");
+  }
   if (!names.out.empty()) m.impl(names.out.c_str(), TORCH_FN(V::out));
 }
 

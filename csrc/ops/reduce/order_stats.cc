@@ -20,6 +20,7 @@
 #include <numeric>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 using ir::Dims;
@@ -185,23 +186,31 @@ void check_outs(const at::Tensor& self, const at::Tensor& values, const at::Tens
               self.scalar_type(), ", but got ", values.scalar_type(), " instead");
 }
 
-std::tuple<at::Tensor&, at::Tensor&> stat_dim_out(const char* name, Kind kind, const at::Tensor& self, int64_t dim,
-                                                  int64_t k, bool keepdim, at::Tensor& values, at::Tensor& indices) {
-  int64_t d = wrap_dim(dim, self.dim());
-  check_outs(self, values, indices, name);
-  int64_t n = self.dim() == 0 ? 1 : self.size(d);
+struct StatMeta : PairMeta {
+  int64_t dim = 0;
+};
+
+// Checks and result shapes of a values-and-indices order statistic over `dim`.
+StatMeta stat_meta(const char* name, Kind kind, const at::Tensor& self, int64_t dim, int64_t k, bool keepdim) {
+  StatMeta m;
+  m.dim = wrap_dim(dim, self.dim());
+  int64_t n = self.dim() == 0 ? 1 : self.size(m.dim);
   if (kind == Kind::kKth) {
-    TORCH_CHECK(k >= 1 && k <= n, "kthvalue(): selected number k out of range for dimension ", d);
+    TORCH_CHECK(k >= 1 && k <= n, "kthvalue(): selected number k out of range for dimension ", m.dim);
   } else {
-    TORCH_CHECK_INDEX(self.dim() == 0 || self.size(d) != 0, name, "(): Expected reduction dim ", d,
+    TORCH_CHECK_INDEX(self.dim() == 0 || self.size(m.dim) != 0, name, "(): Expected reduction dim ", m.dim,
                       " to have non-zero size.");
   }
-  std::vector<int64_t> oshape = reduced_shape(self, d, keepdim);
-  prepare_out(values, oshape, self.scalar_type(), name);
-  prepare_out(indices, oshape, c10::kLong, name);
-  if (self.numel() == 0) return {values, indices};
+  static_cast<PairMeta&>(m) = values_and_indices(self, reduced_shape(self, m.dim, keepdim));
+  return m;
+}
+
+void stat_impl(const char* name, Kind kind, const at::Tensor& self, const StatMeta& m, int64_t k, bool keepdim,
+               const at::Tensor& values, const at::Tensor& indices) {
+  if (self.numel() == 0) return;
   Dims in_shape(self.sizes().begin(), self.sizes().end());
-  Dims out_shape(oshape.begin(), oshape.end());
+  Dims out_shape(m.first.sizes.begin(), m.first.sizes.end());
+  int64_t d = m.dim;
   record::OpCall call(name);
   call.attr(d).attr(static_cast<int64_t>(kind)).attr(k).attr(keepdim);
   call.input(self);
@@ -217,38 +226,49 @@ std::tuple<at::Tensor&, at::Tensor&> stat_dim_out(const char* name, Kind kind, c
     Values r = order_stat(b, x, dd, kind, k);
     return Values{b.reshape(r[0], out_shape), b.reshape(r[1], out_shape)};
   });
-  return {values, indices};
 }
 
-std::tuple<at::Tensor&, at::Tensor&> median_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
-                                                    at::Tensor& values, at::Tensor& indices) {
-  check_not_bool(self, "median_out");
-  return stat_dim_out("median", Kind::kMedian, self, dim, 0, keepdim, values, indices);
-}
-std::tuple<at::Tensor&, at::Tensor&> nanmedian_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
-                                                       at::Tensor& values, at::Tensor& indices) {
-  check_not_bool(self, "median_out");
-  return stat_dim_out("nanmedian", Kind::kNanMedian, self, dim, 0, keepdim, values, indices);
-}
-std::tuple<at::Tensor&, at::Tensor&> kthvalue_out(const at::Tensor& self, int64_t k, int64_t dim, bool keepdim,
-                                                  at::Tensor& values, at::Tensor& indices) {
-  check_not_bool(self, "kthvalue_cpu");
-  return stat_dim_out("kthvalue", Kind::kKth, self, dim, k, keepdim, values, indices);
-}
-std::tuple<at::Tensor, at::Tensor> mode(const at::Tensor& self, int64_t dim, bool keepdim) {
-  at::Tensor v = empty_tpu({0}, self.scalar_type(), self.device());
-  at::Tensor i = empty_tpu({0}, c10::kLong, self.device());
-  stat_dim_out("mode", Kind::kMode, self, dim, 0, keepdim, v, i);
-  return {v, i};
-}
+// median.dim, nanmedian.dim and mode: values and indices over one dim.
+template <Kind K>
+struct StatDim {
+  static constexpr const char* kName = K == Kind::kMedian ? "median" : K == Kind::kNanMedian ? "nanmedian" : "mode";
+  static StatMeta meta(const at::Tensor& self, int64_t dim, bool keepdim) {
+    if constexpr (K != Kind::kMode) check_not_bool(self, "median_out");
+    return stat_meta(kName, K, self, dim, 0, keepdim);
+  }
+  static void check_out(const at::Tensor& values, const at::Tensor& indices, const StatMeta&, const at::Tensor& self,
+                        int64_t, bool) {
+    check_outs(self, values, indices, kName);
+  }
+  static void impl(const at::Tensor& values, const at::Tensor& indices, const StatMeta& m, const at::Tensor& self,
+                   int64_t, bool keepdim) {
+    stat_impl(kName, K, self, m, 0, keepdim, values, indices);
+  }
+};
+
+struct Kthvalue {
+  static constexpr const char* kName = "kthvalue";
+  static StatMeta meta(const at::Tensor& self, int64_t k, int64_t dim, bool keepdim) {
+    check_not_bool(self, "kthvalue_cpu");
+    return stat_meta(kName, Kind::kKth, self, dim, k, keepdim);
+  }
+  static void check_out(const at::Tensor& values, const at::Tensor& indices, const StatMeta&, const at::Tensor& self,
+                        int64_t, int64_t, bool) {
+    check_outs(self, values, indices, kName);
+  }
+  static void impl(const at::Tensor& values, const at::Tensor& indices, const StatMeta& m, const at::Tensor& self,
+                   int64_t k, int64_t, bool keepdim) {
+    stat_impl(kName, Kind::kKth, self, m, k, keepdim, values, indices);
+  }
+};
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("median", median);
   m.impl("nanmedian", nanmedian);
-  m.impl("median.dim_values", median_dim_out);
-  m.impl("nanmedian.dim_values", nanmedian_dim_out);
-  m.impl("kthvalue.values", kthvalue_out);
-  m.impl("mode", mode);
+  register_variants<StatDim<Kind::kMedian>>(m, {"median.dim", "", "median.dim_values"});
+  register_variants<StatDim<Kind::kNanMedian>>(m, {"nanmedian.dim", "", "nanmedian.dim_values"});
+  register_variants<StatDim<Kind::kMode>>(m, {"mode", "", "mode.values"});
+  register_variants<Kthvalue>(m, {"kthvalue", "", "kthvalue.values"});
 }
 
 }  // namespace

@@ -355,29 +355,27 @@ void max_dim_into(const char* name, const at::Tensor& self, int64_t dim, bool is
   });
 }
 
+struct DimMeta : PairMeta {
+  int64_t dim = 0;
+};
+
+// max.dim / min.dim: values and their indices over one dim.
 template <bool kMax>
-std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
-  const char* name = kMax ? "max" : "min";
-  Plan p = plan(self, c10::IntArrayRef{dim}, keepdim);
-  check_nonempty(self, p, name);
-  at::Tensor values = empty_tpu(p.out_shape, self.scalar_type(), self.device());
-  at::Tensor indices = empty_tpu(p.out_shape, c10::kLong, self.device());
-  max_dim_into(name, self, wrap_dim(dim, self.dim()), kMax, values, indices);
-  return {values, indices};
-}
-template <bool kMax>
-std::tuple<at::Tensor&, at::Tensor&> max_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& values,
-                                                 at::Tensor& indices) {
-  const char* name = kMax ? "max" : "min";
-  check_structured_out(values, self.scalar_type());
-  check_structured_out(indices, c10::kLong);
-  Plan p = plan(self, c10::IntArrayRef{dim}, keepdim);
-  check_nonempty(self, p, name);
-  at::native::resize_output(values, p.out_shape);
-  at::native::resize_output(indices, p.out_shape);
-  max_dim_into(name, self, wrap_dim(dim, self.dim()), kMax, values, indices);
-  return {values, indices};
-}
+struct MaxDim {
+  static constexpr const char* kName = kMax ? "max" : "min";
+  static DimMeta meta(const at::Tensor& self, int64_t dim, bool keepdim) {
+    Plan p = plan(self, c10::IntArrayRef{dim}, keepdim);
+    check_nonempty(self, p, kName);
+    DimMeta m;
+    static_cast<PairMeta&>(m) = values_and_indices(self, p.out_shape);
+    m.dim = wrap_dim(dim, self.dim());
+    return m;
+  }
+  static void impl(const at::Tensor& values, const at::Tensor& indices, const DimMeta& m, const at::Tensor& self,
+                   int64_t, bool) {
+    max_dim_into(kName, self, m.dim, kMax, values, indices);
+  }
+};
 
 template <bool kMax>
 struct Argmax {
@@ -500,15 +498,27 @@ struct Var {
     var_into(kName, self, m.p, correction, kStd, out, at::Tensor());
   }
 };
+// var_mean / std_mean: one program gives both.
+struct VarMeanMeta : PairMeta {
+  Plan p;
+};
 template <bool kStd>
-std::tuple<at::Tensor, at::Tensor> var_mean_correction(const at::Tensor& self, at::OptionalIntArrayRef dim,
-                                                       const std::optional<c10::Scalar>& correction, bool keepdim) {
-  Plan p = plan(self, dim, keepdim);
-  at::Tensor out = empty_tpu(p.out_shape, self.scalar_type(), self.device());
-  at::Tensor mean = empty_tpu(p.out_shape, self.scalar_type(), self.device());
-  var_into(kStd ? "std_mean" : "var_mean", self, p, correction, kStd, out, mean);
-  return {out, mean};
-}
+struct VarMean {
+  static constexpr const char* kName = kStd ? "std_mean" : "var_mean";
+  static VarMeanMeta meta(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                          const std::optional<c10::Scalar>& correction, bool keepdim) {
+    ReduceMeta r = Var<kStd>::meta(self, dim, correction, keepdim);
+    VarMeanMeta m;
+    m.first = r;
+    m.second = r;
+    m.p = std::move(r.p);
+    return m;
+  }
+  static void impl(const at::Tensor& out, const at::Tensor& mean, const VarMeanMeta& m, const at::Tensor& self,
+                   at::OptionalIntArrayRef, const std::optional<c10::Scalar>& correction, bool) {
+    var_into(kName, self, m.p, correction, kStd, out, mean);
+  }
+};
 
 // --- linalg_vector_norm / norm ------------------------------------------------
 
@@ -761,22 +771,32 @@ std::vector<int64_t> aminmax_dims(const at::Tensor& self, std::optional<int64_t>
   for (int64_t i = 0; i < self.dim(); ++i) all.push_back(i);
   return all;
 }
-std::tuple<at::Tensor, at::Tensor> aminmax_fn(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
-  auto dims = aminmax_dims(self, dim);
-  if (self.dim() == 0) return {self.clone(), self.clone()};
-  return {at::amin(self, dims, keepdim), at::amax(self, dims, keepdim)};
-}
-std::tuple<at::Tensor&, at::Tensor&> aminmax_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim,
-                                                 at::Tensor& mn, at::Tensor& mx) {
-  auto [a, b] = aminmax_fn(self, dim, keepdim);
-  TORCH_CHECK(mn.scalar_type() == self.scalar_type() && mx.scalar_type() == self.scalar_type(),
-              "Expected out tensor to have dtype ", self.scalar_type(), ", but got ", mn.scalar_type(), " instead");
-  prepare_out(mn, a.sizes(), a.scalar_type(), "aminmax");
-  prepare_out(mx, b.sizes(), b.scalar_type(), "aminmax");
-  mn.copy_(a);
-  mx.copy_(b);
-  return {mn, mx};
-}
+struct AminmaxMeta : PairMeta {
+  std::vector<int64_t> dims;
+};
+struct Aminmax {
+  static constexpr const char* kName = "aminmax";
+  static AminmaxMeta meta(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+    AminmaxMeta m;
+    m.dims = aminmax_dims(self, dim);
+    std::vector<int64_t> sizes = self.dim() == 0 ? std::vector<int64_t>{} : plan(self, m.dims, keepdim).out_shape;
+    m.first = OutMeta{sizes, self.scalar_type(), self.device(), OutDtype::kExact, false};
+    m.second = m.first;
+    return m;
+  }
+  static void impl(const at::Tensor& mn, const at::Tensor& mx, const AminmaxMeta& m, const at::Tensor& self,
+                   std::optional<int64_t>, bool keepdim) {
+    if (self.dim() == 0) {
+      mn.copy_(self);
+      mx.copy_(self);
+      return;
+    }
+    // amin and amax record into one graph in fused eager and compiled runs.
+    at::Tensor mn_out = mn, mx_out = mx;
+    at::amin_out(mn_out, self, m.dims, keepdim);
+    at::amax_out(mx_out, self, m.dims, keepdim);
+  }
+};
 
 // --- count_nonzero ----------------------------------------------------------
 
@@ -819,16 +839,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<Amax<false>>(m, {"amin", "", "amin.out"});
   register_variants<MaxAll<true>>(m, {"max", "", "max.unary_out"});
   register_variants<MaxAll<false>>(m, {"min", "", "min.unary_out"});
-  m.impl("max.dim", max_dim<true>);
-  m.impl("max.dim_max", max_dim_out<true>);
-  m.impl("min.dim", max_dim<false>);
-  m.impl("min.dim_min", max_dim_out<false>);
+  register_variants<MaxDim<true>>(m, {"max.dim", "", "max.dim_max"});
+  register_variants<MaxDim<false>>(m, {"min.dim", "", "min.dim_min"});
   register_variants<Argmax<true>>(m, {"argmax", "", "argmax.out"});
   register_variants<Argmax<false>>(m, {"argmin", "", "argmin.out"});
   register_variants<Var<false>>(m, {"var.correction", "", "var.correction_out"});
   register_variants<Var<true>>(m, {"std.correction", "", "std.correction_out"});
-  m.impl("var_mean.correction", var_mean_correction<false>);
-  m.impl("std_mean.correction", var_mean_correction<true>);
+  register_variants<VarMean<false>>(m, {"var_mean.correction", "", ""});
+  register_variants<VarMean<true>>(m, {"std_mean.correction", "", ""});
   register_variants<VectorNorm>(m, {"linalg_vector_norm", "", "linalg_vector_norm.out"});
   m.impl("norm.out", norm_out);
   m.impl("norm.dtype_out", norm_dtype_out);
@@ -839,8 +857,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<AnyAll<false, int64_t>>(m, {"all.dim", "", "all.out"});
   register_variants<AnyAll<false, at::OptionalIntArrayRef>>(m, {"all.dims", "", "all.dims_out"});
   register_variants<Logsumexp>(m, {"logsumexp", "", "logsumexp.out"});
-  m.impl("aminmax", aminmax_fn);
-  m.impl("aminmax.out", aminmax_out);
+  register_variants<Aminmax>(m, {"aminmax", "", "aminmax.out"});
   m.impl("count_nonzero.dim_IntList", count_nonzero_dims);
 }
 

@@ -91,3 +91,22 @@ def test_mode(dtype):
     if dtype == torch.float32:
         check(lambda x: torch.mode(x, 1), torch.randint(0, 3, (4, 6)).float(), grad=True)
     both_raise(IndexError, lambda x: torch.mode(x, 1), torch.randn(3, 0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_two_result_out_forms(dtype):
+    from tests.helpers import check_pair_out
+
+    x = torch.randint(0, 4, (5, 6)).to(dtype)  # ties, so that the indices rule is exercised
+    dts = (dtype, torch.long)
+    check_pair_out(lambda a, out: torch.median(a, 1, out=out), x, dts)
+    check_pair_out(lambda a, out: torch.nanmedian(a.t(), 0, keepdim=True, out=out), x, dts)
+    check_pair_out(lambda a, out: torch.mode(a, 1, out=out), x, dts)
+    # Which tied element kthvalue's index names is left to the implementation
+    # (CPU's comes from its quickselect), so its input has no ties.
+    distinct = torch.randperm(30).reshape(5, 6).to(dtype)
+    check_pair_out(lambda a, out: torch.kthvalue(a, 2, 0, out=out), distinct, dts)
+    check_pair_out(lambda a, out: torch.kthvalue(a[0, 0], 1, out=out), distinct, dts)
+    # A k out of range fails in the op's checks before any out= check.
+    both_raise(RuntimeError, lambda a: torch.kthvalue(a, 9, 1, out=(torch.empty(0, dtype=torch.int32),
+                                                                     torch.empty(0, dtype=torch.long))), x)

@@ -483,6 +483,27 @@ def test_aminmax_out_and_errors():
     both_raise(RuntimeError, torch.aminmax, torch.empty(0))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_two_result_out_forms(dtype):
+    from tests.helpers import check_pair_out
+
+    a = rand(4, 5, dtype=dtype)
+    check_pair_out(lambda x, out: torch.max(x, 1, out=out), a, (dtype, torch.long))
+    check_pair_out(lambda x, out: torch.min(x.t(), 0, keepdim=True, out=out), a, (dtype, torch.long))
+    check_pair_out(lambda x, out: torch.aminmax(x, dim=0, out=out), a, (dtype, dtype))
+    check_pair_out(lambda x, out: torch.aminmax(x, out=out), a, (dtype, dtype))
+    check_pair_out(lambda x, out: torch.aminmax(x[0, 0], keepdim=True, out=out), a, (dtype, dtype))
+    # An empty reduced dim fails in the op's checks before any out= check.
+    both_raise(IndexError, lambda x: torch.max(x, 0, out=(torch.empty(0, dtype=torch.int32),
+                                                          torch.empty(0, dtype=torch.long))), torch.empty(0, 3))
+
+
+def test_var_mean_of_integers_raises_like_cpu():
+    for fn in (torch.var_mean, torch.std_mean):
+        both_raise(RuntimeError, fn, torch.arange(6).reshape(2, 3))
+        both_raise(RuntimeError, lambda x: fn(x, 1), torch.arange(6).reshape(2, 3))
+
+
 # --- count_nonzero --------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])

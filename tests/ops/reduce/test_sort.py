@@ -43,3 +43,14 @@ def test_sort_out():
     ev, ei = torch.sort(x, 1)
     torch.testing.assert_close(v.cpu(), ev)
     torch.testing.assert_close(i.cpu(), ei)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_sort_and_topk_out_forms(dtype):
+    from tests.helpers import check_pair_out
+
+    x = torch.randperm(20).reshape(4, 5).to(dtype)
+    check_pair_out(lambda a, out: torch.sort(a, 1, descending=True, out=out), x, (dtype, torch.long))
+    check_pair_out(lambda a, out: torch.sort(a.t(), stable=True, dim=0, out=out), x, (dtype, torch.long))
+    check_pair_out(lambda a, out: torch.topk(a, 2, 0, out=out), x, (dtype, torch.long))
+    check_pair_out(lambda a, out: torch.topk(a, 3, largest=False, out=out), x, (dtype, torch.long))
