@@ -50,6 +50,10 @@ struct OutMeta {
   // The functional result takes its operands' layout (TensorIterator ops);
   // false: contiguous (reductions and other structured kernels).
   bool operand_layout = true;
+  // The functional result's strides, where the op decides them itself (the
+  // layout of ATen's meta result, as pooling keeps channels-last); they
+  // take precedence over operand_layout.
+  std::vector<int64_t> strides;
 };
 
 namespace detail {
@@ -65,6 +69,12 @@ inline void layout_from(std::vector<int64_t>& strides, bool& decided, c10::IntAr
 }
 template <class T>
 void layout_from(std::vector<int64_t>&, bool&, c10::IntArrayRef, const T&) {}
+
+// A two-result op's result: contiguous, or with the strides its meta gives.
+inline at::Tensor empty_result(const OutMeta& m) {
+  if (m.strides.empty()) return empty_tpu(m.sizes, m.dtype, m.device);
+  return at::empty_strided(m.sizes, m.strides, at::TensorOptions().dtype(m.dtype).device(m.device));
+}
 
 // out='s dtype against the result's, by the result's OutDtype rule.
 inline void check_out_dtype(const at::Tensor& out, const OutMeta& m) {
@@ -86,8 +96,8 @@ template <class Op, class... Args>
 struct Variants {
   static at::Tensor functional(const at::Tensor& self, Args... args) {
     auto m = Op::meta(self, args...);
-    std::vector<int64_t> strides;
-    bool decided = false;
+    std::vector<int64_t> strides = m.strides;
+    bool decided = !strides.empty();
     if (m.operand_layout) {
       detail::layout_from(strides, decided, m.sizes, self);
       (detail::layout_from(strides, decided, m.sizes, args), ...);
@@ -146,8 +156,7 @@ template <class Op, class... Args>
 struct PairVariants {
   static std::tuple<at::Tensor, at::Tensor> functional(const at::Tensor& self, Args... args) {
     auto m = Op::meta(self, args...);
-    at::Tensor a = empty_tpu(m.first.sizes, m.first.dtype, m.first.device);
-    at::Tensor b = empty_tpu(m.second.sizes, m.second.dtype, m.second.device);
+    at::Tensor a = detail::empty_result(m.first), b = detail::empty_result(m.second);
     Op::impl(a, b, m, self, args...);
     return {a, b};
   }

@@ -34,6 +34,7 @@
 #include <torch/library.h>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -399,206 +400,209 @@ void run_avg_backward(const char* name, const at::Tensor& grad, const std::vecto
   });
 }
 
-void resize_like(at::Tensor& out, const at::Tensor& meta, c10::ScalarType dtype, const char* op) {
-  prepare_out(out, meta.sizes(), dtype, op);
-  TORCH_CHECK(out.scalar_type() == dtype, op, ": expected out dtype ", dtype, " but got ", out.scalar_type());
+// A result shaped and laid out as ATen's meta kernel gives it (`m`, a meta
+// tensor): CPU keeps a channels-last input's layout, and so does tpu. out=
+// must have exactly the result's dtype, as CPU's structured kernels require.
+OutMeta like(const at::Tensor& m, c10::ScalarType dtype, c10::Device device) {
+  OutMeta o{m.sizes().vec(), dtype, device, OutDtype::kExact, false};
+  o.strides = m.strides().vec();
+  return o;
 }
+
+struct PoolMeta : OutMeta {
+  std::vector<Win> wins;
+};
+struct PoolPairMeta : PairMeta {
+  std::vector<Win> wins;
+};
 
 // --- max pool --------------------------------------------------------------
 
-std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out(const at::Tensor& self, c10::IntArrayRef kernel,
-                                                                 c10::IntArrayRef stride, c10::IntArrayRef padding,
-                                                                 c10::IntArrayRef dilation, bool ceil_mode,
-                                                                 at::Tensor& out, at::Tensor& indices) {
-  check_dtype(self, "max_pool2d", Ints::kAll);
-  auto [mo, mi] = at::max_pool2d_with_indices(meta_of(self), kernel, stride, padding, dilation, ceil_mode);
-  resize_like(out, mo, self.scalar_type(), "max_pool2d");
-  resize_like(indices, mi, c10::kLong, "max_pool2d");
-  run_max("max_pool2d", self, regular_wins(self, mo.sizes(), 2, kernel, stride, padding, dilation), out, indices);
-  return {out, indices};
-}
+template <int N>
+struct MaxPool {
+  static constexpr const char* kName = N == 2 ? "max_pool2d" : "max_pool3d";
+  static PoolPairMeta meta(const at::Tensor& self, c10::IntArrayRef kernel, c10::IntArrayRef stride,
+                           c10::IntArrayRef padding, c10::IntArrayRef dilation, bool ceil_mode) {
+    check_dtype(self, kName, Ints::kAll);
+    // Before the meta kernel, whose Python form indexes a low-rank input's
+    // missing dims (IndexError) where CPU's kernel raises this.
+    TORCH_CHECK(self.dim() == N + 1 || self.dim() == N + 2, "non-empty ", N + 1, "D or ", N + 2,
+                "D (batch mode) tensor expected for input");
+    auto [mo, mi] = N == 2 ? at::max_pool2d_with_indices(meta_of(self), kernel, stride, padding, dilation, ceil_mode)
+                           : at::max_pool3d_with_indices(meta_of(self), kernel, stride, padding, dilation, ceil_mode);
+    PoolPairMeta m;
+    m.first = like(mo, self.scalar_type(), self.device());
+    m.second = like(mi, c10::kLong, self.device());
+    m.wins = regular_wins(self, mo.sizes(), N, kernel, stride, padding, dilation);
+    return m;
+  }
+  static void impl(const at::Tensor& out, const at::Tensor& indices, const PoolPairMeta& m, const at::Tensor& self,
+                   c10::IntArrayRef, c10::IntArrayRef, c10::IntArrayRef, c10::IntArrayRef, bool) {
+    run_max(kName, self, m.wins, out, indices);
+  }
+};
 
-std::tuple<at::Tensor&, at::Tensor&> max_pool3d_with_indices_out(const at::Tensor& self, c10::IntArrayRef kernel,
-                                                                 c10::IntArrayRef stride, c10::IntArrayRef padding,
-                                                                 c10::IntArrayRef dilation, bool ceil_mode,
-                                                                 at::Tensor& out, at::Tensor& indices) {
-  check_dtype(self, "max_pool3d", Ints::kAll);
-  auto [mo, mi] = at::max_pool3d_with_indices(meta_of(self), kernel, stride, padding, dilation, ceil_mode);
-  resize_like(out, mo, self.scalar_type(), "max_pool3d");
-  resize_like(indices, mi, c10::kLong, "max_pool3d");
-  run_max("max_pool3d", self, regular_wins(self, mo.sizes(), 3, kernel, stride, padding, dilation), out, indices);
-  return {out, indices};
-}
-
-std::tuple<at::Tensor, at::Tensor> max_pool3d_with_indices(const at::Tensor& self, c10::IntArrayRef kernel,
-                                                           c10::IntArrayRef stride, c10::IntArrayRef padding,
-                                                           c10::IntArrayRef dilation, bool ceil_mode) {
-  at::Tensor out = empty_tpu({0}, self.scalar_type(), self.device());
-  at::Tensor idx = empty_tpu({0}, c10::kLong, self.device());
-  max_pool3d_with_indices_out(self, kernel, stride, padding, dilation, ceil_mode, out, idx);
-  return {out, idx};
-}
-
-at::Tensor& max_pool2d_backward_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel,
-                                    c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
-                                    bool ceil_mode, const at::Tensor& indices, at::Tensor& grad_input) {
-  at::Tensor m = at::max_pool2d_with_indices_backward(meta_of(grad), meta_of(self), kernel, stride, padding, dilation,
-                                                      ceil_mode, meta_of(indices));
-  resize_like(grad_input, m, grad.scalar_type(), "max_pool2d_with_indices_backward");
-  run_max_backward("max_pool_backward", grad, self, indices, 2, grad_input);
-  return grad_input;
-}
-
-at::Tensor& max_pool3d_backward_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel,
-                                    c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
-                                    bool ceil_mode, const at::Tensor& indices, at::Tensor& grad_input) {
-  at::Tensor m = at::max_pool3d_with_indices_backward(meta_of(grad), meta_of(self), kernel, stride, padding, dilation,
-                                                      ceil_mode, meta_of(indices));
-  resize_like(grad_input, m, grad.scalar_type(), "max_pool3d_with_indices_backward");
-  run_max_backward("max_pool_backward", grad, self, indices, 3, grad_input);
-  return grad_input;
-}
-
-at::Tensor max_pool3d_backward(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel,
-                               c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
-                               bool ceil_mode, const at::Tensor& indices) {
-  at::Tensor gi = empty_tpu({0}, grad.scalar_type(), grad.device());
-  return max_pool3d_backward_out(grad, self, kernel, stride, padding, dilation, ceil_mode, indices, gi);
-}
+template <int N>
+struct MaxPoolBackward {
+  static constexpr const char* kName = N == 2 ? "max_pool2d_with_indices_backward" : "max_pool3d_with_indices_backward";
+  static OutMeta meta(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel, c10::IntArrayRef stride,
+                      c10::IntArrayRef padding, c10::IntArrayRef dilation, bool ceil_mode, const at::Tensor& indices) {
+    at::Tensor m = N == 2 ? at::max_pool2d_with_indices_backward(meta_of(grad), meta_of(self), kernel, stride, padding,
+                                                                 dilation, ceil_mode, meta_of(indices))
+                          : at::max_pool3d_with_indices_backward(meta_of(grad), meta_of(self), kernel, stride, padding,
+                                                                 dilation, ceil_mode, meta_of(indices));
+    return like(m, grad.scalar_type(), grad.device());
+  }
+  static void impl(const at::Tensor& grad_input, const OutMeta&, const at::Tensor& grad, const at::Tensor& self,
+                   c10::IntArrayRef, c10::IntArrayRef, c10::IntArrayRef, c10::IntArrayRef, bool,
+                   const at::Tensor& indices) {
+    run_max_backward("max_pool_backward", grad, self, indices, N, grad_input);
+  }
+};
 
 // --- avg pool ----------------------------------------------------------------
 
-at::Tensor& avg_pool2d_out(const at::Tensor& self, c10::IntArrayRef kernel, c10::IntArrayRef stride,
-                           c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> div,
-                           at::Tensor& out) {
-  check_dtype(self, "avg_pool2d", Ints::kLong);
-  at::Tensor m = at::avg_pool2d(meta_of(self), kernel, stride, padding, ceil_mode, count_include_pad, div);
-  resize_like(out, m, self.scalar_type(), "avg_pool2d");
-  run_avg("avg_pool", self, regular_wins(self, m.sizes(), 2, kernel, stride, padding, {}), count_include_pad, div, out);
-  return out;
-}
+template <int N>
+struct AvgPool {
+  static constexpr const char* kName = N == 2 ? "avg_pool2d" : "avg_pool3d";
+  static PoolMeta meta(const at::Tensor& self, c10::IntArrayRef kernel, c10::IntArrayRef stride,
+                       c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> div) {
+    check_dtype(self, kName, Ints::kLong);
+    at::Tensor mo = N == 2 ? at::avg_pool2d(meta_of(self), kernel, stride, padding, ceil_mode, count_include_pad, div)
+                           : at::avg_pool3d(meta_of(self), kernel, stride, padding, ceil_mode, count_include_pad, div);
+    PoolMeta m;
+    static_cast<OutMeta&>(m) = like(mo, self.scalar_type(), self.device());
+    m.wins = regular_wins(self, mo.sizes(), N, kernel, stride, padding, {});
+    return m;
+  }
+  static void impl(const at::Tensor& out, const PoolMeta& m, const at::Tensor& self, c10::IntArrayRef, c10::IntArrayRef,
+                   c10::IntArrayRef, bool, bool count_include_pad, std::optional<int64_t> div) {
+    run_avg("avg_pool", self, m.wins, count_include_pad, div, out);
+  }
+};
 
-at::Tensor& avg_pool3d_out(const at::Tensor& self, c10::IntArrayRef kernel, c10::IntArrayRef stride,
-                           c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> div,
-                           at::Tensor& out) {
-  check_dtype(self, "avg_pool3d", Ints::kLong);
-  at::Tensor m = at::avg_pool3d(meta_of(self), kernel, stride, padding, ceil_mode, count_include_pad, div);
-  resize_like(out, m, self.scalar_type(), "avg_pool3d");
-  run_avg("avg_pool", self, regular_wins(self, m.sizes(), 3, kernel, stride, padding, {}), count_include_pad, div, out);
-  return out;
-}
-
-at::Tensor& avg_pool2d_backward_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel,
-                                    c10::IntArrayRef stride, c10::IntArrayRef padding, bool ceil_mode,
-                                    bool count_include_pad, std::optional<int64_t> div, at::Tensor& grad_input) {
-  at::Tensor m =
-      at::avg_pool2d_backward(meta_of(grad), meta_of(self), kernel, stride, padding, ceil_mode, count_include_pad, div);
-  resize_like(grad_input, m, grad.scalar_type(), "avg_pool2d_backward");
-  auto wins = regular_wins(self, grad.sizes(), 2, kernel, stride, padding, {});
-  run_avg_backward("avg_pool_backward", grad, wins, count_include_pad, div, grad_input);
-  return grad_input;
-}
-
-at::Tensor& avg_pool3d_backward_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel,
-                                    c10::IntArrayRef stride, c10::IntArrayRef padding, bool ceil_mode,
-                                    bool count_include_pad, std::optional<int64_t> div, at::Tensor& grad_input) {
-  at::Tensor m =
-      at::avg_pool3d_backward(meta_of(grad), meta_of(self), kernel, stride, padding, ceil_mode, count_include_pad, div);
-  resize_like(grad_input, m, grad.scalar_type(), "avg_pool3d_backward");
-  auto wins = regular_wins(self, grad.sizes(), 3, kernel, stride, padding, {});
-  run_avg_backward("avg_pool_backward", grad, wins, count_include_pad, div, grad_input);
-  return grad_input;
-}
+template <int N>
+struct AvgPoolBackward {
+  static constexpr const char* kName = N == 2 ? "avg_pool2d_backward" : "avg_pool3d_backward";
+  static PoolMeta meta(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef kernel, c10::IntArrayRef stride,
+                       c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> div) {
+    at::Tensor mg = N == 2 ? at::avg_pool2d_backward(meta_of(grad), meta_of(self), kernel, stride, padding, ceil_mode,
+                                                     count_include_pad, div)
+                           : at::avg_pool3d_backward(meta_of(grad), meta_of(self), kernel, stride, padding, ceil_mode,
+                                                     count_include_pad, div);
+    PoolMeta m;
+    static_cast<OutMeta&>(m) = like(mg, grad.scalar_type(), grad.device());
+    m.wins = regular_wins(self, grad.sizes(), N, kernel, stride, padding, {});
+    return m;
+  }
+  static void impl(const at::Tensor& grad_input, const PoolMeta& m, const at::Tensor& grad, const at::Tensor&,
+                   c10::IntArrayRef, c10::IntArrayRef, c10::IntArrayRef, bool, bool count_include_pad,
+                   std::optional<int64_t> div) {
+    run_avg_backward("avg_pool_backward", grad, m.wins, count_include_pad, div, grad_input);
+  }
+};
 
 // --- adaptive avg --------------------------------------------------------------
 
 template <int N>
-at::Tensor adaptive_avg(const at::Tensor& self, c10::IntArrayRef output_size) {
-  const char* op = N == 2 ? "adaptive_avg_pool2d" : "adaptive_avg_pool3d";
-  // The meta kernel lacks CPU's empty-dimension check.
-  for (int64_t i = 1; i < self.dim(); ++i)
-    TORCH_CHECK(self.size(i) > 0, op,
-                "(): Expected input to have non-zero size for non-batch dimensions, but input has sizes ", self.sizes(),
-                " with dimension ", i, " being empty");
-  check_dtype(self, op, Ints::kNone);
-  at::Tensor m = N == 2 ? at::_adaptive_avg_pool2d(meta_of(self), output_size)
-                        : at::_adaptive_avg_pool3d(meta_of(self), output_size);
-  at::Tensor out = empty_tpu(m.sizes(), self.scalar_type(), self.device());
-  run_avg("adaptive_avg_pool", self, adaptive_wins(self, m.sizes(), N), true, std::nullopt, out);
-  return out;
-}
+struct AdaptiveAvg {
+  static constexpr const char* kName = N == 2 ? "adaptive_avg_pool2d" : "adaptive_avg_pool3d";
+  static PoolMeta meta(const at::Tensor& self, c10::IntArrayRef output_size) {
+    // The meta kernel lacks CPU's empty-dimension check.
+    for (int64_t i = 1; i < self.dim(); ++i)
+      TORCH_CHECK(self.size(i) > 0, kName,
+                  "(): Expected input to have non-zero size for non-batch dimensions, but input has sizes ",
+                  self.sizes(), " with dimension ", i, " being empty");
+    check_dtype(self, kName, Ints::kNone);
+    at::Tensor mo = N == 2 ? at::_adaptive_avg_pool2d(meta_of(self), output_size)
+                           : at::_adaptive_avg_pool3d(meta_of(self), output_size);
+    PoolMeta m;
+    static_cast<OutMeta&>(m) = like(mo, self.scalar_type(), self.device());
+    m.wins = adaptive_wins(self, mo.sizes(), N);
+    return m;
+  }
+  static void impl(const at::Tensor& out, const PoolMeta& m, const at::Tensor& self, c10::IntArrayRef) {
+    run_avg("adaptive_avg_pool", self, m.wins, true, std::nullopt, out);
+  }
+};
 
 template <int N>
-at::Tensor adaptive_avg_backward(const at::Tensor& grad, const at::Tensor& self) {
-  at::Tensor m = N == 2 ? at::_adaptive_avg_pool2d_backward(meta_of(grad), meta_of(self))
-                        : at::_adaptive_avg_pool3d_backward(meta_of(grad), meta_of(self));
-  at::Tensor gi = empty_tpu(m.sizes(), grad.scalar_type(), grad.device());
-  run_avg_backward("adaptive_avg_pool_backward", grad, adaptive_wins(self, grad.sizes(), N), true, std::nullopt, gi);
-  return gi;
-}
+struct AdaptiveAvgBackward {
+  static constexpr const char* kName = N == 2 ? "adaptive_avg_pool2d_backward" : "adaptive_avg_pool3d_backward";
+  static PoolMeta meta(const at::Tensor& grad, const at::Tensor& self) {
+    at::Tensor mg = N == 2 ? at::_adaptive_avg_pool2d_backward(meta_of(grad), meta_of(self))
+                           : at::_adaptive_avg_pool3d_backward(meta_of(grad), meta_of(self));
+    PoolMeta m;
+    static_cast<OutMeta&>(m) = like(mg, grad.scalar_type(), grad.device());
+    m.wins = adaptive_wins(self, grad.sizes(), N);
+    return m;
+  }
+  static void impl(const at::Tensor& grad_input, const PoolMeta& m, const at::Tensor& grad, const at::Tensor&) {
+    run_avg_backward("adaptive_avg_pool_backward", grad, m.wins, true, std::nullopt, grad_input);
+  }
+};
 
 // --- adaptive max ----------------------------------------------------------------
 
-std::tuple<at::Tensor&, at::Tensor&> adaptive_max_pool2d_out(const at::Tensor& self, c10::IntArrayRef output_size,
-                                                             at::Tensor& out, at::Tensor& indices) {
-  check_dtype(self, "adaptive_max_pool2d", Ints::kNone);
-  auto [mo, mi] = at::adaptive_max_pool2d(meta_of(self), output_size);
-  resize_like(out, mo, self.scalar_type(), "adaptive_max_pool2d");
-  resize_like(indices, mi, c10::kLong, "adaptive_max_pool2d");
-  run_max("adaptive_max_pool", self, adaptive_wins(self, mo.sizes(), 2), out, indices);
-  return {out, indices};
-}
+template <int N>
+struct AdaptiveMax {
+  static constexpr const char* kName = N == 2 ? "adaptive_max_pool2d" : "adaptive_max_pool3d";
+  static PoolPairMeta meta(const at::Tensor& self, c10::IntArrayRef output_size) {
+    check_dtype(self, kName, Ints::kNone);
+    auto [mo, mi] = N == 2 ? at::adaptive_max_pool2d(meta_of(self), output_size)
+                           : at::adaptive_max_pool3d(meta_of(self), output_size);
+    PoolPairMeta m;
+    m.first = like(mo, self.scalar_type(), self.device());
+    m.second = like(mi, c10::kLong, self.device());
+    m.wins = adaptive_wins(self, mo.sizes(), N);
+    return m;
+  }
+  static void impl(const at::Tensor& out, const at::Tensor& indices, const PoolPairMeta& m, const at::Tensor& self,
+                   c10::IntArrayRef) {
+    run_max("adaptive_max_pool", self, m.wins, out, indices);
+  }
+};
 
-std::tuple<at::Tensor&, at::Tensor&> adaptive_max_pool3d_out(const at::Tensor& self, c10::IntArrayRef output_size,
-                                                             at::Tensor& out, at::Tensor& indices) {
-  check_dtype(self, "adaptive_max_pool3d", Ints::kNone);
-  auto [mo, mi] = at::adaptive_max_pool3d(meta_of(self), output_size);
-  resize_like(out, mo, self.scalar_type(), "adaptive_max_pool3d");
-  resize_like(indices, mi, c10::kLong, "adaptive_max_pool3d");
-  run_max("adaptive_max_pool", self, adaptive_wins(self, mo.sizes(), 3), out, indices);
-  return {out, indices};
-}
-
-at::Tensor& adaptive_max_pool2d_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& indices,
-                                             at::Tensor& grad_input) {
-  at::Tensor m = at::adaptive_max_pool2d_backward(meta_of(grad), meta_of(self), meta_of(indices));
-  resize_like(grad_input, m, grad.scalar_type(), "adaptive_max_pool2d_backward");
-  run_max_backward("max_pool_backward", grad, self, indices, 2, grad_input);
-  return grad_input;
-}
-
-at::Tensor& adaptive_max_pool3d_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& indices,
-                                             at::Tensor& grad_input) {
-  at::Tensor m = at::adaptive_max_pool3d_backward(meta_of(grad), meta_of(self), meta_of(indices));
-  resize_like(grad_input, m, grad.scalar_type(), "adaptive_max_pool3d_backward");
-  run_max_backward("max_pool_backward", grad, self, indices, 3, grad_input);
-  return grad_input;
-}
+template <int N>
+struct AdaptiveMaxBackward {
+  static constexpr const char* kName = N == 2 ? "adaptive_max_pool2d_backward" : "adaptive_max_pool3d_backward";
+  static OutMeta meta(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& indices) {
+    at::Tensor mg = N == 2 ? at::adaptive_max_pool2d_backward(meta_of(grad), meta_of(self), meta_of(indices))
+                           : at::adaptive_max_pool3d_backward(meta_of(grad), meta_of(self), meta_of(indices));
+    return like(mg, grad.scalar_type(), grad.device());
+  }
+  static void impl(const at::Tensor& grad_input, const OutMeta&, const at::Tensor& grad, const at::Tensor& self,
+                   const at::Tensor& indices) {
+    run_max_backward("max_pool_backward", grad, self, indices, N, grad_input);
+  }
+};
 
 }  // namespace
 
-// Structured ops (max_pool2d_with_indices, avg_pool2d/3d, adaptive_max_pool*
-// and their backward) get their functional form from ATen's default
-// backend kernel, which runs the meta function and calls the out= kernel.
+// Each op is one declaration giving its functional and out= forms
+// (ops/variants.h); the 1-d forms and the index-free wrappers are composite
+// in ATen and reach these.
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("max_pool2d_with_indices.out", max_pool2d_with_indices_out);
-  m.impl("max_pool2d_with_indices_backward.grad_input", max_pool2d_backward_out);
-  m.impl("max_pool3d_with_indices", max_pool3d_with_indices);
-  m.impl("max_pool3d_with_indices.out", max_pool3d_with_indices_out);
-  m.impl("max_pool3d_with_indices_backward", max_pool3d_backward);
-  m.impl("max_pool3d_with_indices_backward.grad_input", max_pool3d_backward_out);
-  m.impl("avg_pool2d.out", avg_pool2d_out);
-  m.impl("avg_pool2d_backward.grad_input", avg_pool2d_backward_out);
-  m.impl("avg_pool3d.out", avg_pool3d_out);
-  m.impl("avg_pool3d_backward.grad_input", avg_pool3d_backward_out);
-  m.impl("_adaptive_avg_pool2d", adaptive_avg<2>);
-  m.impl("_adaptive_avg_pool2d_backward", adaptive_avg_backward<2>);
-  m.impl("_adaptive_avg_pool3d", adaptive_avg<3>);
-  m.impl("_adaptive_avg_pool3d_backward", adaptive_avg_backward<3>);
-  m.impl("adaptive_max_pool2d.out", adaptive_max_pool2d_out);
-  m.impl("adaptive_max_pool2d_backward.grad_input", adaptive_max_pool2d_backward_out);
-  m.impl("adaptive_max_pool3d.out", adaptive_max_pool3d_out);
-  m.impl("adaptive_max_pool3d_backward.grad_input", adaptive_max_pool3d_backward_out);
+  register_variants<MaxPool<2>>(m, {"max_pool2d_with_indices", "", "max_pool2d_with_indices.out"});
+  register_variants<MaxPool<3>>(m, {"max_pool3d_with_indices", "", "max_pool3d_with_indices.out"});
+  register_variants<MaxPoolBackward<2>>(
+      m, {"max_pool2d_with_indices_backward", "", "max_pool2d_with_indices_backward.grad_input"});
+  register_variants<MaxPoolBackward<3>>(
+      m, {"max_pool3d_with_indices_backward", "", "max_pool3d_with_indices_backward.grad_input"});
+  register_variants<AvgPool<2>>(m, {"avg_pool2d", "", "avg_pool2d.out"});
+  register_variants<AvgPool<3>>(m, {"avg_pool3d", "", "avg_pool3d.out"});
+  register_variants<AvgPoolBackward<2>>(m, {"avg_pool2d_backward", "", "avg_pool2d_backward.grad_input"});
+  register_variants<AvgPoolBackward<3>>(m, {"avg_pool3d_backward", "", "avg_pool3d_backward.grad_input"});
+  register_variants<AdaptiveAvg<2>>(m, {"_adaptive_avg_pool2d", "", ""});
+  register_variants<AdaptiveAvg<3>>(m, {"_adaptive_avg_pool3d", "", ""});
+  register_variants<AdaptiveAvgBackward<2>>(m, {"_adaptive_avg_pool2d_backward", "", ""});
+  register_variants<AdaptiveAvgBackward<3>>(m, {"_adaptive_avg_pool3d_backward", "", ""});
+  register_variants<AdaptiveMax<2>>(m, {"adaptive_max_pool2d", "", "adaptive_max_pool2d.out"});
+  register_variants<AdaptiveMax<3>>(m, {"adaptive_max_pool3d", "", "adaptive_max_pool3d.out"});
+  register_variants<AdaptiveMaxBackward<2>>(
+      m, {"adaptive_max_pool2d_backward", "", "adaptive_max_pool2d_backward.grad_input"});
+  register_variants<AdaptiveMaxBackward<3>>(
+      m, {"adaptive_max_pool3d_backward", "", "adaptive_max_pool3d_backward.grad_input"});
 }
 
 }  // namespace torch_tpu::ops

@@ -140,3 +140,79 @@ def test_pool_bad_args():
     both_raise(NotImplementedError, lambda x: F.max_pool2d(x, 2), x.bool())
     both_raise(NotImplementedError, lambda x: F.avg_pool2d(x, 2), x.int())
     both_raise(NotImplementedError, lambda x: F.adaptive_max_pool2d(x, 2), x.long())
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: F.max_pool2d(x, 2, return_indices=True),
+    lambda x: F.avg_pool2d(x, 3, 2, 1),
+    lambda x: F.adaptive_avg_pool2d(x, 3),
+    lambda x: F.adaptive_max_pool2d(x, (2, 3), return_indices=True),
+    lambda x: F.max_pool3d(x[None], 2, return_indices=True),
+    lambda x: F.avg_pool3d(x[None], 2),
+    lambda x: F.adaptive_avg_pool3d(x[None], 2),
+], ids=["max2d", "avg2d", "adaptive_avg2d", "adaptive_max2d", "max3d", "avg3d", "adaptive_avg3d"])
+def test_pool_results_and_gradients_keep_cpus_layout(fn):
+    # A channels-last input gives channels-last results on CPU (the layout
+    # ATen's meta kernels choose), and the same on tpu; so do the gradients.
+    x = distinct(2, 3, 8, 7).to(memory_format=torch.channels_last)
+    xc, xt = x.clone().requires_grad_(), x.to(TPU).requires_grad_()
+    expected, actual = fn(xc), fn(xt)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    actual = actual if isinstance(actual, tuple) else (actual,)
+    for a, e in zip(actual, expected):
+        assert a.stride() == e.stride(), (a.stride(), e.stride())
+        torch.testing.assert_close(a.cpu(), e.detach())
+    g = torch.randn_like(expected[0])
+    expected[0].backward(g)
+    actual[0].backward(g.to(TPU))
+    assert xt.grad.stride() == xc.grad.stride(), (xt.grad.stride(), xc.grad.stride())
+    torch.testing.assert_close(xt.grad.cpu(), xc.grad)
+
+
+def test_pool_two_result_out_forms():
+    from tests.helpers import check_pair_out
+
+    x = distinct(2, 3, 8, 8)
+    dts = (torch.float32, torch.long)
+    check_pair_out(lambda a, out: torch.ops.aten.max_pool2d_with_indices.out(
+        a, [2, 2], [2, 2], [0, 0], [1, 1], False, out=out[0], indices=out[1]), x, dts)
+    check_pair_out(lambda a, out: torch.ops.aten.max_pool3d_with_indices.out(
+        a[None], [2, 2, 2], [1, 2, 2], [1, 0, 0], [1, 1, 1], True, out=out[0], indices=out[1]), x, dts)
+    check_pair_out(lambda a, out: torch._C._nn.adaptive_max_pool2d(a, (3, 5), out=out), x, dts)
+    check_pair_out(lambda a, out: torch._C._nn.adaptive_max_pool3d(a, (2, 3, 5), out=out), x, dts)
+    # A bad rank fails in the op's checks, with CPU's error type, before any out= check.
+    both_raise(RuntimeError, lambda a: torch.ops.aten.max_pool2d_with_indices.out(
+        a, [2, 2], [2, 2], [0, 0], [1, 1], False, out=torch.empty(0), indices=torch.empty(0, dtype=torch.long)),
+        torch.randn(3, 8))
+
+
+@pytest.mark.parametrize("name", ["avg_pool2d_backward", "max_pool2d_with_indices_backward",
+                                  "adaptive_max_pool2d_backward"])
+def test_pool_backward_grad_input_forms(name):
+    # The backward kernels' out= forms, as autograd's double backward and
+    # functionalization call them: CPU's values, and CPU's error for an out
+    # of the wrong dtype.
+    x = distinct(2, 3, 8, 8)
+
+    def call(dev, out):
+        xd = x.to(dev)
+        if name == "avg_pool2d_backward":
+            g = torch.randn(2, 3, 4, 4, generator=torch.Generator().manual_seed(0)).to(dev)
+            return torch.ops.aten.avg_pool2d_backward.grad_input(g, xd, [3, 3], [2, 2], [1, 1], False, True, None,
+                                                                 grad_input=out)
+        if name == "max_pool2d_with_indices_backward":
+            _, i = torch.ops.aten.max_pool2d_with_indices(xd, [2, 2], [2, 2], [0, 0], [1, 1], False)
+            g = torch.randn(2, 3, 4, 4, generator=torch.Generator().manual_seed(0)).to(dev)
+            return torch.ops.aten.max_pool2d_with_indices_backward.grad_input(
+                g, xd, [2, 2], [2, 2], [0, 0], [1, 1], False, i, grad_input=out)
+        _, i = torch.ops.aten.adaptive_max_pool2d(xd, [3, 5])
+        g = torch.randn(2, 3, 3, 5, generator=torch.Generator().manual_seed(0)).to(dev)
+        return torch.ops.aten.adaptive_max_pool2d_backward.grad_input(g, xd, i, grad_input=out)
+
+    out_c, out_t = torch.empty(0), torch.empty(0, device=TPU)
+    assert call("cpu", out_c) is out_c and call(TPU, out_t) is out_t
+    torch.testing.assert_close(out_t.cpu(), out_c)
+    with pytest.raises(RuntimeError):
+        call("cpu", torch.empty(0, dtype=torch.float64))
+    with pytest.raises(RuntimeError):
+        call(TPU, torch.empty(0, dtype=torch.float64, device=TPU))
