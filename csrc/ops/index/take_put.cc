@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -14,20 +15,30 @@ namespace {
 // Both treat self as flattened in row-major order; advanced indexing on the
 // flat tensor gives negative-index wrapping and IndexError bounds checks.
 
-at::Tensor take_fn(const at::Tensor& self, const at::Tensor& index) {
-  TORCH_CHECK(index.scalar_type() == c10::kLong, "take(): Expected a long tensor for index, but got ",
-              index.scalar_type());
-  TORCH_CHECK_INDEX(self.numel() > 0 || index.numel() == 0, "take(): tried to take from an empty tensor");
-  c10::List<std::optional<at::Tensor>> idx;
-  idx.push_back(index.reshape({-1}));
-  return at::index(self.reshape({-1}), idx).view(index.sizes());
-}
-at::Tensor& take_out(const at::Tensor& self, const at::Tensor& index, at::Tensor& out) {
-  at::Tensor r = take_fn(self, index);
-  prepare_out(out, r.sizes(), self.scalar_type(), "take");
-  out.copy_(r);
-  return out;
-}
+struct Take {
+  static constexpr const char* kName = "take";
+  static OutMeta meta(const at::Tensor& self, const at::Tensor& index) {
+    TORCH_CHECK(index.scalar_type() == c10::kLong, "take(): Expected a long tensor for index, but got ",
+                index.scalar_type());
+    TORCH_CHECK_INDEX(self.numel() > 0 || index.numel() == 0, "take(): tried to take from an empty tensor");
+    return OutMeta{index.sizes().vec(), self.scalar_type(), self.device(), OutDtype::kCastable, false};
+  }
+  static void check_out(const at::Tensor& out, const OutMeta&, const at::Tensor& self, const at::Tensor&) {
+    TORCH_CHECK(out.scalar_type() == self.scalar_type(),
+                "take(): self and out expected to have the same dtype, but got self.dtype = ", self.scalar_type(),
+                " and out.dtype = ", out.scalar_type());
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, const at::Tensor& index) {
+    c10::List<std::optional<at::Tensor>> idx;
+    idx.push_back(index.reshape({-1}));
+    if (out.is_contiguous()) {
+      at::Tensor flat = out.view({-1});
+      at::index_out(flat, self.reshape({-1}), idx);
+      return;
+    }
+    out.copy_(at::index(self.reshape({-1}), idx).view(index.sizes()));  // a strided out=
+  }
+};
 
 at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& source, bool accumulate) {
   TORCH_CHECK(index.scalar_type() == c10::kLong, "put_(): Expected a long tensor for index, but got ",
@@ -51,8 +62,7 @@ at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& so
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("take", take_fn);
-  m.impl("take.out", take_out);
+  register_variants<Take>(m, {"take", "", "take.out"});
   m.impl("put_", put_);
 }
 

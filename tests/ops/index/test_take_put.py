@@ -14,6 +14,11 @@ def test_take(dtype):
     out = torch.empty(0, dtype=dtype, device=TPU)
     torch.take(a.to(TPU), idx.to(TPU), out=out)
     torch.testing.assert_close(out.cpu(), torch.take(a, idx))
+    # A strided out= is written through, and an out of another dtype raises as on CPU.
+    big = torch.zeros(2, 6, dtype=dtype)
+    check(lambda x, i, b: (torch.take(x, i, out=b[:, ::2]), b)[1], a, idx, big)
+    other = torch.float64 if dtype != torch.float64 else torch.float32
+    both_raise(RuntimeError, lambda x, i: torch.take(x, i, out=torch.empty(0, dtype=other, device=x.device)), a, idx)
     # out-of-range indices are only checked with TORCH_TPU_DEBUG_CHECKS=1 (see ops/index/checks.h)
 
 
