@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -19,17 +20,17 @@ Value conj_of(Builder& b, Value x) {
   return b.complex(b.real(x), b.neg(b.imag(x)));
 }
 
-at::Tensor& tpu_conj_physical_out(const at::Tensor& self, at::Tensor& out) {
-  prepare_out(out, self.sizes(), self.scalar_type(), "conj_physical");
-  pointwise("conj_physical", {self}, out, self.scalar_type(),
-            [](Builder& b, const Values& x) { return conj_of(b, x[0]); });
-  return out;
-}
-
-at::Tensor& tpu_conj_physical_(at::Tensor& self) {
-  if (!self.is_complex()) return self;
-  return tpu_conj_physical_out(self, self);
-}
+// conj_physical: a copy of a real tensor, the conjugate of a complex one;
+// in place on a real tensor it does nothing.
+struct ConjPhysical {
+  static constexpr const char* kName = "conj_physical";
+  static OutMeta meta(const at::Tensor& self) { return OutMeta{self.sizes().vec(), self.scalar_type(), self.device()}; }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self) {
+    if (out.is_same(self) && !self.is_complex()) return;
+    pointwise("conj_physical", {self}, out, self.scalar_type(),
+              [](Builder& b, const Values& x) { return conj_of(b, x[0]); });
+  }
+};
 
 // complex(real, imag) and polar(abs, angle) take two same-dtype float tensors.
 void check_parts(const at::Tensor& a, const at::Tensor& b, const char* what) {
@@ -41,20 +42,25 @@ void check_parts(const at::Tensor& a, const at::Tensor& b, const char* what) {
 }
 
 template <bool kPolar>
-at::Tensor& complex_like_out(const at::Tensor& a, const at::Tensor& c, at::Tensor& out) {
-  check_parts(a, c, kPolar ? "polar" : "complex");
-  ScalarType ct = c10::toComplexType(a.scalar_type());
-  TORCH_CHECK(out.scalar_type() == ct, "Expected object of scalar type ", ct, " but got scalar type ",
-              out.scalar_type(), " for argument 'out'");
-  prepare_out(out, broadcast_shape({a, c}), ct, kPolar ? "polar" : "complex");
-  pointwise(kPolar ? "polar" : "complex", {a, c}, out, a.scalar_type(), [](Builder& b, const Values& x) {
-    if (!kPolar) return b.complex(x[0], x[1]);
-    Value re = b.mul(x[0], b.cos(x[1]));
-    Value im = b.mul(x[0], b.sin(x[1]));
-    return b.complex(re, im);
-  });
-  return out;
-}
+struct ComplexLike {
+  static constexpr const char* kName = kPolar ? "polar" : "complex";
+  static OutMeta meta(const at::Tensor& a, const at::Tensor& c) {
+    check_parts(a, c, kName);
+    return OutMeta{broadcast_shape({a, c}), c10::toComplexType(a.scalar_type()), a.device()};
+  }
+  static void check_out(const at::Tensor& out, const OutMeta& m, const at::Tensor&, const at::Tensor&) {
+    TORCH_CHECK(out.scalar_type() == m.dtype, "Expected object of scalar type ", m.dtype, " but got scalar type ",
+                out.scalar_type(), " for argument 'out'");
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& a, const at::Tensor& c) {
+    pointwise(kName, {a, c}, out, a.scalar_type(), [](Builder& b, const Values& x) {
+      if (!kPolar) return b.complex(x[0], x[1]);
+      Value re = b.mul(x[0], b.cos(x[1]));
+      Value im = b.mul(x[0], b.sin(x[1]));
+      return b.complex(re, im);
+    });
+  }
+};
 
 // angle: atan2(imag, real) for complex; 0 or pi (NaN kept) for reals.
 void angle_run(const at::Tensor& self, const at::Tensor& out) {
@@ -69,29 +75,26 @@ void angle_run(const at::Tensor& self, const at::Tensor& out) {
     return b.select(b.compare(v, v, Direction::kNe), v, r);
   });
 }
-ScalarType angle_type(ScalarType t) { return c10::isComplexType(t) ? c10::toRealValueType(t) : float_result(t); }
-at::Tensor angle(const at::Tensor& self) {
-  at::Tensor out = empty_tpu(self.sizes(), angle_type(self.scalar_type()), self.device());
-  angle_run(self, out);
-  return out;
-}
-at::Tensor& angle_out(const at::Tensor& self, at::Tensor& out) {
-  prepare_out(out, self.sizes(), angle_type(self.scalar_type()), "angle");
-  angle_run(self, out);
-  return out;
-}
+struct Angle {
+  static constexpr const char* kName = "angle";
+  static OutMeta meta(const at::Tensor& self) {
+    ScalarType t = self.scalar_type();
+    return OutMeta{self.sizes().vec(), c10::isComplexType(t) ? c10::toRealValueType(t) : float_result(t),
+                   self.device()};
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self) { angle_run(self, out); }
+};
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("view_as_real", at::native::view_as_real);
   m.impl("view_as_complex", at::native::view_as_complex);
-  m.impl("conj_physical.out", tpu_conj_physical_out);
-  m.impl("conj_physical_", tpu_conj_physical_);
-  m.impl("complex.out", complex_like_out<false>);
-  m.impl("polar.out", complex_like_out<true>);
-  m.impl("angle", angle);
-  m.impl("angle.out", angle_out);
+  // conj_physical, complex and polar are composite in ATen over these forms.
+  register_variants<ConjPhysical>(m, {"", "conj_physical_", "conj_physical.out"});
+  register_variants<ComplexLike<false>>(m, {"", "", "complex.out"});
+  register_variants<ComplexLike<true>>(m, {"", "", "polar.out"});
+  register_variants<Angle>(m, {"angle", "", "angle.out"});
 }
 
 }  // namespace torch_tpu::ops

@@ -148,3 +148,19 @@ def test_angle(dtype):
     if dtype.is_floating_point:
         n = torch.tensor([float("nan"), -1.0], dtype=dtype)
         torch.testing.assert_close(torch.angle(n.to(TPU)).cpu(), torch.angle(n), equal_nan=True)
+
+
+def test_out_and_inplace_forms():
+    a, b, x = rand(4, 5), rand(4, 5), crand(4, 5)
+    for fn in (torch.complex, torch.polar):
+        check(lambda u, v, o: (fn(u, v, out=o), o)[1], a, b, torch.empty(0, dtype=torch.complex64))
+        # A strided out= is written through; another complex dtype is refused, as on CPU.
+        check(lambda u, v, o: (fn(u, v, out=o[:, ::2]), o)[1], a, b, torch.zeros(4, 10, dtype=torch.complex64))
+        both_raise(RuntimeError, lambda u, v: fn(u, v, out=torch.empty(0, dtype=torch.complex128, device=u.device)),
+                   a, b)
+    check(lambda t, o: (torch.conj_physical(t, out=o), o)[1], x, torch.empty(0, dtype=torch.complex64))
+    check(lambda t: t.clone().conj_physical_(), x)
+    check(lambda t: t.clone().conj_physical_(), a)  # real: unchanged
+    check(lambda t, o: (torch.angle(t, out=o), o)[1], x, torch.empty(0))
+    check(lambda t, o: (torch.angle(t, out=o), o)[1], torch.arange(-2, 3), torch.empty(0, dtype=torch.float64))
+    check(lambda t: torch.angle(t.t()), x)
