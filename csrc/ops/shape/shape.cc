@@ -10,6 +10,7 @@
 #include <torch/library.h>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 #include "ops/shape/append.h"
 
 namespace torch_tpu::ops {
@@ -75,20 +76,30 @@ at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
 
 // --- flip / roll ---------------------------------------------------------------
 
-at::Tensor flip(const at::Tensor& self, c10::IntArrayRef dims) {
-  int64_t rank = self.dim();
-  auto mask = at::dim_list_to_bitset(dims, rank);  // checks range and repeats
-  Dims ds;
-  for (int64_t i = 0; i < rank; ++i)
-    if (mask[i]) ds.push_back(i);
-  at::Tensor out = empty_like_tpu(self);
-  record::OpCall call("flip");
-  call.attr(c10::IntArrayRef(ds));
-  call.input(self);
-  call.output(out);
-  call.run([&](Builder& b, const Values& in) { return Values{b.reverse(in[0], ds)}; });
-  return out;
-}
+// flip: the result takes self's layout, as CPU's empty_like(self) gives it.
+struct FlipMeta : OutMeta {
+  Dims dims;
+};
+struct Flip {
+  static constexpr const char* kName = "flip";
+  static FlipMeta meta(const at::Tensor& self, c10::IntArrayRef dims) {
+    int64_t rank = self.dim();
+    auto mask = at::dim_list_to_bitset(dims, rank);  // checks range and repeats
+    FlipMeta m;
+    static_cast<OutMeta&>(m) = OutMeta{self.sizes().vec(), self.scalar_type(), self.device()};
+    for (int64_t i = 0; i < rank; ++i)
+      if (mask[i]) m.dims.push_back(i);
+    return m;
+  }
+  static void impl(const at::Tensor& out, const FlipMeta& m, const at::Tensor& self, c10::IntArrayRef) {
+    const Dims& ds = m.dims;
+    record::OpCall call("flip");
+    call.attr(c10::IntArrayRef(ds));
+    call.input(self);
+    call.output(out);
+    call.run([&](Builder& b, const Values& in) { return Values{b.reverse(in[0], ds)}; });
+  }
+};
 
 Value roll_dim(Builder& b, Value x, int64_t dim, int64_t shift) {
   Dims sz = b.dims(x);
@@ -137,27 +148,30 @@ at::Tensor roll(const at::Tensor& self, c10::SymIntArrayRef shifts_s, c10::IntAr
 // --- triu / tril -----------------------------------------------------------------
 
 template <bool kUpper>
-at::Tensor& tri_out(const at::Tensor& self, c10::SymInt diagonal_s, at::Tensor& out) {
-  int64_t diagonal = diagonal_s.expect_int();
-  TORCH_CHECK(self.dim() >= 2, kUpper ? "triu" : "tril", ": input tensor must have at least 2 dimensions");
-  check_structured_out(out, self.scalar_type());
-  prepare_out(out, self.sizes(), self.scalar_type(), kUpper ? "triu" : "tril");
-  Dims shape = to_dims(self.sizes());
-  int64_t r = self.dim();
-  record::OpCall call(kUpper ? "triu" : "tril");
-  call.input(self);
-  call.scalar(diagonal, c10::kLong);
-  call.output(out);
-  call.run([&](Builder& b, const Values& in) {
-    Value row = b.iota(shape, r - 2, ElemType::kS64);
-    Value col = b.iota(shape, r - 1, ElemType::kS64);
-    Value diff = b.sub(col, row);
-    Value k = b.broadcast_to(in[1], shape);
-    Value keep = b.compare(diff, k, kUpper ? Direction::kGe : Direction::kLe);
-    return Values{b.select(keep, in[0], zero(b, b.elem(in[0]), shape))};
-  });
-  return out;
-}
+struct Tri {
+  static constexpr const char* kName = kUpper ? "triu" : "tril";
+  static OutMeta meta(const at::Tensor& self, c10::SymInt) {
+    TORCH_CHECK(self.dim() >= 2, kName, ": input tensor must have at least 2 dimensions");
+    return OutMeta{self.sizes().vec(), self.scalar_type(), self.device(), OutDtype::kExact, false};
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, c10::SymInt diagonal_s) {
+    int64_t diagonal = diagonal_s.expect_int();
+    Dims shape = to_dims(self.sizes());
+    int64_t r = self.dim();
+    record::OpCall call(kName);
+    call.input(self);
+    call.scalar(diagonal, c10::kLong);
+    call.output(out);
+    call.run([&](Builder& b, const Values& in) {
+      Value row = b.iota(shape, r - 2, ElemType::kS64);
+      Value col = b.iota(shape, r - 1, ElemType::kS64);
+      Value diff = b.sub(col, row);
+      Value k = b.broadcast_to(in[1], shape);
+      Value keep = b.compare(diff, k, kUpper ? Direction::kGe : Direction::kLe);
+      return Values{b.select(keep, in[0], zero(b, b.elem(in[0]), shape))};
+    });
+  }
+};
 
 // --- unfold_backward --------------------------------------------------------
 
@@ -225,10 +239,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("unfold", at::native::unfold);
   m.impl("cat", cat);
   m.impl("cat.out", cat_out);
-  m.impl("flip", flip);
+  register_variants<Flip>(m, {"flip", "", ""});
   m.impl("roll", roll);
-  m.impl("triu.out", tri_out<true>);
-  m.impl("tril.out", tri_out<false>);
+  register_variants<Tri<true>>(m, {"triu", "triu_", "triu.out"});
+  register_variants<Tri<false>>(m, {"tril", "tril_", "tril.out"});
   m.impl("unfold_backward", unfold_backward);
   m.impl("channel_shuffle", channel_shuffle);
 }

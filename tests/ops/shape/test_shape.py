@@ -123,3 +123,18 @@ def test_channel_shuffle(dtype):
     check(lambda x: F.channel_shuffle(x, 3), x, grad=dtype.is_floating_point)
     check(lambda x: F.channel_shuffle(x.transpose(2, 3), 2), x, grad=dtype.is_floating_point)
     both_raise(RuntimeError, lambda x: F.channel_shuffle(x, 4), x)
+
+
+def test_flip_roll_triu_results_take_cpus_layout():
+    # flip keeps self's layout (CPU allocates empty_like(self)); roll and
+    # triu/tril give contiguous results.
+    x = torch.randn(3, 4).t()
+    for fn in (lambda a: a.flip(0), lambda a: a.flip(0, 1), lambda a: a.roll(1, 0), lambda a: a.triu(),
+               lambda a: a.tril(1)):
+        e, a = fn(x), fn(x.to(TPU))
+        assert a.stride() == e.stride(), (a.stride(), e.stride())
+        torch.testing.assert_close(a.cpu(), e)
+    # In place on a transposed view writes through the view.
+    check(lambda a: (a.t().triu_(1), a)[1], torch.randn(4, 4))
+    check(lambda a: (a[:, 1:].tril_(), a)[1], torch.randn(4, 5))
+    both_raise(RuntimeError, lambda a: a.triu_(), torch.randn(4))
