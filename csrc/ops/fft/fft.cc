@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -92,21 +93,32 @@ void r2c_run(const at::Tensor& self, const std::vector<int64_t>& ds, int64_t nor
   });
 }
 
-at::Tensor fft_r2c(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, bool onesided) {
+// Each transform's checked dims ride from meta to impl.
+struct FftMeta : OutMeta {
+  std::vector<int64_t> ds;
+};
+FftMeta fft_meta(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization) {
   check_norm(normalization);
-  auto ds = checked_dims(self, dim);
-  at::Tensor out = empty_tpu(r2c_sizes(self, ds, onesided), c10::toComplexType(self.scalar_type()), self.device());
-  r2c_run(self, ds, normalization, onesided, out);
-  return out;
+  FftMeta m;
+  m.ds = checked_dims(self, dim);
+  m.device = self.device();
+  m.operand_layout = false;
+  return m;
 }
-at::Tensor& fft_r2c_out(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, bool onesided,
-                        at::Tensor& out) {
-  check_norm(normalization);
-  auto ds = checked_dims(self, dim);
-  prepare_out(out, r2c_sizes(self, ds, onesided), c10::toComplexType(self.scalar_type()), "_fft_r2c");
-  r2c_run(self, ds, normalization, onesided, out);
-  return out;
-}
+
+struct FftR2C {
+  static constexpr const char* kName = "_fft_r2c";
+  static FftMeta meta(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, bool onesided) {
+    FftMeta m = fft_meta(self, dim, normalization);
+    m.sizes = r2c_sizes(self, m.ds, onesided);
+    m.dtype = c10::toComplexType(self.scalar_type());
+    return m;
+  }
+  static void impl(const at::Tensor& out, const FftMeta& m, const at::Tensor& self, c10::IntArrayRef,
+                   int64_t normalization, bool onesided) {
+    r2c_run(self, m.ds, normalization, onesided, out);
+  }
+};
 
 // --- c2c -----------------------------------------------------------------------
 
@@ -128,21 +140,19 @@ void c2c_run(const at::Tensor& self, const std::vector<int64_t>& ds, int64_t nor
   });
 }
 
-at::Tensor fft_c2c(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, bool forward) {
-  check_norm(normalization);
-  auto ds = checked_dims(self, dim);
-  at::Tensor out = empty_like_tpu(self);
-  c2c_run(self, ds, normalization, forward, out);
-  return out;
-}
-at::Tensor& fft_c2c_out(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, bool forward,
-                        at::Tensor& out) {
-  check_norm(normalization);
-  auto ds = checked_dims(self, dim);
-  prepare_out(out, self.sizes(), self.scalar_type(), "_fft_c2c");
-  c2c_run(self, ds, normalization, forward, out);
-  return out;
-}
+struct FftC2C {
+  static constexpr const char* kName = "_fft_c2c";
+  static FftMeta meta(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, bool) {
+    FftMeta m = fft_meta(self, dim, normalization);
+    m.sizes = self.sizes().vec();
+    m.dtype = self.scalar_type();
+    return m;
+  }
+  static void impl(const at::Tensor& out, const FftMeta& m, const at::Tensor& self, c10::IntArrayRef,
+                   int64_t normalization, bool forward) {
+    c2c_run(self, m.ds, normalization, forward, out);
+  }
+};
 
 // --- c2r -----------------------------------------------------------------------
 
@@ -185,34 +195,27 @@ void c2r_run(const at::Tensor& self, const std::vector<int64_t>& ds, int64_t nor
   });
 }
 
-at::Tensor fft_c2r(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, int64_t last_dim_size) {
-  check_norm(normalization);
-  auto ds = checked_dims(self, dim);
-  TORCH_CHECK(!ds.empty(), "_fft_c2r must transform at least one axis");
-  at::Tensor out =
-      empty_tpu(c2r_sizes(self, ds, last_dim_size), c10::toRealValueType(self.scalar_type()), self.device());
-  c2r_run(self, ds, normalization, last_dim_size, out);
-  return out;
-}
-at::Tensor& fft_c2r_out(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, int64_t last_dim_size,
-                        at::Tensor& out) {
-  check_norm(normalization);
-  auto ds = checked_dims(self, dim);
-  TORCH_CHECK(!ds.empty(), "_fft_c2r must transform at least one axis");
-  prepare_out(out, c2r_sizes(self, ds, last_dim_size), c10::toRealValueType(self.scalar_type()), "_fft_c2r");
-  c2r_run(self, ds, normalization, last_dim_size, out);
-  return out;
-}
+struct FftC2R {
+  static constexpr const char* kName = "_fft_c2r";
+  static FftMeta meta(const at::Tensor& self, c10::IntArrayRef dim, int64_t normalization, int64_t last_dim_size) {
+    FftMeta m = fft_meta(self, dim, normalization);
+    TORCH_CHECK(!m.ds.empty(), "_fft_c2r must transform at least one axis");
+    m.sizes = c2r_sizes(self, m.ds, last_dim_size);
+    m.dtype = c10::toRealValueType(self.scalar_type());
+    return m;
+  }
+  static void impl(const at::Tensor& out, const FftMeta& m, const at::Tensor& self, c10::IntArrayRef,
+                   int64_t normalization, int64_t last_dim_size) {
+    c2r_run(self, m.ds, normalization, last_dim_size, out);
+  }
+};
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_fft_r2c", fft_r2c);
-  m.impl("_fft_r2c.out", fft_r2c_out);
-  m.impl("_fft_c2c", fft_c2c);
-  m.impl("_fft_c2c.out", fft_c2c_out);
-  m.impl("_fft_c2r", fft_c2r);
-  m.impl("_fft_c2r.out", fft_c2r_out);
+  register_variants<FftR2C>(m, {"_fft_r2c", "", "_fft_r2c.out"});
+  register_variants<FftC2C>(m, {"_fft_c2c", "", "_fft_c2c.out"});
+  register_variants<FftC2R>(m, {"_fft_c2r", "", "_fft_c2r.out"});
 }
 
 }  // namespace torch_tpu::ops

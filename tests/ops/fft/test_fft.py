@@ -83,6 +83,16 @@ def test_fft_out():
     check(lambda t: torch.fft.fft(t, out=torch.empty(4, 8, dtype=torch.complex64, device=t.device)), c)
 
 
+def test_fft_kernel_out_forms():
+    # The kernels' own out= forms: values into an empty or a strided out.
+    x, c = torch.randn(4, 8), torch.randn(4, 8, dtype=torch.complex64)
+    check(lambda t, o: (torch.ops.aten._fft_r2c.out(t, [1], 0, True, out=o), o)[1], x,
+          torch.empty(0, dtype=torch.complex64))
+    check(lambda t, o: (torch.ops.aten._fft_c2c.out(t, [0, 1], 2, False, out=o[:, ::2]), o)[1], c,
+          torch.zeros(4, 16, dtype=torch.complex64))
+    check(lambda t, o: (torch.ops.aten._fft_c2r.out(t, [1], 1, 14, out=o), o)[1], c, torch.empty(0))
+
+
 def test_fft_errors():
     both_raise(RuntimeError, lambda t: torch.fft.fft(t, n=0), rand(4))
     both_raise(IndexError, lambda t: torch.fft.fft(t, dim=3), rand(4))
