@@ -92,9 +92,13 @@ inline void check_and_resize_out(at::Tensor& out, const OutMeta& m, const char* 
 }
 }  // namespace detail
 
-template <class Op, class... Args>
+// `Self` is meta's first parameter: `const at::Tensor&`, or a Python number
+// for the overloads that take one first (isin.Scalar_Tensor, pow.Scalar),
+// which have no in-place form.
+template <class Op, class Self, class... Args>
 struct Variants {
-  static at::Tensor functional(const at::Tensor& self, Args... args) {
+  static constexpr bool kHasInplace = std::is_same_v<Self, const at::Tensor&>;
+  static at::Tensor functional(Self self, Args... args) {
     auto m = Op::meta(self, args...);
     std::vector<int64_t> strides = m.strides;
     bool decided = !strides.empty();
@@ -108,7 +112,9 @@ struct Variants {
     Op::impl(out, m, self, args...);
     return out;
   }
-  static at::Tensor& inplace(at::Tensor& self, Args... args) {
+  static at::Tensor& inplace(at::Tensor& self, Args... args)
+    requires std::is_same_v<Self, const at::Tensor&>
+  {
     auto m = Op::meta(self, args...);
     if constexpr (requires { Op::inplace_rule(self, m, args...); })
       Op::inplace_rule(self, m, args...);
@@ -117,7 +123,7 @@ struct Variants {
     Op::impl(self, m, self, args...);
     return self;
   }
-  static at::Tensor& out(const at::Tensor& self, Args... args, at::Tensor& out) {
+  static at::Tensor& out(Self self, Args... args, at::Tensor& out) {
     if constexpr (requires { Op::same_dtype_out(self, args...); }) {
       if (auto dt = Op::same_dtype_out(self, args...)) check_same_dtype_out(out, *dt);
     }
@@ -154,6 +160,7 @@ inline PairMeta values_and_indices(const at::Tensor& self, const std::vector<int
 
 template <class Op, class... Args>
 struct PairVariants {
+  static constexpr bool kHasInplace = false;
   static std::tuple<at::Tensor, at::Tensor> functional(const at::Tensor& self, Args... args) {
     auto m = Op::meta(self, args...);
     at::Tensor a = detail::empty_result(m.first), b = detail::empty_result(m.second);
@@ -176,9 +183,9 @@ struct PairVariants {
 };
 
 namespace detail {
-template <class Op, class M, class... Args>
+template <class Op, class M, class Self, class... Args>
   requires std::is_base_of_v<OutMeta, M>
-Variants<Op, Args...> variants_of(M (*)(const at::Tensor&, Args...));
+Variants<Op, Self, Args...> variants_of(M (*)(Self, Args...));
 template <class Op, class M, class... Args>
   requires std::is_base_of_v<PairMeta, M>
 PairVariants<Op, Args...> variants_of(M (*)(const at::Tensor&, Args...));
@@ -201,15 +208,16 @@ struct VariantNames {
 };
 
 // Registers the forms whose names are non-empty. A two-result op has no
-// in-place form: its names are {functional, "", out}.
+// in-place form: its names are {functional, "", out}; nor has an op whose
+// first argument is a number.
 template <class Op>
 void register_variants(torch::Library& m, const VariantNames& names) {
   using V = VariantsOf<Op>;
   if (!names.functional.empty()) m.impl(names.functional.c_str(), TORCH_FN(V::functional));
-  if constexpr (requires { &V::inplace; }) {
+  if constexpr (V::kHasInplace) {
     if (!names.inplace.empty()) m.impl(names.inplace.c_str(), TORCH_FN(V::inplace));
   } else {
-    TORCH_INTERNAL_ASSERT(names.inplace.empty(), names.functional, " has two results and no in-place form");
+    TORCH_INTERNAL_ASSERT(names.inplace.empty(), names.functional, " has no in-place form");
   }
   if (!names.out.empty()) m.impl(names.out.c_str(), TORCH_FN(V::out));
 }

@@ -209,35 +209,34 @@ struct PowTensorScalar {
 // op(Scalar, Tensor) overloads (pow.Scalar, remainder.Scalar_Tensor): the
 // number takes part in type promotion as a wrapped scalar.
 template <const PointwiseDef& D>
-at::Tensor& scalar_tensor_out(const c10::Scalar& s, const at::Tensor& e, at::Tensor& out) {
-  auto t = at::result_type(s, e);
-  check_dtype(D, t);
-  if (D.divides) check_integer_divisor(e, t);
-  prepare_out(out, e.sizes(), t, D.name);
-  run_pointwise(D, {s, e}, t, out);
-  return out;
-}
-template <const PointwiseDef& D>
-at::Tensor scalar_tensor(const c10::Scalar& s, const at::Tensor& e) {
-  at::Tensor out = empty_tpu(e.sizes(), at::result_type(s, e), e.device());
-  return scalar_tensor_out<D>(s, e, out);
-}
+struct ScalarTensor {
+  static constexpr const char* kName = D.name;
+  static OutMeta meta(const c10::Scalar& s, const at::Tensor& e) {
+    auto t = at::result_type(s, e);
+    check_dtype(D, t);
+    if (D.divides) check_integer_divisor(e, t);
+    return OutMeta{e.sizes().vec(), t, e.device()};
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const c10::Scalar& s, const at::Tensor& e) {
+    run_pointwise(D, {s, e}, m.dtype, out);
+  }
+};
 
-// --- logical and/or/xor (bool result; composite functional forms call .out) -----
+// --- logical and/or/xor (bool result) -------------------------------------------
 
 template <int kOp>  // 0 and, 1 or, 2 xor
-at::Tensor& logical_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  auto shape = broadcast_shape({self, other});
-  // In-place (logical_and_ calls this with out = self): never resize self.
-  if (out.is_same(self) || out.is_same(other))
-    TORCH_CHECK(out.sizes().equals(shape), "output with shape ", out.sizes(), " doesn't match the broadcast shape ",
-                c10::IntArrayRef(shape));
-  at::native::resize_output(out, shape);
-  auto t = at::result_type(self, other);
-  static constexpr const char* kNames[] = {"logical_and", "logical_or", "logical_xor"};
-  pointwise(kNames[kOp], {self, other}, out, t, kOp == 0 ? f_logical_and : kOp == 1 ? f_logical_or : f_logical_xor);
-  return out;
-}
+struct Logical {
+  static constexpr const char* kName = kOp == 0 ? "logical_and" : kOp == 1 ? "logical_or" : "logical_xor";
+  static OutMeta meta(const at::Tensor& self, const at::Tensor& other) {
+    return OutMeta{broadcast_shape({self, other}), c10::kBool, self.device()};
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, const at::Tensor& other) {
+    pointwise(kName, {self, other}, out, at::result_type(self, other),
+              kOp == 0   ? f_logical_and
+              : kOp == 1 ? f_logical_or
+                         : f_logical_xor);
+  }
+};
 
 // --- lerp ------------------------------------------------------------------------------
 
@@ -352,10 +351,8 @@ struct Heaviside {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<Binary<d_pow>>(m, {"pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out"});
   register_variants<PowTensorScalar>(m, {"pow.Tensor_Scalar", "pow_.Scalar", "pow.Tensor_Scalar_out"});
-  m.impl("pow.Scalar", scalar_tensor<d_pow>);
-  m.impl("pow.Scalar_out", scalar_tensor_out<d_pow>);
-  m.impl("remainder.Scalar_Tensor", scalar_tensor<d_remainder>);
-  m.impl("remainder.Scalar_Tensor_out", scalar_tensor_out<d_remainder>);
+  register_variants<ScalarTensor<d_pow>>(m, {"pow.Scalar", "", "pow.Scalar_out"});
+  register_variants<ScalarTensor<d_remainder>>(m, {"remainder.Scalar_Tensor", "", "remainder.Scalar_Tensor_out"});
   register_variants<Binary<d_atan2>>(m, "atan2");
   register_variants<Binary<d_maximum>>(m, {"maximum", "", "maximum.out"});
   register_variants<Binary<d_minimum>>(m, {"minimum", "", "minimum.out"});
@@ -367,9 +364,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<Binary<d_bitwise_and>>(m, {"bitwise_and.Tensor", "bitwise_and_.Tensor", "bitwise_and.Tensor_out"});
   register_variants<Binary<d_bitwise_or>>(m, {"bitwise_or.Tensor", "bitwise_or_.Tensor", "bitwise_or.Tensor_out"});
   register_variants<Binary<d_bitwise_xor>>(m, {"bitwise_xor.Tensor", "bitwise_xor_.Tensor", "bitwise_xor.Tensor_out"});
-  m.impl("logical_and.out", logical_out<0>);
-  m.impl("logical_or.out", logical_out<1>);
-  m.impl("logical_xor.out", logical_out<2>);
+  register_variants<Logical<0>>(m, "logical_and");
+  register_variants<Logical<1>>(m, "logical_or");
+  register_variants<Logical<2>>(m, "logical_xor");
   register_variants<Binary<d_hypot>>(m, "hypot");
   register_variants<Binary<d_copysign>>(m, {"copysign.Tensor", "copysign_.Tensor", "copysign.out"});
   register_variants<Binary<d_xlogy>>(m, {"xlogy.Tensor", "xlogy_.Tensor", "xlogy.OutTensor"});

@@ -10,17 +10,13 @@
 #include <torch/library.h>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
 
 void check_isin_dtype(c10::ScalarType t) {
   TORCH_CHECK(t != c10::kBool && !c10::isComplexType(t), "Unsupported input type encountered for isin(): ", t);
-}
-
-void check_bool_out(const at::Tensor& out) {
-  TORCH_CHECK(out.scalar_type() == c10::kBool, "Expected out tensor to have dtype bool, but got ", out.scalar_type(),
-              " instead");
 }
 
 // out[i] = (elements[i] in test) != invert. `elements` / `test` are each a
@@ -62,60 +58,36 @@ void isin_into(const Operand& elements, const Operand& test, bool invert, const 
   });
 }
 
-at::Tensor& isin_tt_out(const at::Tensor& elements, const at::Tensor& test, bool /*assume_unique*/, bool invert,
-                        at::Tensor& out) {
-  check_isin_dtype(elements.scalar_type());
-  check_isin_dtype(test.scalar_type());
-  check_bool_out(out);
-  at::native::resize_output(out, elements.sizes());
-  isin_into(elements, test, invert, out);
-  return out;
-}
+c10::ScalarType type_of(const at::Tensor& t) { return t.scalar_type(); }
+c10::ScalarType type_of(const c10::Scalar& s) { return s.type(); }
 
-at::Tensor isin_tt(const at::Tensor& elements, const at::Tensor& test, bool assume_unique, bool invert) {
-  at::Tensor out = empty_tpu(elements.sizes(), c10::kBool, elements.device());
-  return isin_tt_out(elements, test, assume_unique, invert, out);
-}
-
-at::Tensor& isin_ts_out(const at::Tensor& elements, const c10::Scalar& test, bool /*assume_unique*/, bool invert,
-                        at::Tensor& out) {
-  check_isin_dtype(elements.scalar_type());
-  check_isin_dtype(test.type());
-  check_bool_out(out);
-  at::native::resize_output(out, elements.sizes());
-  isin_into(elements, test, invert, out);
-  return out;
-}
-
-at::Tensor isin_ts(const at::Tensor& elements, const c10::Scalar& test, bool assume_unique, bool invert) {
-  at::Tensor out = empty_tpu(elements.sizes(), c10::kBool, elements.device());
-  return isin_ts_out(elements, test, assume_unique, invert, out);
-}
-
-at::Tensor& isin_st_out(const c10::Scalar& element, const at::Tensor& test, bool /*assume_unique*/, bool invert,
-                        at::Tensor& out) {
-  check_isin_dtype(element.type());
-  check_isin_dtype(test.scalar_type());
-  check_bool_out(out);
-  at::native::resize_output(out, {});
-  isin_into(element, test, invert, out);
-  return out;
-}
-
-at::Tensor isin_st(const c10::Scalar& element, const at::Tensor& test, bool assume_unique, bool invert) {
-  at::Tensor out = empty_tpu({}, c10::kBool, test.device());
-  return isin_st_out(element, test, assume_unique, invert, out);
-}
+// One declaration for the three overloads: elements and test elements are
+// each a tensor or a number (not both numbers). The result has the
+// elements' shape and is bool; out= must be bool, as on CPU.
+template <class E, class T>
+struct Isin {
+  static constexpr const char* kName = "isin";
+  static OutMeta meta(E elements, T test, bool /*assume_unique*/, bool) {
+    check_isin_dtype(type_of(elements));
+    check_isin_dtype(type_of(test));
+    if constexpr (std::is_same_v<E, const at::Tensor&>)
+      return OutMeta{elements.sizes().vec(), c10::kBool, elements.device(), OutDtype::kExact, false};
+    else
+      return OutMeta{{}, c10::kBool, test.device(), OutDtype::kExact, false};
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, E elements, T test, bool, bool invert) {
+    isin_into(elements, test, invert, out);
+  }
+};
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("isin.Tensor_Tensor", isin_tt);
-  m.impl("isin.Tensor_Tensor_out", isin_tt_out);
-  m.impl("isin.Tensor_Scalar", isin_ts);
-  m.impl("isin.Tensor_Scalar_out", isin_ts_out);
-  m.impl("isin.Scalar_Tensor", isin_st);
-  m.impl("isin.Scalar_Tensor_out", isin_st_out);
+  using T = const at::Tensor&;
+  using S = const c10::Scalar&;
+  register_variants<Isin<T, T>>(m, {"isin.Tensor_Tensor", "", "isin.Tensor_Tensor_out"});
+  register_variants<Isin<T, S>>(m, {"isin.Tensor_Scalar", "", "isin.Tensor_Scalar_out"});
+  register_variants<Isin<S, T>>(m, {"isin.Scalar_Tensor", "", "isin.Scalar_Tensor_out"});
 }
 
 }  // namespace torch_tpu::ops

@@ -284,3 +284,17 @@ print('OK')
     env = dict(os.environ, TORCH_TPU_DEBUG_CHECKS="1")
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "OK" in r.stdout, r.stdout + r.stderr
+
+
+def test_number_first_overloads_out_forms():
+    # pow.Scalar and remainder.Scalar_Tensor: a Python number first.
+    x = make((3, 4), torch.float32).abs() + 0.5
+    i = make((3, 4), torch.int64).abs() + 1
+    check(lambda a, o: (torch.pow(2.0, a, out=o), o)[1], x, torch.empty(0))
+    check(lambda a, o: (torch.pow(3, a, out=o), o)[1], i, torch.empty(0, dtype=torch.float64))
+    rem_out = torch.ops.aten.remainder.Scalar_Tensor_out  # Python's torch.remainder has no out= here
+    check(lambda a, o: (rem_out(7, a, out=o[:, ::2]), o)[1], i, torch.zeros(3, 8, dtype=torch.int64))
+    check(lambda a: torch.pow(2, a.t()), i)
+    # An int result cannot go into a bool out. (A tpu divisor of zero is
+    # checked only under TORCH_TPU_DEBUG_CHECKS=1, as CUDA leaves it unchecked.)
+    both_raise(RuntimeError, lambda a: rem_out(7, a, out=torch.empty(0, dtype=torch.bool, device=a.device)), i)

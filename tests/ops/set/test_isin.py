@@ -54,3 +54,14 @@ def test_isin_errors():
         with pytest.raises(RuntimeError, match="dtype bool"):
             torch.isin(torch.tensor([1], device=dev), torch.tensor([1], device=dev),
                        out=torch.empty(1, dtype=torch.int64, device=dev))
+
+
+def test_isin_out_forms_of_every_overload():
+    from tests.helpers import both_raise
+
+    x, t = torch.tensor([[1, 2], [3, 4]]), torch.tensor([4, 1])
+    for fn in (lambda a, b, o: torch.isin(a, b, out=o), lambda a, b, o: torch.isin(a, 4, out=o),
+               lambda a, b, o: torch.isin(4, b, out=o)):
+        check(lambda a, b, o: (fn(a, b, o), o)[1], x, t, torch.empty(0, dtype=torch.bool))
+        # out= must be bool, as on CPU.
+        both_raise(RuntimeError, lambda a, b: fn(a, b, torch.empty(0, device=a.device)), x, t)
