@@ -21,6 +21,7 @@
 
 #include "ops/common.h"
 #include "ops/pointwise/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -243,30 +244,39 @@ Value igamma_lower(Builder& b, Value a, Value x, bool upper) {
   return b.select(nan_in, nan, r);
 }
 
-template <bool kUpper>
-at::Tensor& igamma_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+// igamma/igammac and nextafter: binary ops with float results only.
+OutMeta float_binary_meta(const at::Tensor& self, const at::Tensor& other, const char* cpu_name) {
   ScalarType dtype = at::result_type(self, other);
-  const char* name = kUpper ? "igammac_cpu" : "igamma_cpu";
-  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(dtype), "\"", name, "\" not implemented for '", c10::toString(dtype),
-                              "'");
-  prepare_out(out, broadcast_shape({self, other}), dtype, kUpper ? "igammac" : "igamma");
-  pointwise(kUpper ? "igammac" : "igamma", {self, other}, out, opmath(dtype),
-            [](Builder& b, const Values& in) { return igamma_lower(b, in[0], in[1], kUpper); });
-  return out;
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(dtype), "\"", cpu_name, "\" not implemented for '",
+                              c10::toString(dtype), "'");
+  return OutMeta{broadcast_shape({self, other}), dtype, self.device()};
 }
+
+template <bool kUpper>
+struct Igamma {
+  static constexpr const char* kName = kUpper ? "igammac" : "igamma";
+  static OutMeta meta(const at::Tensor& self, const at::Tensor& other) {
+    return float_binary_meta(self, other, kUpper ? "igammac_cpu" : "igamma_cpu");
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, const at::Tensor& other) {
+    pointwise(kName, {self, other}, out, opmath(m.dtype),
+              [](Builder& b, const Values& in) { return igamma_lower(b, in[0], in[1], kUpper); });
+  }
+};
 
 // --- nextafter --------------------------------------------------------------------------
 
-at::Tensor& nextafter_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  ScalarType dtype = at::result_type(self, other);
-  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(dtype), "\"nextafter_cpu\" not implemented for '",
-                              c10::toString(dtype), "'");
-  prepare_out(out, broadcast_shape({self, other}), dtype, "nextafter");
-  // In the tensor's own dtype: the neighbour depends on its precision.
-  pointwise("nextafter", {self, other}, out, dtype,
-            [](Builder& b, const Values& in) { return b.next_after(in[0], in[1]); });
-  return out;
-}
+struct NextAfter {
+  static constexpr const char* kName = "nextafter";
+  static OutMeta meta(const at::Tensor& self, const at::Tensor& other) {
+    return float_binary_meta(self, other, "nextafter_cpu");
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, const at::Tensor& other) {
+    // In the tensor's own dtype: the neighbour depends on its precision.
+    pointwise(kName, {self, other}, out, m.dtype,
+              [](Builder& b, const Values& in) { return b.next_after(in[0], in[1]); });
+  }
+};
 
 // --- frexp ------------------------------------------------------------------------------
 
@@ -302,25 +312,35 @@ Values frexp_lower(Builder& b, Value x) {
   return {b.select(special, x, mant), b.select(special, I(0), out_exp)};
 }
 
-std::tuple<at::Tensor&, at::Tensor&> frexp_out(const at::Tensor& self, at::Tensor& mantissa, at::Tensor& exponent) {
-  TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "torch.frexp() only supports floating-point dtypes");
-  TORCH_CHECK(mantissa.scalar_type() == self.scalar_type(), "torch.frexp() expects mantissa to have dtype ",
-              self.scalar_type(), " but got ", mantissa.scalar_type());
-  TORCH_CHECK(exponent.scalar_type() == c10::kInt, "torch.frexp() expects exponent to have int dtype but got ",
-              exponent.scalar_type());
-  prepare_out(mantissa, self.sizes(), self.scalar_type(), "frexp");
-  prepare_out(exponent, self.sizes(), c10::kInt, "frexp");
-  record::OpCall call("frexp");
-  call.input(self);
-  call.output(mantissa);
-  call.output(exponent);
-  ElemType ce = self.scalar_type() == c10::kDouble ? ElemType::kF64 : ElemType::kF32;
-  call.run([&](Builder& b, const Values& in) {
-    Values r = frexp_lower(b, b.convert(in[0], ce));
-    return Values{r[0], b.convert(r[1], ElemType::kS32)};
-  });
-  return {mantissa, exponent};
-}
+// frexp's functional form is composite in ATen over its out= form.
+struct Frexp {
+  static constexpr const char* kName = "frexp";
+  static PairMeta meta(const at::Tensor& self) {
+    TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "torch.frexp() only supports floating-point dtypes");
+    PairMeta m;
+    m.first = OutMeta{self.sizes().vec(), self.scalar_type(), self.device()};
+    m.second = OutMeta{self.sizes().vec(), c10::kInt, self.device()};
+    return m;
+  }
+  static void check_out(const at::Tensor& mantissa, const at::Tensor& exponent, const PairMeta&,
+                        const at::Tensor& self) {
+    TORCH_CHECK(mantissa.scalar_type() == self.scalar_type(), "torch.frexp() expects mantissa to have dtype ",
+                self.scalar_type(), " but got ", mantissa.scalar_type());
+    TORCH_CHECK(exponent.scalar_type() == c10::kInt, "torch.frexp() expects exponent to have int dtype but got ",
+                exponent.scalar_type());
+  }
+  static void impl(const at::Tensor& mantissa, const at::Tensor& exponent, const PairMeta&, const at::Tensor& self) {
+    record::OpCall call("frexp");
+    call.input(self);
+    call.output(mantissa);
+    call.output(exponent);
+    ElemType ce = self.scalar_type() == c10::kDouble ? ElemType::kF64 : ElemType::kF32;
+    call.run([&](Builder& b, const Values& in) {
+      Values r = frexp_lower(b, b.convert(in[0], ce));
+      return Values{r[0], b.convert(r[1], ElemType::kS32)};
+    });
+  }
+};
 
 // --- lgamma / digamma --------------------------------------------------------------
 
@@ -463,31 +483,26 @@ void polygamma_run(int64_t n, const at::Tensor& self, const at::Tensor& out) {
       },
       n);
 }
-at::Tensor polygamma(int64_t n, const at::Tensor& self) {
-  at::Tensor out = empty_tpu(self.sizes(), float_result(self.scalar_type()), self.device());
-  polygamma_run(n, self, out);
-  return out;
-}
-at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out) {
-  prepare_out(out, self.sizes(), float_result(self.scalar_type()), "polygamma");
-  polygamma_run(n, self, out);
-  return out;
-}
-at::Tensor& polygamma_(at::Tensor& self, int64_t n) {
-  check_inplace(self, self.sizes(), float_result(self.scalar_type()));
-  polygamma_run(n, self, self);
-  return self;
-}
+// polygamma(n, self): the order comes first. Its in-place form
+// (self.polygamma_(n)) is composite in ATen over the out= form.
+struct Polygamma {
+  static constexpr const char* kName = "polygamma";
+  static OutMeta meta(int64_t, const at::Tensor& self) {
+    return OutMeta{self.sizes().vec(), float_result(self.scalar_type()), self.device()};
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, int64_t n, const at::Tensor& self) {
+    polygamma_run(n, self, out);
+  }
+};
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("igamma.out", igamma_out<false>);
-  m.impl("igammac.out", igamma_out<true>);
-  m.impl("nextafter.out", nextafter_out);
-  m.impl("frexp.Tensor_out", frexp_out);
+  register_variants<Igamma<false>>(m, "igamma");
+  register_variants<Igamma<true>>(m, "igammac");
+  register_variants<NextAfter>(m, "nextafter");
+  register_variants<Frexp>(m, {"", "", "frexp.Tensor_out"});
   register_variants<Unary<d_lgamma>>(m, "lgamma");
   register_variants<Unary<d_digamma>>(m, "digamma");
-  m.impl("polygamma", polygamma);
-  m.impl("polygamma.out", polygamma_out);
+  register_variants<Polygamma>(m, {"polygamma", "", "polygamma.out"});
 }
 
 }  // namespace

@@ -147,3 +147,16 @@ def test_polygamma_negative_and_poles(n):
         x = x[x != -1.0]  # CPU's value at this pole is 1/sin(pi*x)^2 rounding noise
     # the reflection formula cancels digits near the poles: 1e-3 relative
     check(lambda t: torch.polygamma(n, t), x, atol=1e-3, rtol=1e-3)
+
+
+def test_polygamma_out_inplace_and_layout():
+    x = rnd(4, 5, lo=0.5, hi=4.0)
+    check(lambda t, o: (torch.polygamma(2, t, out=o[:, ::2]), o)[1], x, torch.zeros(4, 10))
+    check(lambda t: t.clone().polygamma_(1), x)
+    check(lambda t, o: (torch.polygamma(1, t, out=o), o)[1], torch.arange(1, 6), torch.empty(0))
+    # Results of these TensorIterator ops take a transposed operand's layout, as on CPU.
+    xt = x.t()
+    for fn in (lambda t: torch.polygamma(1, t), lambda t: torch.igamma(t, t), lambda t: torch.nextafter(t, t * 2)):
+        e, a = fn(xt), fn(xt.to(TPU))
+        assert a.stride() == e.stride(), (a.stride(), e.stride())
+        torch.testing.assert_close(a.cpu(), e)
