@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -93,113 +94,126 @@ Value starts(Builder& b, Value samples, const Geometry& g, int64_t d) {
       seq);
 }
 
+// The first maximum of each window (NaN wins) and its flat index in the plane.
 template <int64_t kNd>
-std::tuple<at::Tensor&, at::Tensor&> pool_out(const at::Tensor& self, c10::IntArrayRef k, c10::IntArrayRef os,
-                                              const at::Tensor& samples, at::Tensor& out, at::Tensor& indices) {
-  check_args<kNd>(self, k, os, &samples);
-  Geometry g = geometry<kNd>(self, k, os);
-  std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end() - kNd);
-  shape.insert(shape.end(), os.begin(), os.end());
-  prepare_out(out, shape, self.scalar_type(), pool_name<kNd>());
-  prepare_out(indices, shape, c10::kLong, pool_name<kNd>());
-  if (out.numel() == 0) return {out, indices};
-  ElemType e = to_elem(self.scalar_type());
-  record::OpCall call(pool_name<kNd>());
-  call.attr(k).attr(os);
-  call.input(self);
-  call.input(samples);
-  call.output(out);
-  call.output(indices);
-  Dims od(shape.begin(), shape.end());
-  call.run([&](Builder& b, const Values& in) {
-    Dims full = {g.b, g.c};
-    full.insert(full.end(), g.osp.begin(), g.osp.end());
-    int64_t n = g.b * g.c * g.ot;
-    Value flat = b.reshape(in[0], {g.b * g.c * g.st, 1});
-    Value smp = b.convert(b.slice(in[1], {0, 0, 0}, {g.b, g.c, kNd}, {1, 1, 1}), ElemType::kF32);
-    std::vector<Value> st(kNd);
-    for (int64_t d = 0; d < kNd; ++d) st[d] = starts<kNd>(b, smp, g, d);
-    Value plane = b.mul(b.add(b.mul(b.iota(full, 0, ElemType::kS64), b.constant(g.c, ElemType::kS64, full)),
-                              b.iota(full, 1, ElemType::kS64)),
-                        b.constant(static_cast<double>(g.st), ElemType::kS64, full));
-    Value best = b.constant(-std::numeric_limits<double>::infinity(), e, full);
-    Value best_idx;
-    std::vector<int64_t> off(kNd, 0);
-    bool first = true;
-    while (true) {
-      Value idx = b.constant(0, ElemType::kS64, full);
-      for (int64_t d = 0; d < kNd; ++d) {
-        Value p = b.add(st[d], b.constant(off[d], ElemType::kS64, full));
-        idx = b.add(b.mul(idx, b.constant(g.sp[d], ElemType::kS64, full)), p);
-      }
-      if (first) best_idx = idx;
-      first = false;
-      Value v = b.reshape(gather_rows(b, flat, b.reshape(b.add(plane, idx), {n})), full);
-      Value take = b.or_(b.compare(v, best, Direction::kGt), b.compare(v, v, Direction::kNe));
-      best = b.select(take, v, best);
-      best_idx = b.select(take, idx, best_idx);
-      int64_t d = kNd - 1;
-      while (d >= 0 && ++off[d] == g.k[d]) off[d--] = 0;
-      if (d < 0) break;
+Values fractional_max_lower(Builder& b, Value x, Value samples, const Geometry& g, const Dims& od, ElemType e) {
+  Dims full = {g.b, g.c};
+  full.insert(full.end(), g.osp.begin(), g.osp.end());
+  int64_t n = g.b * g.c * g.ot;
+  Value flat = b.reshape(x, {g.b * g.c * g.st, 1});
+  Value smp = b.convert(b.slice(samples, {0, 0, 0}, {g.b, g.c, kNd}, {1, 1, 1}), ElemType::kF32);
+  std::vector<Value> st(kNd);
+  for (int64_t d = 0; d < kNd; ++d) st[d] = starts<kNd>(b, smp, g, d);
+  Value plane = b.mul(b.add(b.mul(b.iota(full, 0, ElemType::kS64), b.constant(g.c, ElemType::kS64, full)),
+                            b.iota(full, 1, ElemType::kS64)),
+                      b.constant(static_cast<double>(g.st), ElemType::kS64, full));
+  Value best = b.constant(-std::numeric_limits<double>::infinity(), e, full);
+  Value best_idx;
+  std::vector<int64_t> off(kNd, 0);
+  bool first = true;
+  while (true) {
+    Value idx = b.constant(0, ElemType::kS64, full);
+    for (int64_t d = 0; d < kNd; ++d) {
+      Value p = b.add(st[d], b.constant(off[d], ElemType::kS64, full));
+      idx = b.add(b.mul(idx, b.constant(g.sp[d], ElemType::kS64, full)), p);
     }
-    return Values{b.reshape(best, od), b.reshape(best_idx, od)};
-  });
-  return {out, indices};
+    if (first) best_idx = idx;
+    first = false;
+    Value v = b.reshape(gather_rows(b, flat, b.reshape(b.add(plane, idx), {n})), full);
+    Value take = b.or_(b.compare(v, best, Direction::kGt), b.compare(v, v, Direction::kNe));
+    best = b.select(take, v, best);
+    best_idx = b.select(take, idx, best_idx);
+    int64_t d = kNd - 1;
+    while (d >= 0 && ++off[d] == g.k[d]) off[d--] = 0;
+    if (d < 0) break;
+  }
+  return Values{b.reshape(best, od), b.reshape(best_idx, od)};
 }
 
+struct FracMeta : PairMeta {
+  Geometry g;
+};
+
+// Output and indices, each out= of exactly its dtype (CPU's structured kernel).
 template <int64_t kNd>
-std::tuple<at::Tensor, at::Tensor> pool(const at::Tensor& self, c10::IntArrayRef k, c10::IntArrayRef os,
-                                        const at::Tensor& samples) {
-  at::Tensor out = empty_tpu({0}, self.scalar_type(), self.device());
-  at::Tensor idx = empty_tpu({0}, c10::kLong, self.device());
-  pool_out<kNd>(self, k, os, samples, out, idx);
-  return {out, idx};
-}
+struct FractionalMaxPool {
+  static constexpr const char* kName = kNd == 2 ? "fractional_max_pool2d" : "fractional_max_pool3d";
+  static FracMeta meta(const at::Tensor& self, c10::IntArrayRef k, c10::IntArrayRef os, const at::Tensor& samples) {
+    check_args<kNd>(self, k, os, &samples);
+    FracMeta m;
+    m.g = geometry<kNd>(self, k, os);
+    std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end() - kNd);
+    shape.insert(shape.end(), os.begin(), os.end());
+    static_cast<PairMeta&>(m) = values_and_indices(self, shape);
+    return m;
+  }
+  static void impl(const at::Tensor& out, const at::Tensor& indices, const FracMeta& m, const at::Tensor& self,
+                   c10::IntArrayRef k, c10::IntArrayRef os, const at::Tensor& samples) {
+    if (out.numel() == 0) return;
+    const Geometry& g = m.g;
+    const std::vector<int64_t>& shape = m.first.sizes;
+    ElemType e = to_elem(self.scalar_type());
+    record::OpCall call(pool_name<kNd>());
+    call.attr(k).attr(os);
+    call.input(self);
+    call.input(samples);
+    call.output(out);
+    call.output(indices);
+    Dims od(shape.begin(), shape.end());
+    call.run([&](Builder& b, const Values& in) { return fractional_max_lower<kNd>(b, in[0], in[1], g, od, e); });
+  }
+};
+
+struct FracBackwardMeta : OutMeta {
+  Geometry g;
+};
 
 template <int64_t kNd>
-at::Tensor& pool_backward_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef k, c10::IntArrayRef os,
-                              const at::Tensor& indices, at::Tensor& gi) {
-  check_args<kNd>(self, k, os, nullptr);
-  Geometry g = geometry<kNd>(self, k, os);
-  TORCH_CHECK(grad.numel() == g.b * g.c * g.ot && indices.numel() == grad.numel(), pool_name<kNd>(),
-              "_backward(): gradOutput and indices must match the output size");
-  prepare_out(gi, self.sizes(), grad.scalar_type(), pool_name<kNd>());
-  if (gi.numel() == 0) return gi;
-  auto ct = opmath(grad.scalar_type());
-  ElemType e = to_elem(ct);
-  record::OpCall call("fractional_max_pool_backward");
-  call.attr(k).attr(os).attr(static_cast<int64_t>(ct));
-  call.input(grad);
-  call.input(indices);
-  call.output(gi);
-  Dims sd(self.sizes().begin(), self.sizes().end());
-  call.run([&](Builder& b, const Values& in) {
-    int64_t n = g.b * g.c * g.ot;
-    Dims bco = {g.b * g.c, g.ot};
-    Value plane = b.mul(b.iota(bco, 0, ElemType::kS64), b.constant(static_cast<double>(g.st), ElemType::kS64, bco));
-    Value idx = b.reshape(b.add(plane, b.reshape(b.convert(in[1], ElemType::kS64), bco)), {n});
-    Value upd = b.reshape(b.convert(in[0], e), {n, 1});
-    Value r = scatter_rows(b, zero(b, e, {g.b * g.c * g.st, 1}), idx, upd, BinaryOp::kAdd);
-    return Values{b.reshape(r, sd)};
-  });
-  return gi;
-}
-template <int64_t kNd>
-at::Tensor pool_backward(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef k, c10::IntArrayRef os,
-                         const at::Tensor& indices) {
-  at::Tensor gi = empty_tpu({0}, grad.scalar_type(), grad.device());
-  return pool_backward_out<kNd>(grad, self, k, os, indices, gi);
-}
+struct FractionalMaxPoolBackward {
+  static constexpr const char* kName = kNd == 2 ? "fractional_max_pool2d_backward" : "fractional_max_pool3d_backward";
+  static FracBackwardMeta meta(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef k, c10::IntArrayRef os,
+                               const at::Tensor& indices) {
+    check_args<kNd>(self, k, os, nullptr);
+    FracBackwardMeta m;
+    m.g = geometry<kNd>(self, k, os);
+    const Geometry& g = m.g;
+    TORCH_CHECK(grad.numel() == g.b * g.c * g.ot && indices.numel() == grad.numel(), pool_name<kNd>(),
+                "_backward(): gradOutput and indices must match the output size");
+    static_cast<OutMeta&>(m) =
+        OutMeta{self.sizes().vec(), grad.scalar_type(), grad.device(), OutDtype::kCastable, false};
+    return m;
+  }
+  static void impl(const at::Tensor& gi, const FracBackwardMeta& m, const at::Tensor& grad, const at::Tensor& self,
+                   c10::IntArrayRef k, c10::IntArrayRef os, const at::Tensor& indices) {
+    if (gi.numel() == 0) return;
+    const Geometry& g = m.g;
+    auto ct = opmath(grad.scalar_type());
+    ElemType e = to_elem(ct);
+    record::OpCall call("fractional_max_pool_backward");
+    call.attr(k).attr(os).attr(static_cast<int64_t>(ct));
+    call.input(grad);
+    call.input(indices);
+    call.output(gi);
+    Dims sd(self.sizes().begin(), self.sizes().end());
+    call.run([&](Builder& b, const Values& in) {
+      int64_t n = g.b * g.c * g.ot;
+      Dims bco = {g.b * g.c, g.ot};
+      Value plane = b.mul(b.iota(bco, 0, ElemType::kS64), b.constant(static_cast<double>(g.st), ElemType::kS64, bco));
+      Value idx = b.reshape(b.add(plane, b.reshape(b.convert(in[1], ElemType::kS64), bco)), {n});
+      Value upd = b.reshape(b.convert(in[0], e), {n, 1});
+      Value r = scatter_rows(b, zero(b, e, {g.b * g.c * g.st, 1}), idx, upd, BinaryOp::kAdd);
+      return Values{b.reshape(r, sd)};
+    });
+  }
+};
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("fractional_max_pool2d", pool<2>);
-  m.impl("fractional_max_pool2d.output", pool_out<2>);
-  m.impl("fractional_max_pool2d_backward", pool_backward<2>);
-  m.impl("fractional_max_pool2d_backward.grad_input", pool_backward_out<2>);
-  m.impl("fractional_max_pool3d", pool<3>);
-  m.impl("fractional_max_pool3d.output", pool_out<3>);
-  m.impl("fractional_max_pool3d_backward", pool_backward<3>);
-  m.impl("fractional_max_pool3d_backward.grad_input", pool_backward_out<3>);
+  register_variants<FractionalMaxPool<2>>(m, {"fractional_max_pool2d", "", "fractional_max_pool2d.output"});
+  register_variants<FractionalMaxPool<3>>(m, {"fractional_max_pool3d", "", "fractional_max_pool3d.output"});
+  register_variants<FractionalMaxPoolBackward<2>>(
+      m, {"fractional_max_pool2d_backward", "", "fractional_max_pool2d_backward.grad_input"});
+  register_variants<FractionalMaxPoolBackward<3>>(
+      m, {"fractional_max_pool3d_backward", "", "fractional_max_pool3d_backward.grad_input"});
 }
 
 }  // namespace
