@@ -361,9 +361,13 @@ struct HardsigmoidBackward {
     bwd(kName, {g, s}, out, m, hardsigmoid_bwd_fn);
   }
 };
-at::Tensor hardswish_backward(const at::Tensor& g, const at::Tensor& s) {
-  return bwd_new("hardswish_backward", {g, s}, hardswish_bwd_fn);
-}
+struct HardswishBackward {
+  static constexpr const char* kName = "hardswish_backward";
+  static OutMeta meta(const at::Tensor& g, const at::Tensor& s) { return bwd_meta(g, s); }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& g, const at::Tensor& s) {
+    bwd(kName, {g, s}, out, m, hardswish_bwd_fn);
+  }
+};
 
 // --- glu ------------------------------------------------------------------------------------------
 int64_t glu_dim(const at::Tensor& s, int64_t dim) {
@@ -513,41 +517,48 @@ struct Hardshrink {
 
 // --- prelu ------------------------------------------------------------------------------
 // `weight` arrives already shaped to broadcast against self (prelu is composite).
-at::Tensor prelu_kernel(const at::Tensor& self, const at::Tensor& weight) {
-  ScalarType t = at::result_type(self, weight);
-  at::Tensor out = empty_tpu(broadcast_shape({self, weight}), t, self.device());
-  pointwise("_prelu_kernel", {self, weight}, out, opmath(t), [](Builder& b, const Values& x) {
-    return b.select(b.compare(x[0], full_like(b, 0, x[0]), Direction::kGt), x[0], b.mul(x[1], x[0]));
-  });
-  return out;
-}
+struct PreluKernel {
+  static constexpr const char* kName = "_prelu_kernel";
+  static OutMeta meta(const at::Tensor& self, const at::Tensor& weight) {
+    return {broadcast_shape({self, weight}), at::result_type(self, weight), self.device()};
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, const at::Tensor& weight) {
+    pointwise(kName, {self, weight}, out, opmath(m.dtype), [](Builder& b, const Values& x) {
+      return b.select(b.compare(x[0], full_like(b, 0, x[0]), Direction::kGt), x[0], b.mul(x[1], x[0]));
+    });
+  }
+};
 // Both gradients come back in the broadcast shape; autograd sums grad_weight
 // down to weight's shape.
-std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad, const at::Tensor& self,
-                                                         const at::Tensor& weight) {
-  ScalarType t = at::result_type(self, weight);
-  auto shape = broadcast_shape({grad, self, weight});
-  at::Tensor gi = empty_tpu(shape, t, self.device());
-  at::Tensor gw = empty_tpu(shape, t, self.device());
-  auto ct = opmath(t);
-  ElemType e = to_elem(ct);
-  Dims d(shape.begin(), shape.end());
-  record::OpCall call("_prelu_kernel_backward");
-  call.attr(static_cast<int64_t>(ct));
-  call.input(grad);
-  call.input(self);
-  call.input(weight);
-  call.output(gi);
-  call.output(gw);
-  call.run([&](Builder& b, const Values& in) {
-    Value g = b.broadcast_to(b.convert(in[0], e), d);
-    Value x = b.broadcast_to(b.convert(in[1], e), d);
-    Value w = b.broadcast_to(b.convert(in[2], e), d);
-    Value pos = b.compare(x, full_like(b, 0, x), Direction::kGt);
-    return Values{b.select(pos, g, b.mul(w, g)), b.select(pos, full_like(b, 0, x), b.mul(x, g))};
-  });
-  return {gi, gw};
-}
+struct PreluKernelBackward {
+  static constexpr const char* kName = "_prelu_kernel_backward";
+  static PairMeta meta(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& weight) {
+    PairMeta m;
+    m.first = OutMeta{broadcast_shape({grad, self, weight}), at::result_type(self, weight), self.device()};
+    m.second = m.first;
+    return m;
+  }
+  static void impl(const at::Tensor& gi, const at::Tensor& gw, const PairMeta& m, const at::Tensor& grad,
+                   const at::Tensor& self, const at::Tensor& weight) {
+    auto ct = opmath(m.first.dtype);
+    ElemType e = to_elem(ct);
+    Dims d(m.first.sizes.begin(), m.first.sizes.end());
+    record::OpCall call(kName);
+    call.attr(static_cast<int64_t>(ct));
+    call.input(grad);
+    call.input(self);
+    call.input(weight);
+    call.output(gi);
+    call.output(gw);
+    call.run([&](Builder& b, const Values& in) {
+      Value g = b.broadcast_to(b.convert(in[0], e), d);
+      Value x = b.broadcast_to(b.convert(in[1], e), d);
+      Value w = b.broadcast_to(b.convert(in[2], e), d);
+      Value pos = b.compare(x, full_like(b, 0, x), Direction::kGt);
+      return Values{b.select(pos, g, b.mul(w, g)), b.select(pos, full_like(b, 0, x), b.mul(x, g))};
+    });
+  }
+};
 
 // --- rrelu_with_noise --------------------------------------------------------------------
 // Training: noise ~ U(lower, upper) where x < 0 (1 elsewhere) is written into
@@ -582,24 +593,21 @@ void rrelu_into(const at::Tensor& self, const at::Tensor& noise, const c10::Scal
     return Values{b.mul(x, n), n};
   });
 }
-at::Tensor rrelu_with_noise(const at::Tensor& self, at::Tensor& noise, const c10::Scalar& lower,
-                            const c10::Scalar& upper, bool training, std::optional<at::Generator> gen) {
-  at::Tensor out = empty_like_tpu(self);
-  rrelu_into(self, noise, lower, upper, training, gen, out);
-  return out;
-}
-at::Tensor& rrelu_with_noise_out(const at::Tensor& self, at::Tensor& noise, const c10::Scalar& lower,
-                                 const c10::Scalar& upper, bool training, std::optional<at::Generator> gen,
-                                 at::Tensor& out) {
-  prepare_out(out, self.sizes(), self.scalar_type(), "rrelu_with_noise");
-  rrelu_into(self, noise, lower, upper, training, gen, out);
-  return out;
-}
-at::Tensor& rrelu_with_noise_(at::Tensor& self, at::Tensor& noise, const c10::Scalar& lower, const c10::Scalar& upper,
-                              bool training, std::optional<at::Generator> gen) {
-  rrelu_into(self, noise, lower, upper, training, gen, self);
-  return self;
-}
+// rrelu_with_noise, rrelu_with_noise_ and rrelu_with_noise.out; `noise` is
+// written in training.
+struct RreluWithNoise {
+  static constexpr const char* kName = "rrelu_with_noise";
+  static OutMeta meta(const at::Tensor& self, at::Tensor&, const c10::Scalar&, const c10::Scalar&, bool,
+                      std::optional<at::Generator>) {
+    check_float(self, "rrelu_with_noise_out_cpu");
+    return OutMeta{self.sizes().vec(), self.scalar_type(), self.device(), OutDtype::kCastable, false};
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, at::Tensor& noise,
+                   const c10::Scalar& lower, const c10::Scalar& upper, bool training,
+                   std::optional<at::Generator> gen) {
+    rrelu_into(self, noise, lower, upper, training, gen, out);
+  }
+};
 at::Tensor rrelu_with_noise_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& noise,
                                      const c10::Scalar& lower, const c10::Scalar& upper, bool training,
                                      bool self_is_result) {
@@ -666,26 +674,24 @@ struct LogitBackward {
 
 // The buffer is unused (left empty, as on CUDA): the backward recomputes
 // from self.
-std::tuple<at::Tensor&, at::Tensor&> log_sigmoid_forward_out(const at::Tensor& self, at::Tensor& output,
-                                                             at::Tensor& buffer) {
-  check_float(self, "log_sigmoid_cpu");
-  prepare_out(output, self.sizes(), self.scalar_type(), "log_sigmoid_forward");
-  at::native::resize_output(buffer, {0});
-  auto ct = opmath(self.scalar_type());
-  // min(x, 0) - log1p(exp(-|x|)): stable for large |x|.
-  pointwise("log_sigmoid_forward", {self}, output, ct, [](Builder& b, const Values& x) {
-    Value z = zero(b, b.elem(x[0]), b.dims(x[0]));
-    Value e = b.exp(b.neg(b.abs(x[0])));
-    return b.sub(b.min(x[0], z), b.log1p(e));
-  });
-  return {output, buffer};
-}
-std::tuple<at::Tensor, at::Tensor> log_sigmoid_forward(const at::Tensor& self) {
-  at::Tensor out = empty_like_tpu(self);
-  at::Tensor buf = empty_tpu({0}, self.scalar_type(), self.device());
-  log_sigmoid_forward_out(self, out, buf);
-  return {out, buf};
-}
+struct LogSigmoidForward {
+  static constexpr const char* kName = "log_sigmoid_forward";
+  static PairMeta meta(const at::Tensor& self) {
+    check_float(self, "log_sigmoid_cpu");
+    PairMeta m;
+    m.first = OutMeta{self.sizes().vec(), self.scalar_type(), self.device(), OutDtype::kCastable, false};
+    m.second = OutMeta{{0}, self.scalar_type(), self.device(), OutDtype::kOwn, false};
+    return m;
+  }
+  static void impl(const at::Tensor& output, const at::Tensor&, const PairMeta&, const at::Tensor& self) {
+    // min(x, 0) - log1p(exp(-|x|)): stable for large |x|.
+    pointwise(kName, {self}, output, opmath(self.scalar_type()), [](Builder& b, const Values& x) {
+      Value z = zero(b, b.elem(x[0]), b.dims(x[0]));
+      Value e = b.exp(b.neg(b.abs(x[0])));
+      return b.sub(b.min(x[0], z), b.log1p(e));
+    });
+  }
+};
 
 struct LogSigmoidBackward {
   static constexpr const char* kName = "log_sigmoid_backward";
@@ -717,7 +723,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<SimpleActivation<d_hardsigmoid>>(m, "hardsigmoid");
   register_backward<HardsigmoidBackward>(m, "hardsigmoid_backward");
   register_variants<SimpleActivation<d_hardswish>>(m, "hardswish");
-  m.impl("hardswish_backward", hardswish_backward);
+  register_variants<HardswishBackward>(m, {"hardswish_backward", "", ""});
   register_variants<SimpleActivation<d_mish>>(m, "mish");
   register_variants<Glu>(m, {"glu", "", "glu.out"});
   register_backward<GluBackward>(m, "glu_backward");
@@ -726,16 +732,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_backward<ShrinkBackward>(m, "softshrink_backward");
   register_variants<Hardshrink>(m, {"hardshrink", "", "hardshrink.out"});
   register_backward<ShrinkBackward>(m, "hardshrink_backward");
-  m.impl("_prelu_kernel", prelu_kernel);
-  m.impl("_prelu_kernel_backward", prelu_kernel_backward);
-  m.impl("rrelu_with_noise", rrelu_with_noise);
-  m.impl("rrelu_with_noise.out", rrelu_with_noise_out);
-  m.impl("rrelu_with_noise_", rrelu_with_noise_);
+  register_variants<PreluKernel>(m, {"_prelu_kernel", "", ""});
+  register_variants<PreluKernelBackward>(m, {"_prelu_kernel_backward", "", ""});
+  register_variants<RreluWithNoise>(m, "rrelu_with_noise");
   m.impl("rrelu_with_noise_backward", rrelu_with_noise_backward);
   register_backward<LogitBackward>(m, "logit_backward");
   register_variants<Logit>(m, {"logit", "", "logit.out"});
-  m.impl("log_sigmoid_forward", log_sigmoid_forward);
-  m.impl("log_sigmoid_forward.output", log_sigmoid_forward_out);
+  register_variants<LogSigmoidForward>(m, {"log_sigmoid_forward", "", "log_sigmoid_forward.output"});
   register_backward<LogSigmoidBackward>(m, "log_sigmoid_backward");
 }
 

@@ -258,3 +258,22 @@ def test_logit_grad(dtype, eps):
     torch.logit(y, eps).sum().backward()
     torch.logit(yt, eps).sum().backward()
     torch.testing.assert_close(yt.grad.cpu(), y.grad, equal_nan=True)
+
+
+def test_rrelu_with_noise_forms_and_log_sigmoid_out():
+    A = torch.ops.aten
+    x = torch.randn(4, 5)
+    # Eval: the mean slope in every form; noise is left alone.
+    noise = torch.ones(4, 5)
+    check(lambda t, n: A.rrelu_with_noise(t, n, 0.1, 0.3, False), x, noise)
+    check(lambda t, n, o: (A.rrelu_with_noise.out(t, n, 0.1, 0.3, False, out=o), o)[1], x, noise, torch.empty(0))
+    check(lambda t, n: A.rrelu_with_noise_(t.clone(), n, 0.1, 0.3, False), x, noise)
+    # Training in place: self becomes self * noise, and noise holds the slopes.
+    xt, nt = x.to(TPU), torch.empty(4, 5, device=TPU)
+    r = A.rrelu_with_noise_(xt.clone(), nt, 0.1, 0.3, True)
+    n = nt.cpu()
+    assert torch.all(n[x >= 0] == 1) and torch.all((n[x < 0] >= 0.1 - 1e-6) & (n[x < 0] <= 0.3 + 1e-6))
+    torch.testing.assert_close(r.cpu(), x * n)
+    both_raise(NotImplementedError, lambda t, n: A.rrelu_with_noise(t, n, 0.1, 0.3, False), x.long(), noise)
+    # log_sigmoid_forward's out= form: the output, and an empty buffer.
+    check(lambda t, o, b: A.log_sigmoid_forward.output(t, output=o, buffer=b)[0], x, torch.empty(0), torch.empty(0))
