@@ -39,6 +39,12 @@ void check_same_dtype_out(const at::Tensor& out, c10::ScalarType dtype) {
   TORCH_CHECK(out.scalar_type() == dtype, "Found dtype ", out.scalar_type(), " but expected ", dtype);
 }
 
+std::vector<int64_t> strides_in(c10::IntArrayRef sizes, c10::MemoryFormat format) {
+  if (format == c10::MemoryFormat::ChannelsLast && sizes.size() == 4) return c10::get_channels_last_strides_2d(sizes);
+  if (format == c10::MemoryFormat::ChannelsLast3d && sizes.size() == 5) return c10::get_channels_last_strides_3d(sizes);
+  return {};
+}
+
 at::Tensor meta_of(const at::Tensor& t) {
   if (!t.defined()) return t;
   return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));

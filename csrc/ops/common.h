@@ -84,6 +84,11 @@ c10::ScalarType float_result(c10::ScalarType t);
 
 // PyTorch's "opmath" type: half types compute in float32, others in themselves.
 c10::ScalarType opmath(c10::ScalarType t);
+// Strides of a dense tensor of `sizes` in `format` (a layout's
+// suggest_memory_format()); empty for contiguous. Ops whose CPU kernels
+// keep a channels-last input's layout (upsampling) give their results these.
+std::vector<int64_t> strides_in(c10::IntArrayRef sizes, c10::MemoryFormat format);
+
 // An empty meta tensor with t's sizes, strides and dtype (undefined stays
 // undefined): lets a kernel run ATen's own shape checks without data.
 at::Tensor meta_of(const at::Tensor& t);

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -193,20 +194,23 @@ void check_dtype(const char* name, Mode mode, c10::ScalarType t) {
 
 // --- kernels ------------------------------------------------------------------------
 
-void upsample_into(const char* name, Mode mode, const at::Tensor& input, c10::IntArrayRef output_size,
-                   bool align_corners, const Scales& scales, at::Tensor& out) {
-  size_t nsp = scales.size();
+// Checks of an upsample call; the result's sizes.
+std::vector<int64_t> upsample_sizes(const char* name, Mode mode, const at::Tensor& input, c10::IntArrayRef output_size,
+                                    size_t nsp) {
   common_check(input.sizes(), output_size, nsp);
   int64_t tail = 1;
   for (int64_t i = 1; i < input.dim(); ++i) tail *= input.size(i);
   TORCH_CHECK(input.numel() != 0 || tail != 0, "Non-empty ", nsp + 2,
               "D data tensor expected but got a tensor with sizes ", input.sizes());
   check_dtype(name, mode, input.scalar_type());
-  TORCH_CHECK(out.scalar_type() == input.scalar_type(), "expected dtype ", input.scalar_type(),
-              " for `output` but got dtype ", out.scalar_type());
   std::vector<int64_t> osize{input.size(0), input.size(1)};
   osize.insert(osize.end(), output_size.begin(), output_size.end());
-  at::native::resize_output(out, osize);
+  return osize;
+}
+
+void upsample_into(Mode mode, const at::Tensor& input, c10::IntArrayRef output_size, bool align_corners,
+                   const Scales& scales, const at::Tensor& out) {
+  size_t nsp = scales.size();
   if (out.numel() == 0) return;
 
   bool weighted = mode == Mode::kLinear || mode == Mode::kCubic;
@@ -248,10 +252,9 @@ void upsample_into(const char* name, Mode mode, const at::Tensor& input, c10::In
   });
 }
 
-void upsample_backward_into(const char* name, Mode mode, const at::Tensor& grad, c10::IntArrayRef output_size,
-                            c10::IntArrayRef input_size, bool align_corners, const Scales& scales,
-                            at::Tensor& grad_input) {
-  size_t nsp = scales.size();
+// Checks of an upsample backward call.
+void upsample_backward_check(const char* name, const at::Tensor& grad, c10::IntArrayRef output_size,
+                             c10::IntArrayRef input_size, size_t nsp) {
   common_check(input_size, output_size, nsp);
   TORCH_CHECK(grad.dim() == static_cast<int64_t>(nsp + 2), "Expected grad_output to be a tensor of dimension ", nsp + 2,
               " but got: dimension ", grad.dim());
@@ -261,9 +264,12 @@ void upsample_backward_into(const char* name, Mode mode, const at::Tensor& grad,
                 ") = ", want, " but got grad_output.size(", i, ") = ", grad.size(i));
   }
   check_dtype(name, Mode::kLinear, grad.scalar_type());  // backward: floating types only
-  TORCH_CHECK(grad_input.scalar_type() == grad.scalar_type(), "expected dtype ", grad.scalar_type(),
-              " for `grad_input` but got dtype ", grad_input.scalar_type());
-  at::native::resize_output(grad_input, input_size);
+}
+
+void upsample_backward_into(Mode mode, const at::Tensor& grad, c10::IntArrayRef output_size,
+                            c10::IntArrayRef input_size, bool align_corners, const Scales& scales,
+                            const at::Tensor& grad_input) {
+  size_t nsp = scales.size();
   if (grad_input.numel() == 0) return;
   if (grad.numel() == 0) {
     grad_input.zero_();
@@ -331,38 +337,63 @@ struct UpsampleOp {
   Mode mode;
 };
 
-// The four kernels of one upsample op (functional, .out, _backward,
-// _backward.grad_input); `A` is the schema's arguments after output_size
-// (and input_size), see Tail.
+// out= and grad_input= must have the input's (the gradient's) dtype, with
+// CPU's message.
+void check_same_dtype(const at::Tensor& out, c10::ScalarType want, const char* what) {
+  TORCH_CHECK(out.scalar_type() == want, "expected dtype ", want, " for `", what, "` but got dtype ",
+              out.scalar_type());
+}
+
+// One upsample op's forward and backward, each declared once for its
+// functional and out= forms; `A` is the schema's arguments after
+// output_size (and input_size), see Tail. Results keep a channels-last
+// input's (gradient's) layout, as on CPU.
 template <const UpsampleOp& D, class... A>
-struct Upsample {
-  static at::Tensor& fwd_out(const at::Tensor& x, c10::IntArrayRef os, A... a, at::Tensor& out) {
+struct UpsampleFwd {
+  static constexpr const char* kName = D.name;
+  static OutMeta meta(const at::Tensor& x, c10::IntArrayRef os, A... a) {
     Tail t = tail(a...);
-    upsample_into(D.name, D.mode, x, os, t.ac, t.s, out);
-    return out;
+    OutMeta m{upsample_sizes(D.name, D.mode, x, os, t.s.size()), x.scalar_type(), x.device(), OutDtype::kOwn, false};
+    m.strides = strides_in(m.sizes, x.suggest_memory_format());
+    return m;
   }
-  static at::Tensor fwd(const at::Tensor& x, c10::IntArrayRef os, A... a) {
-    at::Tensor out = empty_tpu({0}, x.scalar_type(), x.device());
-    return fwd_out(x, os, a..., out);
+  static void check_out(const at::Tensor& out, const OutMeta&, const at::Tensor& x, c10::IntArrayRef, A...) {
+    check_same_dtype(out, x.scalar_type(), "output");
   }
-  static at::Tensor& bwd_out(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, A... a, at::Tensor& gi) {
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& x, c10::IntArrayRef os, A... a) {
     Tail t = tail(a...);
-    std::string name = std::string(D.name) + "_backward";
-    upsample_backward_into(name.c_str(), D.mode, g, os, is, t.ac, t.s, gi);
-    return gi;
-  }
-  static at::Tensor bwd(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, A... a) {
-    at::Tensor gi = empty_tpu({0}, g.scalar_type(), g.device());
-    return bwd_out(g, os, is, a..., gi);
-  }
-  static void reg(torch::Library& m) {
-    std::string name = D.name;
-    m.impl(name.c_str(), TORCH_FN(fwd));
-    m.impl((name + ".out").c_str(), TORCH_FN(fwd_out));
-    m.impl((name + "_backward").c_str(), TORCH_FN(bwd));
-    m.impl((name + "_backward.grad_input").c_str(), TORCH_FN(bwd_out));
+    upsample_into(D.mode, x, os, t.ac, t.s, out);
   }
 };
+
+template <const UpsampleOp& D, class... A>
+struct UpsampleBwd {
+  static constexpr const char* kName = D.name;
+  static OutMeta meta(const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is, A... a) {
+    Tail t = tail(a...);
+    std::string name = std::string(D.name) + "_backward";
+    upsample_backward_check(name.c_str(), g, os, is, t.s.size());
+    OutMeta m{is.vec(), g.scalar_type(), g.device(), OutDtype::kOwn, false};
+    m.strides = strides_in(m.sizes, g.suggest_memory_format());
+    return m;
+  }
+  static void check_out(const at::Tensor& gi, const OutMeta&, const at::Tensor& g, c10::IntArrayRef, c10::IntArrayRef,
+                        A...) {
+    check_same_dtype(gi, g.scalar_type(), "grad_input");
+  }
+  static void impl(const at::Tensor& gi, const OutMeta&, const at::Tensor& g, c10::IntArrayRef os, c10::IntArrayRef is,
+                   A... a) {
+    Tail t = tail(a...);
+    upsample_backward_into(D.mode, g, os, is, t.ac, t.s, gi);
+  }
+};
+
+template <const UpsampleOp& D, class... A>
+void register_upsample(torch::Library& m) {
+  std::string name = D.name;
+  register_variants<UpsampleFwd<D, A...>>(m, {name, "", name + ".out"});
+  register_variants<UpsampleBwd<D, A...>>(m, {name + "_backward", "", name + "_backward.grad_input"});
+}
 
 constexpr UpsampleOp kNearest1d{"upsample_nearest1d", Mode::kNearest};
 constexpr UpsampleOp kNearest2d{"upsample_nearest2d", Mode::kNearest};
@@ -376,16 +407,16 @@ constexpr UpsampleOp kTrilinear3d{"upsample_trilinear3d", Mode::kLinear};
 constexpr UpsampleOp kBicubic2d{"upsample_bicubic2d", Mode::kCubic};
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  Upsample<kNearest1d, OptD>::reg(m);
-  Upsample<kNearest2d, OptD, OptD>::reg(m);
-  Upsample<kNearest3d, OptD, OptD, OptD>::reg(m);
-  Upsample<kExact1d, OptD>::reg(m);
-  Upsample<kExact2d, OptD, OptD>::reg(m);
-  Upsample<kExact3d, OptD, OptD, OptD>::reg(m);
-  Upsample<kLinear1d, bool, OptD>::reg(m);
-  Upsample<kBilinear2d, bool, OptD, OptD>::reg(m);
-  Upsample<kTrilinear3d, bool, OptD, OptD, OptD>::reg(m);
-  Upsample<kBicubic2d, bool, OptD, OptD>::reg(m);
+  register_upsample<kNearest1d, OptD>(m);
+  register_upsample<kNearest2d, OptD, OptD>(m);
+  register_upsample<kNearest3d, OptD, OptD, OptD>(m);
+  register_upsample<kExact1d, OptD>(m);
+  register_upsample<kExact2d, OptD, OptD>(m);
+  register_upsample<kExact3d, OptD, OptD, OptD>(m);
+  register_upsample<kLinear1d, bool, OptD>(m);
+  register_upsample<kBilinear2d, bool, OptD, OptD>(m);
+  register_upsample<kTrilinear3d, bool, OptD, OptD, OptD>(m);
+  register_upsample<kBicubic2d, bool, OptD, OptD>(m);
 }
 
 }  // namespace

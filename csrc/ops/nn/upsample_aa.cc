@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -105,53 +106,54 @@ void aa_into(const char* name, const at::Tensor& x, c10::IntArrayRef os, c10::In
   });
 }
 
+// Forward and backward, each declared once for its functional and out=
+// forms. As CPU's structured kernels: out= has exactly the result's dtype,
+// and results keep a channels-last input's (gradient's) layout.
 template <bool kCubic>
-at::Tensor& aa_out(const at::Tensor& self, c10::IntArrayRef os, bool align, std::optional<double> sh,
-                   std::optional<double> sw, at::Tensor& out) {
-  TORCH_CHECK(self.dim() == 4, "Non-empty 4D data tensor expected but got a tensor with sizes ", self.sizes());
-  check_sizes(self.sizes(), os);
-  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(self.scalar_type()), "\"upsample_aa\" not implemented for '",
-                              c10::toString(self.scalar_type()), "'");
-  prepare_out(out, {self.size(0), self.size(1), os[0], os[1]}, self.scalar_type(), "upsample_aa");
-  aa_into(kCubic ? "_upsample_bicubic2d_aa" : "_upsample_bilinear2d_aa", self, os, self.sizes(), align, sh, sw, kCubic,
-          false, out);
-  return out;
-}
+struct UpsampleAA {
+  static constexpr const char* kName = kCubic ? "_upsample_bicubic2d_aa" : "_upsample_bilinear2d_aa";
+  static OutMeta meta(const at::Tensor& self, c10::IntArrayRef os, bool, std::optional<double>, std::optional<double>) {
+    TORCH_CHECK(self.dim() == 4, "Non-empty 4D data tensor expected but got a tensor with sizes ", self.sizes());
+    check_sizes(self.sizes(), os);
+    TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(self.scalar_type()), "\"upsample_aa\" not implemented for '",
+                                c10::toString(self.scalar_type()), "'");
+    OutMeta m{{self.size(0), self.size(1), os[0], os[1]}, self.scalar_type(), self.device(), OutDtype::kExact, false};
+    m.strides = strides_in(m.sizes, self.suggest_memory_format());
+    return m;
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, c10::IntArrayRef os, bool align,
+                   std::optional<double> sh, std::optional<double> sw) {
+    aa_into(kName, self, os, self.sizes(), align, sh, sw, kCubic, false, out);
+  }
+};
+
 template <bool kCubic>
-at::Tensor aa(const at::Tensor& self, c10::IntArrayRef os, bool align, std::optional<double> sh,
-              std::optional<double> sw) {
-  at::Tensor out = empty_tpu({0}, self.scalar_type(), self.device());
-  return aa_out<kCubic>(self, os, align, sh, sw, out);
-}
-template <bool kCubic>
-at::Tensor& aa_backward_out(const at::Tensor& grad, c10::IntArrayRef os, c10::IntArrayRef is, bool align,
-                            std::optional<double> sh, std::optional<double> sw, at::Tensor& gi) {
-  check_sizes(is, os);
-  TORCH_CHECK(grad.dim() == 4 && grad.size(0) == is[0] && grad.size(1) == is[1] && grad.size(2) == os[0] &&
-                  grad.size(3) == os[1],
-              "Expected grad_output to have the shape [", is[0], ", ", is[1], ", ", os[0], ", ", os[1], "] but got ",
-              grad.sizes());
-  prepare_out(gi, is, grad.scalar_type(), "upsample_aa_backward");
-  aa_into(kCubic ? "_upsample_bicubic2d_aa_backward" : "_upsample_bilinear2d_aa_backward", grad, os, is, align, sh, sw,
-          kCubic, true, gi);
-  return gi;
-}
-template <bool kCubic>
-at::Tensor aa_backward(const at::Tensor& grad, c10::IntArrayRef os, c10::IntArrayRef is, bool align,
-                       std::optional<double> sh, std::optional<double> sw) {
-  at::Tensor gi = empty_tpu({0}, grad.scalar_type(), grad.device());
-  return aa_backward_out<kCubic>(grad, os, is, align, sh, sw, gi);
-}
+struct UpsampleAABackward {
+  static constexpr const char* kName = kCubic ? "_upsample_bicubic2d_aa_backward" : "_upsample_bilinear2d_aa_backward";
+  static OutMeta meta(const at::Tensor& grad, c10::IntArrayRef os, c10::IntArrayRef is, bool, std::optional<double>,
+                      std::optional<double>) {
+    check_sizes(is, os);
+    TORCH_CHECK(grad.dim() == 4 && grad.size(0) == is[0] && grad.size(1) == is[1] && grad.size(2) == os[0] &&
+                    grad.size(3) == os[1],
+                "Expected grad_output to have the shape [", is[0], ", ", is[1], ", ", os[0], ", ", os[1], "] but got ",
+                grad.sizes());
+    OutMeta m{is.vec(), grad.scalar_type(), grad.device(), OutDtype::kExact, false};
+    m.strides = strides_in(m.sizes, grad.suggest_memory_format());
+    return m;
+  }
+  static void impl(const at::Tensor& gi, const OutMeta&, const at::Tensor& grad, c10::IntArrayRef os,
+                   c10::IntArrayRef is, bool align, std::optional<double> sh, std::optional<double> sw) {
+    aa_into(kName, grad, os, is, align, sh, sw, kCubic, true, gi);
+  }
+};
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_upsample_bilinear2d_aa", aa<false>);
-  m.impl("_upsample_bilinear2d_aa.out", aa_out<false>);
-  m.impl("_upsample_bilinear2d_aa_backward", aa_backward<false>);
-  m.impl("_upsample_bilinear2d_aa_backward.grad_input", aa_backward_out<false>);
-  m.impl("_upsample_bicubic2d_aa", aa<true>);
-  m.impl("_upsample_bicubic2d_aa.out", aa_out<true>);
-  m.impl("_upsample_bicubic2d_aa_backward", aa_backward<true>);
-  m.impl("_upsample_bicubic2d_aa_backward.grad_input", aa_backward_out<true>);
+  register_variants<UpsampleAA<false>>(m, {"_upsample_bilinear2d_aa", "", "_upsample_bilinear2d_aa.out"});
+  register_variants<UpsampleAABackward<false>>(
+      m, {"_upsample_bilinear2d_aa_backward", "", "_upsample_bilinear2d_aa_backward.grad_input"});
+  register_variants<UpsampleAA<true>>(m, {"_upsample_bicubic2d_aa", "", "_upsample_bicubic2d_aa.out"});
+  register_variants<UpsampleAABackward<true>>(
+      m, {"_upsample_bicubic2d_aa_backward", "", "_upsample_bicubic2d_aa_backward.grad_input"});
 }
 
 }  // namespace

@@ -91,3 +91,44 @@ def test_interpolate_empty_batch_and_errors():
     both_raise(ValueError, lambda x: F.interpolate(x, size=(3, 3), scale_factor=2), x)
     g = torch.randn(1, 2, 5, 5)
     both_raise(RuntimeError, lambda g: torch.ops.aten.upsample_nearest2d_backward(g, [6, 6], [1, 2, 4, 4]), g)
+
+
+@pytest.mark.parametrize("mode,kw", [("nearest", {}), ("nearest-exact", {}), ("bilinear", {}), ("bicubic", {}),
+                                     ("bilinear", {"antialias": True}), ("bicubic", {"antialias": True}),
+                                     ("trilinear", {}), ("nearest", {"3d": True})])
+def test_channels_last_results_and_gradients_keep_cpus_layout(mode, kw):
+    # CPU's upsample kernels keep a channels-last input's layout, and their
+    # backward the gradient's; so does tpu.
+    kw = dict(kw)
+    three_d = kw.pop("3d", False) or mode == "trilinear"
+    if three_d:
+        x = torch.randn(2, 3, 4, 5, 6).to(memory_format=torch.channels_last_3d)
+        size = (3, 7, 4)
+    else:
+        x = torch.randn(2, 3, 6, 7).to(memory_format=torch.channels_last)
+        size = (4, 9)
+    xc, xt = x.clone().requires_grad_(), x.to(TPU).requires_grad_()
+    e = F.interpolate(xc, size=size, mode=mode, **kw)
+    a = F.interpolate(xt, size=size, mode=mode, **kw)
+    assert a.stride() == e.stride(), (a.stride(), e.stride())
+    torch.testing.assert_close(a.cpu(), e.detach())
+    g = torch.randn(e.shape).to(memory_format=torch.channels_last_3d if three_d else torch.channels_last)
+    e.backward(g)
+    a.backward(g.to(TPU))
+    assert xt.grad.stride() == xc.grad.stride(), (xt.grad.stride(), xc.grad.stride())
+    torch.testing.assert_close(xt.grad.cpu(), xc.grad)
+
+
+def test_out_forms_refuse_another_dtype_like_cpu():
+    x = torch.randn(1, 2, 5, 6)
+    A = torch.ops.aten
+    for fn in (lambda t, o: A.upsample_bilinear2d.out(t, [3, 4], False, None, None, out=o),
+               lambda t, o: A._upsample_bilinear2d_aa.out(t, [3, 4], False, None, None, out=o),
+               lambda t, o: A.upsample_nearest2d.out(t, [3, 4], None, None, out=o)):
+        check(lambda t, o: (fn(t, o), o)[1], x, torch.empty(0))
+        both_raise(RuntimeError, lambda t: fn(t, torch.empty(0, dtype=torch.float64, device=t.device)), x)
+    g = torch.randn(1, 2, 3, 4)
+    bwd = A._upsample_bicubic2d_aa_backward.grad_input
+    check(lambda t, o: (bwd(t, [3, 4], [1, 2, 5, 6], False, None, None, grad_input=o), o)[1], g, torch.empty(0))
+    both_raise(RuntimeError, lambda t: bwd(t, [3, 4], [1, 2, 5, 6], False, None, None,
+                                           grad_input=torch.empty(0, dtype=torch.float64, device=t.device)), g)
