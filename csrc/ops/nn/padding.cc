@@ -12,6 +12,7 @@
 #include <string>
 
 #include "ops/common.h"
+#include "ops/variants.h"
 #include "ops/shape/append.h"
 
 namespace torch_tpu::ops {
@@ -121,13 +122,19 @@ Value scatter_add_dim(Builder& b, Value acc, int64_t d, Value idx, Value upd) {
   return b.scatter(acc, b.reshape(idx, {n, 1}), upd, wins, {d}, {d}, 1, BinaryOp::kAdd);
 }
 
-void pad_into(PadMode mode, int64_t nsp, const at::Tensor& input, c10::IntArrayRef padding, at::Tensor& out) {
+// reflection_pad{1,2,3}d: the result keeps a channels-last input's layout,
+// and out= must have the input's dtype, as on CPU.
+OutMeta pad_meta(PadMode mode, int64_t nsp, const at::Tensor& input, c10::IntArrayRef padding) {
   auto osize = pad_output_size(mode, input, padding, nsp);
   TORCH_CHECK_NOT_IMPLEMENTED(input.scalar_type() != c10::kBool, "\"", mode_name(mode), nsp,
                               "d\" not implemented for 'Bool'");
-  TORCH_CHECK(out.scalar_type() == input.scalar_type(), "Expected out tensor to have dtype ", input.scalar_type(),
-              ", but got ", out.scalar_type(), " instead");
-  at::native::resize_output(out, osize);
+  OutMeta m{osize, input.scalar_type(), input.device(), OutDtype::kExact, false};
+  m.strides = strides_in(m.sizes, input.suggest_memory_format());
+  return m;
+}
+
+void pad_into(PadMode mode, int64_t nsp, const at::Tensor& input, c10::IntArrayRef padding, const at::Tensor& out) {
+  std::vector<int64_t> osize(out.sizes().begin(), out.sizes().end());
   if (out.numel() == 0) return;
   int64_t rank = input.dim();
   std::vector<int64_t> in_size(input.sizes().begin(), input.sizes().end());
@@ -147,14 +154,23 @@ void pad_into(PadMode mode, int64_t nsp, const at::Tensor& input, c10::IntArrayR
   });
 }
 
-void pad_backward_into(PadMode mode, int64_t nsp, const at::Tensor& grad, const at::Tensor& input,
-                       c10::IntArrayRef padding, at::Tensor& grad_input) {
+// The gradient keeps the input's layout (CPU's zeros_like(input)); its out=
+// must have the gradient's dtype.
+OutMeta pad_backward_meta(PadMode mode, int64_t nsp, const at::Tensor& grad, const at::Tensor& input,
+                          c10::IntArrayRef padding) {
   auto osize = pad_output_size(mode, input, padding, nsp);
   TORCH_CHECK(grad.sizes().equals(osize), "grad_output size unexpected. Expected: ", c10::IntArrayRef(osize),
               ", Got: ", grad.sizes());
   TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(grad.scalar_type()), "\"", mode_name(mode), nsp,
                               "d_backward\" not implemented for '", c10::toString(grad.scalar_type()), "'");
-  at::native::resize_output(grad_input, input.sizes());
+  OutMeta m{input.sizes().vec(), grad.scalar_type(), grad.device(), OutDtype::kExact, false};
+  m.strides = strides_in(m.sizes, input.suggest_memory_format());
+  return m;
+}
+
+void pad_backward_into(PadMode mode, int64_t nsp, const at::Tensor& grad, const at::Tensor& input,
+                       c10::IntArrayRef padding, const at::Tensor& grad_input) {
+  std::vector<int64_t> osize(grad.sizes().begin(), grad.sizes().end());
   if (grad_input.numel() == 0) return;
   int64_t rank = input.dim();
   std::vector<int64_t> in_size(input.sizes().begin(), input.sizes().end());
@@ -178,45 +194,42 @@ void pad_backward_into(PadMode mode, int64_t nsp, const at::Tensor& grad, const 
   });
 }
 
-// The four kernels of one reflection/replication pad op, named after it
-// (reflection_pad2d, .out, _backward, _backward.grad_input).
+// One reflection/replication pad op's forward and backward, each declared
+// once for its functional and out= forms.
 template <PadMode M, int64_t N>
-struct Pad {
-  static at::Tensor fwd(const at::Tensor& self, c10::IntArrayRef padding) {
-    at::Tensor out = empty_tpu({0}, self.scalar_type(), self.device());
+struct PadFwd {
+  static constexpr const char* kName = M == PadMode::kReflect ? "reflection_pad" : "replication_pad";
+  static OutMeta meta(const at::Tensor& self, c10::IntArrayRef padding) { return pad_meta(M, N, self, padding); }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, c10::IntArrayRef padding) {
     pad_into(M, N, self, padding, out);
-    return out;
-  }
-  static at::Tensor& fwd_out(const at::Tensor& self, c10::IntArrayRef padding, at::Tensor& out) {
-    pad_into(M, N, self, padding, out);
-    return out;
-  }
-  static at::Tensor bwd(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef padding) {
-    at::Tensor gi = empty_tpu({0}, grad.scalar_type(), grad.device());
-    pad_backward_into(M, N, grad, self, padding, gi);
-    return gi;
-  }
-  static at::Tensor& bwd_out(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef padding, at::Tensor& gi) {
-    pad_backward_into(M, N, grad, self, padding, gi);
-    return gi;
-  }
-  static void reg(torch::Library& m) {
-    std::string name = mode_name(M) + std::to_string(N) + "d";
-    m.impl(name.c_str(), TORCH_FN(fwd));
-    m.impl((name + ".out").c_str(), TORCH_FN(fwd_out));
-    m.impl((name + "_backward").c_str(), TORCH_FN(bwd));
-    m.impl((name + "_backward.grad_input").c_str(), TORCH_FN(bwd_out));
   }
 };
+template <PadMode M, int64_t N>
+struct PadBwd {
+  static constexpr const char* kName = M == PadMode::kReflect ? "reflection_pad_backward" : "replication_pad_backward";
+  static OutMeta meta(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef padding) {
+    return pad_backward_meta(M, N, grad, self, padding);
+  }
+  static void impl(const at::Tensor& gi, const OutMeta&, const at::Tensor& grad, const at::Tensor& self,
+                   c10::IntArrayRef padding) {
+    pad_backward_into(M, N, grad, self, padding, gi);
+  }
+};
+template <PadMode M, int64_t N>
+void register_pad(torch::Library& m) {
+  std::string name = mode_name(M) + std::to_string(N) + "d";
+  register_variants<PadFwd<M, N>>(m, {name, "", name + ".out"});
+  register_variants<PadBwd<M, N>>(m, {name + "_backward", "", name + "_backward.grad_input"});
+}
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("constant_pad_nd", constant_pad_nd);
-  Pad<PadMode::kReflect, 1>::reg(m);
-  Pad<PadMode::kReflect, 2>::reg(m);
-  Pad<PadMode::kReflect, 3>::reg(m);
-  Pad<PadMode::kReplicate, 1>::reg(m);
-  Pad<PadMode::kReplicate, 2>::reg(m);
-  Pad<PadMode::kReplicate, 3>::reg(m);
+  register_pad<PadMode::kReflect, 1>(m);
+  register_pad<PadMode::kReflect, 2>(m);
+  register_pad<PadMode::kReflect, 3>(m);
+  register_pad<PadMode::kReplicate, 1>(m);
+  register_pad<PadMode::kReplicate, 2>(m);
+  register_pad<PadMode::kReplicate, 3>(m);
 }
 
 }  // namespace

@@ -85,3 +85,29 @@ def test_pad_errors():
     both_raise(RuntimeError, lambda x: torch._C._nn.replication_pad2d(x, [1, 1, 1, 1]), torch.randn(2, 0, 3, 3))
     g = torch.randn(1, 2, 3, 5)
     both_raise(RuntimeError, lambda g, x: torch.ops.aten.reflection_pad2d_backward(g, x, [1, 1, 1, 1]), g, x)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+def test_channels_last_layout_and_out_dtype_like_cpu(mode):
+    # Results keep a channels-last input's layout, and gradients the input's,
+    # as on CPU; out= and grad_input= must have the right dtype.
+    for x, pad in ((torch.randn(2, 3, 6, 7).to(memory_format=torch.channels_last), (1, 2, 2, 1)),
+                   (torch.randn(2, 3, 4, 5, 6).to(memory_format=torch.channels_last_3d), (1, 1, 2, 1, 1, 2))):
+        xc, xt = x.clone().requires_grad_(), x.to(TPU).requires_grad_()
+        e, a = F.pad(xc, pad, mode=mode), F.pad(xt, pad, mode=mode)
+        assert a.stride() == e.stride(), (a.stride(), e.stride())
+        torch.testing.assert_close(a.cpu(), e.detach())
+        g = torch.randn(e.shape)
+        e.backward(g)
+        a.backward(g.to(TPU))
+        assert xt.grad.stride() == xc.grad.stride(), (xt.grad.stride(), xc.grad.stride())
+        torch.testing.assert_close(xt.grad.cpu(), xc.grad)
+    name = "reflection_pad2d" if mode == "reflect" else "replication_pad2d"
+    fwd, bwd = getattr(torch.ops.aten, name).out, getattr(torch.ops.aten, name + "_backward").grad_input
+    x, g = torch.randn(1, 2, 5, 6), torch.randn(1, 2, 8, 9)
+    check(lambda t, o: (fwd(t, [1, 2, 2, 1], out=o), o)[1], x, torch.empty(0))
+    check(lambda u, t, o: (bwd(u, t, [1, 2, 2, 1], grad_input=o), o)[1], g, x, torch.empty(0))
+    wrong = dict(dtype=torch.float64)
+    both_raise(RuntimeError, lambda t: fwd(t, [1, 2, 2, 1], out=torch.empty(0, device=t.device, **wrong)), x)
+    both_raise(RuntimeError, lambda u, t: bwd(u, t, [1, 2, 2, 1], grad_input=torch.empty(0, device=t.device, **wrong)),
+               g, x)
