@@ -109,21 +109,32 @@ Value scatter_dim(Builder& b, Value self, Value index, Value updates, int64_t di
   return b.reshape(res, shape);
 }
 
-at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad,
-                       at::Tensor& out) {
-  at::Tensor m = at::gather(meta_of(self), dim, meta_of(index));
-  check_structured_out(out, self.scalar_type());
-  prepare_out(out, m.sizes(), self.scalar_type(), "gather");
-  int64_t d = wrap_dim(dim, self.dim());
-  check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kGather);
-  record::OpCall call("gather");
-  call.attr(d);
-  call.input(self);
-  call.input(index);
-  call.output(out);
-  call.run([&](Builder& b, const Values& in) { return Values{gather_dim(b, in[0], in[1], d)}; });
-  return out;
-}
+struct DimMeta : OutMeta {
+  int64_t dim = 0;
+};
+
+// gather: out= must have self's dtype, as CPU's structured kernel.
+struct Gather {
+  static constexpr const char* kName = "gather";
+  static DimMeta meta(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
+    at::Tensor mg = at::gather(meta_of(self), dim, meta_of(index), sparse_grad);  // ATen's checks and shape
+    DimMeta m;
+    static_cast<OutMeta&>(m) = OutMeta{mg.sizes().vec(), self.scalar_type(), self.device(), OutDtype::kExact, false};
+    m.dim = wrap_dim(dim, self.dim());
+    return m;
+  }
+  static void impl(const at::Tensor& out, const DimMeta& m, const at::Tensor& self, int64_t, const at::Tensor& index,
+                   bool) {
+    const int64_t d = m.dim;
+    check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kGather);
+    record::OpCall call("gather");
+    call.attr(d);
+    call.input(self);
+    call.input(index);
+    call.output(out);
+    call.run([d](Builder& b, const Values& in) { return Values{gather_dim(b, in[0], in[1], d)}; });
+  }
+};
 
 // Shared by the scatter family: `src` is a tensor or a scalar value.
 void scatter_impl(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index, const Operand& src,
@@ -142,53 +153,76 @@ void scatter_impl(const char* name, const at::Tensor& self, int64_t dim, const a
   call.run([&](Builder& b, const Values& in) { return Values{scatter_dim(b, in[0], in[1], in[2], d, comb)}; });
 }
 
-at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
-                            at::Tensor& out) {
-  at::scatter(meta_of(self), dim, meta_of(index), meta_of(src));
-  prepare_out(out, self.sizes(), self.scalar_type(), "scatter");
-  scatter_impl("scatter", self, dim, index, src, std::nullopt, out);
-  return out;
-}
-at::Tensor& scatter_value_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const c10::Scalar& v,
-                              at::Tensor& out) {
-  at::scatter(meta_of(self), dim, meta_of(index), v);
-  prepare_out(out, self.sizes(), self.scalar_type(), "scatter");
-  scatter_impl("scatter", self, dim, index, v, std::nullopt, out);
-  return out;
-}
-at::Tensor& scatter_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
-                               c10::string_view reduce, at::Tensor& out) {
-  at::scatter(meta_of(self), dim, meta_of(index), meta_of(src), reduce);
-  prepare_out(out, self.sizes(), self.scalar_type(), "scatter");
-  scatter_impl("scatter", self, dim, index, src, combiner(reduce, to_elem(self.scalar_type())), out);
-  return out;
-}
-at::Tensor& scatter_value_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const c10::Scalar& v,
-                                     c10::string_view reduce, at::Tensor& out) {
-  at::scatter(meta_of(self), dim, meta_of(index), v, reduce);
-  prepare_out(out, self.sizes(), self.scalar_type(), "scatter");
-  scatter_impl("scatter", self, dim, index, v, combiner(reduce, to_elem(self.scalar_type())), out);
-  return out;
-}
-at::Tensor& scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
-                            at::Tensor& out) {
-  at::scatter_add(meta_of(self), dim, meta_of(index), meta_of(src));
-  prepare_out(out, self.sizes(), self.scalar_type(), "scatter_add");
-  scatter_impl("scatter_add", self, dim, index, src, combiner("add", to_elem(self.scalar_type())), out);
-  return out;
+// The scatter family writes self's shape and dtype, and out= must have
+// exactly that dtype (CPU's structured kernels); ATen's meta kernel checks
+// the arguments. In place, self is the out.
+OutMeta like_self(const at::Tensor& self) {
+  return OutMeta{self.sizes().vec(), self.scalar_type(), self.device(), OutDtype::kExact, false};
 }
 
-at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
-                                   c10::string_view reduce, bool include_self, at::Tensor& out) {
-  at::scatter_reduce(meta_of(self), dim, meta_of(index), meta_of(src), reduce, include_self);
-  prepare_out(out, self.sizes(), self.scalar_type(), "scatter_reduce");
-  int64_t d = wrap_dim(dim, self.dim());
-  check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kGather);
-  ElemType e = to_elem(self.scalar_type());
-  record_reduce_into("scatter_reduce", self, d, index, src, reduce, include_self,
-                     combiner(reduce == "mean" ? "sum" : reduce, e), combiner("sum", e), scatter_dim, out);
-  return out;
-}
+// scatter.src / .value (Src a tensor or a number), without a reduction.
+template <class Src>
+struct Scatter {
+  static constexpr const char* kName = "scatter";
+  static OutMeta meta(const at::Tensor& self, int64_t dim, const at::Tensor& index, Src src) {
+    if constexpr (std::is_same_v<Src, const at::Tensor&>)
+      at::scatter(meta_of(self), dim, meta_of(index), meta_of(src));
+    else
+      at::scatter(meta_of(self), dim, meta_of(index), src);
+    return like_self(self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                   Src src) {
+    scatter_impl("scatter", self, dim, index, src, std::nullopt, out);
+  }
+};
+
+// scatter.reduce / .value_reduce ("add" or "multiply").
+template <class Src>
+struct ScatterReduce {
+  static constexpr const char* kName = "scatter";
+  static OutMeta meta(const at::Tensor& self, int64_t dim, const at::Tensor& index, Src src, c10::string_view reduce) {
+    if constexpr (std::is_same_v<Src, const at::Tensor&>)
+      at::scatter(meta_of(self), dim, meta_of(index), meta_of(src), reduce);
+    else
+      at::scatter(meta_of(self), dim, meta_of(index), src, reduce);
+    return like_self(self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                   Src src, c10::string_view reduce) {
+    scatter_impl("scatter", self, dim, index, src, combiner(reduce, to_elem(self.scalar_type())), out);
+  }
+};
+
+struct ScatterAdd {
+  static constexpr const char* kName = "scatter_add";
+  static OutMeta meta(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+    at::scatter_add(meta_of(self), dim, meta_of(index), meta_of(src));
+    return like_self(self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                   const at::Tensor& src) {
+    scatter_impl("scatter_add", self, dim, index, src, combiner("add", to_elem(self.scalar_type())), out);
+  }
+};
+
+// scatter_reduce.two: sum, prod, mean, amax and amin, with or without self.
+struct ScatterReduceTwo {
+  static constexpr const char* kName = "scatter_reduce";
+  static OutMeta meta(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                      c10::string_view reduce, bool include_self) {
+    at::scatter_reduce(meta_of(self), dim, meta_of(index), meta_of(src), reduce, include_self);
+    return like_self(self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                   const at::Tensor& src, c10::string_view reduce, bool include_self) {
+    int64_t d = wrap_dim(dim, self.dim());
+    check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kGather);
+    ElemType e = to_elem(self.scalar_type());
+    record_reduce_into("scatter_reduce", self, d, index, src, reduce, include_self,
+                       combiner(reduce == "mean" ? "sum" : reduce, e), combiner("sum", e), scatter_dim, out);
+  }
+};
 
 // --- index_select / index_add / index_copy / index_fill --------------------------
 
@@ -280,45 +314,54 @@ struct IndexSelect : SameDtypeSelection<IndexSelect> {
   }
 };
 
-at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                          const c10::Scalar& alpha, at::Tensor& out) {
-  at::index_add(meta_of(self), dim, meta_of(index), meta_of(source), alpha);
-  prepare_out(out, self.sizes(), self.scalar_type(), "index_add");
-  int64_t d = wrap_dim(dim, self.dim());
-  check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kSelect);
-  record::OpCall call("index_add");
-  call.attr(d);
-  call.input(self);
-  call.input(index);
-  call.input(source);
-  call.scalar(alpha, self.scalar_type());
-  call.output(out);
-  call.run([&](Builder& b, const Values& in) {
-    ElemType e = b.elem(in[0]);
-    Value src = b.convert(in[2], e);
-    Value upd = e == ElemType::kPred ? b.and_(src, b.broadcast_to(in[3], b.dims(src)))
-                                     : b.mul(src, b.broadcast_to(in[3], b.dims(src)));
-    return Values{scatter_slices(b, in[0], in[1], upd, d, combiner("add", e))};
-  });
-  return out;
-}
+struct IndexAdd {
+  static constexpr const char* kName = "index_add";
+  static OutMeta meta(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                      const c10::Scalar& alpha) {
+    at::index_add(meta_of(self), dim, meta_of(index), meta_of(source), alpha);
+    return like_self(self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                   const at::Tensor& source, const c10::Scalar& alpha) {
+    int64_t d = wrap_dim(dim, self.dim());
+    check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kSelect);
+    record::OpCall call("index_add");
+    call.attr(d);
+    call.input(self);
+    call.input(index);
+    call.input(source);
+    call.scalar(alpha, self.scalar_type());
+    call.output(out);
+    call.run([d](Builder& b, const Values& in) {
+      ElemType e = b.elem(in[0]);
+      Value src = b.convert(in[2], e);
+      Value upd = e == ElemType::kPred ? b.and_(src, b.broadcast_to(in[3], b.dims(src)))
+                                       : b.mul(src, b.broadcast_to(in[3], b.dims(src)));
+      return Values{scatter_slices(b, in[0], in[1], upd, d, combiner("add", e))};
+    });
+  }
+};
 
-at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                           at::Tensor& out) {
-  at::index_copy(meta_of(self), dim, meta_of(index), meta_of(source));
-  prepare_out(out, self.sizes(), self.scalar_type(), "index_copy");
-  int64_t d = wrap_dim(dim, self.dim());
-  check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kSelect);
-  record::OpCall call("index_copy");
-  call.attr(d);
-  call.input(self);
-  call.input(index);
-  call.input(source);
-  call.output(out);
-  call.run(
-      [&](Builder& b, const Values& in) { return Values{scatter_slices(b, in[0], in[1], in[2], d, std::nullopt)}; });
-  return out;
-}
+struct IndexCopy {
+  static constexpr const char* kName = "index_copy";
+  static OutMeta meta(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
+    at::index_copy(meta_of(self), dim, meta_of(index), meta_of(source));
+    return like_self(self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                   const at::Tensor& source) {
+    int64_t d = wrap_dim(dim, self.dim());
+    check_index_range(index, d, self.dim() == 0 ? 1 : self.size(d), IndexErrorStyle::kSelect);
+    record::OpCall call("index_copy");
+    call.attr(d);
+    call.input(self);
+    call.input(index);
+    call.input(source);
+    call.output(out);
+    call.run(
+        [d](Builder& b, const Values& in) { return Values{scatter_slices(b, in[0], in[1], in[2], d, std::nullopt)}; });
+  }
+};
 
 at::Tensor& index_fill_impl(at::Tensor& self, int64_t dim, const at::Tensor& index, const Operand& value) {
   TORCH_CHECK_INDEX(index.dim() <= 1, "Index has to be a vector/scalar");
@@ -830,15 +873,17 @@ at::Tensor nonzero_static(const at::Tensor& self, c10::SymInt size, int64_t fill
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<IndexSelect>(m, {"index_select", "", "index_select.out"});
-  m.impl("gather.out", gather_out);
-  m.impl("scatter.src_out", scatter_src_out);
-  m.impl("scatter.value_out", scatter_value_out);
-  m.impl("scatter.reduce_out", scatter_reduce_out);
-  m.impl("scatter.value_reduce_out", scatter_value_reduce_out);
-  m.impl("scatter_add.out", scatter_add_out);
-  m.impl("scatter_reduce.two_out", scatter_reduce_two_out);
-  m.impl("index_add.out", index_add_out);
-  m.impl("index_copy.out", index_copy_out);
+  using T = const at::Tensor&;
+  using S = const c10::Scalar&;
+  register_variants<Gather>(m, {"gather", "", "gather.out"});
+  register_variants<Scatter<T>>(m, {"scatter.src", "scatter_.src", "scatter.src_out"});
+  register_variants<Scatter<S>>(m, {"scatter.value", "scatter_.value", "scatter.value_out"});
+  register_variants<ScatterReduce<T>>(m, {"scatter.reduce", "scatter_.reduce", "scatter.reduce_out"});
+  register_variants<ScatterReduce<S>>(m, {"scatter.value_reduce", "scatter_.value_reduce", "scatter.value_reduce_out"});
+  register_variants<ScatterAdd>(m, "scatter_add");
+  register_variants<ScatterReduceTwo>(m, {"scatter_reduce.two", "scatter_reduce_.two", "scatter_reduce.two_out"});
+  register_variants<IndexAdd>(m, "index_add");
+  register_variants<IndexCopy>(m, "index_copy");
   m.impl("index_fill_.int_Scalar", index_fill_scalar);
   m.impl("index_fill_.int_Tensor", index_fill_tensor);
   m.impl("masked_fill_.Scalar", masked_fill_scalar);

@@ -329,3 +329,42 @@ def test_selection_out_forms_match_cpu(op):
         torch.testing.assert_close(out_tpu.cpu(), out_cpu)
     both_raise(RuntimeError, lambda t, o: call(t, out=o), x, torch.empty(0, dtype=torch.int64))
 
+
+
+@pytest.mark.parametrize("name", ["gather", "scatter", "scatter_value", "scatter_reduce", "scatter_add",
+                                  "scatter_reduce_two", "index_add", "index_copy"])
+def test_gather_scatter_index_forms(name):
+    # Each op's functional, in-place (on a transposed view) and out= forms
+    # against CPU; out= of another dtype raises, as CPU's structured kernels do.
+    x = torch.randn(4, 5)
+    idx = torch.tensor([[0, 1, 2], [2, 3, 4], [1, 1, 0], [4, 0, 3]])
+    src = torch.randn(4, 3)
+    rows, rsrc = torch.tensor([3, 0, 3]), torch.randn(3, 5)
+    fns = {
+        "gather": (lambda a, o=None: torch.gather(a, 1, idx.to(a.device), out=o), None),
+        "scatter": (lambda a, o=None: torch.scatter(a, 1, idx.to(a.device), src.to(a.device), out=o),
+                    lambda a: a.scatter_(1, idx.to(a.device), src.to(a.device))),
+        "scatter_value": (lambda a, o=None: torch.scatter(a, 1, idx.to(a.device), 2.5, out=o),
+                          lambda a: a.scatter_(1, idx.to(a.device), 2.5)),
+        "scatter_reduce": (lambda a, o=None: torch.scatter(a, 1, idx.to(a.device), src.to(a.device), reduce="add",
+                                                           out=o),
+                           lambda a: a.scatter_(1, idx.to(a.device), src.to(a.device), reduce="multiply")),
+        "scatter_add": (lambda a, o=None: torch.scatter_add(a, 1, idx.to(a.device), src.to(a.device), out=o),
+                        lambda a: a.scatter_add_(1, idx.to(a.device), src.to(a.device))),
+        "scatter_reduce_two": (lambda a, o=None: torch.scatter_reduce(a, 1, idx.to(a.device), src.to(a.device),
+                                                                      "amax", out=o),
+                               lambda a: a.scatter_reduce_(1, idx.to(a.device), src.to(a.device), "mean",
+                                                           include_self=False)),
+        "index_add": (lambda a, o=None: torch.index_add(a, 0, rows.to(a.device), rsrc.to(a.device), alpha=2, out=o),
+                      lambda a: a.index_add_(0, rows.to(a.device), rsrc.to(a.device))),
+        "index_copy": (lambda a, o=None: torch.index_copy(a, 0, torch.tensor([3, 0, 1]).to(a.device),
+                                                          rsrc.to(a.device), out=o),
+                       lambda a: a.index_copy_(0, torch.tensor([3, 0, 1]).to(a.device), rsrc.to(a.device))),
+    }
+    fn, inplace = fns[name]
+    check(lambda a: fn(a), x)
+    check(lambda a, o: (fn(a, o), o)[1], x, torch.empty(0))
+    both_raise(RuntimeError, lambda a: fn(a, torch.empty(0, dtype=torch.float64, device=a.device)), x)
+    if inplace is not None:
+        xt = x.t().contiguous()  # in place on a transposed view of it
+        check(lambda a: (inplace(a.t()), a)[1], xt)
