@@ -173,16 +173,18 @@ struct NormalTensorFloat {
   }
 };
 
-at::Tensor& normal_ft_out(double mean, const at::Tensor& std, std::optional<at::Generator> gen, at::Tensor& out) {
-  check_normal_tensor(std, "std");
-  prepare_out(out, std.sizes(), std.scalar_type(), "normal");
-  normal_into(out, c10::Scalar(mean), std, gen, 2);
-  return out;
-}
-at::Tensor normal_ft(double mean, const at::Tensor& std, std::optional<at::Generator> gen) {
-  at::Tensor out = empty_like_tpu(std);
-  return normal_ft_out(mean, std, gen, out);
-}
+// normal(float mean, Tensor std): the number comes first.
+struct NormalFloatTensor {
+  static constexpr const char* kName = "normal";
+  static OutMeta meta(double, const at::Tensor& std, std::optional<at::Generator>) {
+    check_normal_tensor(std, "std");
+    return OutMeta{std.sizes().vec(), std.scalar_type(), std.device(), OutDtype::kCastable, false};
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, double mean, const at::Tensor& std,
+                   std::optional<at::Generator> gen) {
+    normal_into(out, c10::Scalar(mean), std, gen, 2);
+  }
+};
 
 // normal(Tensor mean, Tensor std): over their broadcast shape.
 struct NormalTensorTensor {
@@ -485,78 +487,88 @@ at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor
 
 // --- multinomial -------------------------------------------------------------------------
 
-at::Tensor& multinomial_out(const at::Tensor& self, int64_t num_samples, bool replacement,
-                            std::optional<at::Generator> gen, at::Tensor& out) {
-  TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
-              "multinomial only supports floating-point dtypes for input, got: ", self.scalar_type());
-  TORCH_CHECK(num_samples > 0, "cannot sample n_sample <= 0 samples");
-  int64_t cats = self.size(-1);
-  TORCH_CHECK(replacement || num_samples <= cats,
-              "cannot sample n_sample > prob_dist.size(-1) samples without "
-              "replacement");
-  TORCH_CHECK(cats <= (int64_t(1) << 24), "number of categories cannot exceed 2^24");
-  TORCH_CHECK(out.scalar_type() == c10::kLong, "multinomial expects Long tensor out, got: ", out.scalar_type());
-  std::vector<int64_t> oshape =
-      self.dim() == 1 ? std::vector<int64_t>{num_samples} : std::vector<int64_t>{self.size(0), num_samples};
-  at::native::resize_output(out, oshape);
-  int64_t rows = self.dim() == 1 ? 1 : self.size(0);
-  if (out.numel() == 0) return out;
-  int64_t words = replacement ? rows * num_samples : rows * cats;
-  TpuGeneratorImpl* g = get_generator(gen, self.device().index());
-  uint64_t seed, offset;
-  {
-    std::lock_guard<std::mutex> lock(g->mutex_);
-    seed = g->current_seed();
-    offset = g->advance((words + 3) / 4 * 4);  // rng_state below records the same count
+// `rows` x `num_samples` category indices drawn from probs' rows, from the
+// philox state (seed, offset).
+Value multinomial_lower(Builder& b, Value seed, Value offset, Value probs, ElemType e, int64_t rows, int64_t cats,
+                        int64_t num_samples, bool replacement, const Dims& oshape) {
+  Value p = b.reshape(b.convert(probs, e), {rows, cats});
+  Dims ud = replacement ? Dims{rows, num_samples} : Dims{rows, cats};
+  Value st = b.concatenate({b.reshape(b.bitcast_convert(seed, ElemType::kU64), {1}),
+                            b.reshape(b.bitcast_convert(offset, ElemType::kU64), {1})},
+                           0);
+  Value bits = b.rng_bit_generator(st, ud, ElemType::kU32)[1];
+  Value top = b.shr_logical(bits, b.constant(9, ElemType::kU32, ud));
+  // Uniform in (0, 1): (k + 0.5) / 2^23, exact in f32.
+  Value u = b.mul(b.add(b.convert(top, e), b.constant(0.5, e, ud)), b.constant(std::ldexp(1.0, -23), e, ud));
+  Value res;
+  if (replacement) {
+    // Category = number of CDF entries <= u * total; zero-probability
+    // categories have an empty interval and are never picked.
+    Value cdf = cumsum(b, p, 1);
+    Value total = b.slice(cdf, {0, cats - 1}, {rows, cats}, {1, 1});
+    Value ut = b.mul(u, b.broadcast_in_dim(b.reshape(total, {rows}), ud, {0}));
+    Dims d3{rows, num_samples, cats};
+    Value le = b.compare(b.broadcast_in_dim(cdf, d3, {0, 2}), b.broadcast_in_dim(ut, d3, {0, 1}), Direction::kLe);
+    Value cnt = b.reduce(b.convert(le, kS64), zero(b, kS64), {2}, BinaryOp::kAdd);
+    // Rounding can put u * total at the very top: take the last positive category.
+    Value pos = b.compare(p, zero(b, e, {rows, cats}), Direction::kGt);
+    Value last = b.reduce(b.select(pos, b.iota({rows, cats}, 1, kS64), b.constant(-1, kS64, {rows, cats})),
+                          lowest(b, kS64), {1}, BinaryOp::kMax);
+    res = b.min(cnt, b.broadcast_in_dim(last, ud, {0}));
+  } else {
+    // Gumbel top-k: log p - log(-log u); zero-probability keys are -inf.
+    Value gumbel = b.neg(b.log(b.neg(b.log(u))));
+    Value key = b.add(b.log(p), gumbel);
+    Values s = b.sort({key, b.iota(ud, 1, kS64)}, 1, true);
+    res = b.slice(s[1], {0, 0}, {rows, num_samples}, {1, 1});
   }
-  record::OpCall call("multinomial");
-  call.attr(num_samples).attr(replacement);
-  call.rng_state(g, seed, offset, (words + 3) / 4 * 4);
-  call.input(self);
-  call.output(out);
-  call.run([&](Builder& b, const Values& in) {
+  return b.reshape(res, oshape);
+}
+
+struct Multinomial {
+  static constexpr const char* kName = "multinomial";
+  static OutMeta meta(const at::Tensor& self, int64_t num_samples, bool replacement, std::optional<at::Generator>) {
+    TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
+    TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+                "multinomial only supports floating-point dtypes for input, got: ", self.scalar_type());
+    TORCH_CHECK(num_samples > 0, "cannot sample n_sample <= 0 samples");
+    int64_t cats = self.size(-1);
+    TORCH_CHECK(replacement || num_samples <= cats,
+                "cannot sample n_sample > prob_dist.size(-1) samples without "
+                "replacement");
+    TORCH_CHECK(cats <= (int64_t(1) << 24), "number of categories cannot exceed 2^24");
+    std::vector<int64_t> oshape =
+        self.dim() == 1 ? std::vector<int64_t>{num_samples} : std::vector<int64_t>{self.size(0), num_samples};
+    return OutMeta{oshape, c10::kLong, self.device(), OutDtype::kOwn, false};
+  }
+  static void check_out(const at::Tensor& out, const OutMeta&, const at::Tensor&, int64_t, bool,
+                        std::optional<at::Generator>) {
+    TORCH_CHECK(out.scalar_type() == c10::kLong, "multinomial expects Long tensor out, got: ", out.scalar_type());
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& self, int64_t num_samples,
+                   bool replacement, std::optional<at::Generator> gen) {
+    int64_t rows = self.dim() == 1 ? 1 : self.size(0), cats = self.size(-1);
+    if (out.numel() == 0) return;
+    Dims oshape(m.sizes.begin(), m.sizes.end());
     ElemType e = self.scalar_type() == c10::kDouble ? ElemType::kF64 : ElemType::kF32;
-    Value p = b.reshape(b.convert(in[2], e), {rows, cats});
-    Dims ud = replacement ? Dims{rows, num_samples} : Dims{rows, cats};
-    Value st = b.concatenate({b.reshape(b.bitcast_convert(in[0], ElemType::kU64), {1}),
-                              b.reshape(b.bitcast_convert(in[1], ElemType::kU64), {1})},
-                             0);
-    Value bits = b.rng_bit_generator(st, ud, ElemType::kU32)[1];
-    Value top = b.shr_logical(bits, b.constant(9, ElemType::kU32, ud));
-    // Uniform in (0, 1): (k + 0.5) / 2^23, exact in f32.
-    Value u = b.mul(b.add(b.convert(top, e), b.constant(0.5, e, ud)), b.constant(std::ldexp(1.0, -23), e, ud));
-    Value res;
-    if (replacement) {
-      // Category = number of CDF entries <= u * total; zero-probability
-      // categories have an empty interval and are never picked.
-      Value cdf = cumsum(b, p, 1);
-      Value total = b.slice(cdf, {0, cats - 1}, {rows, cats}, {1, 1});
-      Value ut = b.mul(u, b.broadcast_in_dim(b.reshape(total, {rows}), ud, {0}));
-      Dims d3{rows, num_samples, cats};
-      Value le = b.compare(b.broadcast_in_dim(cdf, d3, {0, 2}), b.broadcast_in_dim(ut, d3, {0, 1}), Direction::kLe);
-      Value cnt = b.reduce(b.convert(le, kS64), zero(b, kS64), {2}, BinaryOp::kAdd);
-      // Rounding can put u * total at the very top: take the last positive category.
-      Value pos = b.compare(p, zero(b, e, {rows, cats}), Direction::kGt);
-      Value last = b.reduce(b.select(pos, b.iota({rows, cats}, 1, kS64), b.constant(-1, kS64, {rows, cats})),
-                            lowest(b, kS64), {1}, BinaryOp::kMax);
-      res = b.min(cnt, b.broadcast_in_dim(last, ud, {0}));
-    } else {
-      // Gumbel top-k: log p - log(-log u); zero-probability keys are -inf.
-      Value gumbel = b.neg(b.log(b.neg(b.log(u))));
-      Value key = b.add(b.log(p), gumbel);
-      Values s = b.sort({key, b.iota(ud, 1, kS64)}, 1, true);
-      res = b.slice(s[1], {0, 0}, {rows, num_samples}, {1, 1});
+    int64_t words = replacement ? rows * num_samples : rows * cats;
+    TpuGeneratorImpl* g = get_generator(gen, self.device().index());
+    uint64_t seed, offset;
+    {
+      std::lock_guard<std::mutex> lock(g->mutex_);
+      seed = g->current_seed();
+      offset = g->advance((words + 3) / 4 * 4);  // rng_state below records the same count
     }
-    return Values{b.reshape(res, Dims(oshape.begin(), oshape.end()))};
-  });
-  return out;
-}
-at::Tensor multinomial(const at::Tensor& self, int64_t num_samples, bool replacement,
-                       std::optional<at::Generator> gen) {
-  at::Tensor out = empty_tpu({0}, c10::kLong, self.device());
-  return multinomial_out(self, num_samples, replacement, gen, out);
-}
+    record::OpCall call("multinomial");
+    call.attr(num_samples).attr(replacement);
+    call.rng_state(g, seed, offset, (words + 3) / 4 * 4);
+    call.input(self);
+    call.output(out);
+    call.run([&](Builder& b, const Values& in) {
+      return Values{multinomial_lower(b, in[0], in[1], in[2], e, rows, cats, num_samples, replacement, oshape)};
+    });
+  }
+};
 
 // --- poisson -------------------------------------------------------------------------------
 // Knuth's product method below rate 10, on a fixed 48 uniforms per element
@@ -639,8 +651,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("uniform_", uniform_);
   m.impl("normal_", normal_);
   register_variants<NormalTensorFloat>(m, {"normal.Tensor_float", "", "normal.Tensor_float_out"});
-  m.impl("normal.float_Tensor", normal_ft);
-  m.impl("normal.float_Tensor_out", normal_ft_out);
+  register_variants<NormalFloatTensor>(m, {"normal.float_Tensor", "", "normal.float_Tensor_out"});
   register_variants<NormalTensorTensor>(m, {"normal.Tensor_Tensor", "", "normal.Tensor_Tensor_out"});
   m.impl("log_normal_", log_normal_);
   m.impl("exponential_", exponential_);
@@ -653,8 +664,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bernoulli_.Tensor", bernoulli_tensor);
   m.impl("bernoulli.out", bernoulli_out);
   m.impl("randperm.generator_out", randperm_out);
-  m.impl("multinomial", multinomial);
-  m.impl("multinomial.out", multinomial_out);
+  register_variants<Multinomial>(m, {"multinomial", "", "multinomial.out"});
   m.impl("poisson", poisson);
 }
 

@@ -377,3 +377,25 @@ def test_normal_out_forms_follow_cpu():
         assert out.shape == (2, 300)
         assert abs(out.cpu().std().item() - 2.0) < 0.15
         both_raise(RuntimeError, lambda o, *a: torch.normal(*a, out=o), torch.empty(0, dtype=torch.int64), *args)
+
+
+def test_multinomial_and_normal_out_forms():
+    # out= forms: the same draws as the functional form under the same seed;
+    # multinomial's out= must be int64, as on CPU.
+    p = torch.tensor([[0.1, 0.6, 0.3], [0.5, 0.5, 0.0]], device=TPU)
+    torch.manual_seed(7)
+    expected = torch.multinomial(p, 5, replacement=True).cpu()
+    out = torch.empty(0, dtype=torch.long, device=TPU)
+    torch.manual_seed(7)
+    assert torch.multinomial(p, 5, replacement=True, out=out) is out
+    torch.testing.assert_close(out.cpu(), expected)
+    for dev in ("cpu", TPU):
+        with pytest.raises(RuntimeError):
+            torch.multinomial(p.to(dev), 2, out=torch.empty(0, dtype=torch.int32, device=dev))
+    std = torch.tensor([0.5, 1.0, 2.0], device=TPU)
+    torch.manual_seed(3)
+    expected = torch.normal(1.0, std).cpu()
+    o = torch.empty(0, device=TPU)
+    torch.manual_seed(3)
+    assert torch.normal(1.0, std, out=o) is o
+    torch.testing.assert_close(o.cpu(), expected)
