@@ -25,9 +25,11 @@
 #include <torch/library.h>
 
 #include <optional>
+#include <array>
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ops/common.h"
@@ -70,7 +72,7 @@ inline void layout_from(std::vector<int64_t>& strides, bool& decided, c10::IntAr
 template <class T>
 void layout_from(std::vector<int64_t>&, bool&, c10::IntArrayRef, const T&) {}
 
-// A two-result op's result: contiguous, or with the strides its meta gives.
+// A several-result op's result: contiguous, or with the strides its meta gives.
 inline at::Tensor empty_result(const OutMeta& m) {
   if (m.strides.empty()) return empty_tpu(m.sizes, m.dtype, m.device);
   return at::empty_strided(m.sizes, m.strides, at::TensorOptions().dtype(m.dtype).device(m.device));
@@ -135,50 +137,67 @@ struct Variants {
   }
 };
 
-// Ops with two results: values and indices (max.dim, sort, topk, kthvalue,
-// max_pool2d_with_indices), or min and max (aminmax). meta returns a
-// PairMeta (or a struct deriving from it) describing each result; impl
-// writes both. There is no in-place form. out= checks and resizes the first
-// result's tensor by its OutDtype rule, then the second's, as CPU's
-// structured kernels do. An op's own rule for the out
-// tensors goes in
-//   static void check_out(const at::Tensor& first, const at::Tensor& second, const M& m,
-//                         const at::Tensor& self, Args... args);
+// Ops with several results: values and indices (max.dim, sort, topk,
+// kthvalue, max_pool2d_with_indices), min and max (aminmax), a factor and
+// its info code (linalg_cholesky_ex), or more (linalg_lu: P, L, U). meta
+// returns a ResultsMeta<N> (or a struct deriving from it) describing each
+// result; impl writes them all. There is no in-place form. out= checks and
+// resizes each result's tensor by its OutDtype rule, in order, as CPU's
+// structured kernels do. The functional results are contiguous unless meta
+// gives their strides. impl is
+//   static void impl(const at::Tensor& r0, ..., const at::Tensor& rN_1, const M& m,
+//                    const at::Tensor& self, Args... args);
+// and an op's own rule for the out tensors goes in
+//   static void check_out(const at::Tensor& r0, ..., const M& m, const at::Tensor& self, Args... args);
 // which runs in place of the per-result dtype checks.
-struct PairMeta {
-  OutMeta first, second;
+template <size_t N>
+struct ResultsMeta {
+  std::array<OutMeta, N> results;
 };
+using PairMeta = ResultsMeta<2>;
 
 // Values in self's dtype and int64 indices, each out= of exactly that dtype
 // (max.dim, sort, topk, kthvalue: CPU's structured kernels).
 inline PairMeta values_and_indices(const at::Tensor& self, const std::vector<int64_t>& sizes) {
   PairMeta m;
-  m.first = OutMeta{sizes, self.scalar_type(), self.device(), OutDtype::kExact, false};
-  m.second = OutMeta{sizes, c10::kLong, self.device(), OutDtype::kExact, false};
+  m.results[0] = OutMeta{sizes, self.scalar_type(), self.device(), OutDtype::kExact, false};
+  m.results[1] = OutMeta{sizes, c10::kLong, self.device(), OutDtype::kExact, false};
   return m;
 }
 
-template <class Op, class... Args>
-struct PairVariants {
+namespace detail {
+template <size_t I>
+using TensorRef = at::Tensor&;
+template <size_t I>
+using TensorValue = at::Tensor;
+// N of the ResultsMeta<N> that M derives from.
+template <size_t N>
+constexpr size_t result_count(const ResultsMeta<N>*) {
+  return N;
+}
+}  // namespace detail
+
+template <class Op, class Seq, class... Args>
+struct MultiVariants;
+template <class Op, size_t... I, class... Args>
+struct MultiVariants<Op, std::index_sequence<I...>, Args...> {
   static constexpr bool kHasInplace = false;
-  static std::tuple<at::Tensor, at::Tensor> functional(const at::Tensor& self, Args... args) {
+  static std::tuple<detail::TensorValue<I>...> functional(const at::Tensor& self, Args... args) {
     auto m = Op::meta(self, args...);
-    at::Tensor a = detail::empty_result(m.first), b = detail::empty_result(m.second);
-    Op::impl(a, b, m, self, args...);
-    return {a, b};
+    std::array<at::Tensor, sizeof...(I)> r{detail::empty_result(m.results[I])...};
+    Op::impl(r[I]..., m, self, args...);
+    return {r[I]...};
   }
-  static std::tuple<at::Tensor&, at::Tensor&> out(const at::Tensor& self, Args... args, at::Tensor& a, at::Tensor& b) {
+  static std::tuple<detail::TensorRef<I>...> out(const at::Tensor& self, Args... args, detail::TensorRef<I>... outs) {
     auto m = Op::meta(self, args...);
-    if constexpr (requires { Op::check_out(a, b, m, self, args...); }) {
-      Op::check_out(a, b, m, self, args...);
-      at::native::resize_output(a, m.first.sizes);
-      at::native::resize_output(b, m.second.sizes);
+    if constexpr (requires { Op::check_out(outs..., m, self, args...); }) {
+      Op::check_out(outs..., m, self, args...);
+      (at::native::resize_output(outs, m.results[I].sizes), ...);
     } else {
-      detail::check_and_resize_out(a, m.first, Op::kName);
-      detail::check_and_resize_out(b, m.second, Op::kName);
+      (detail::check_and_resize_out(outs, m.results[I], Op::kName), ...);
     }
-    Op::impl(a, b, m, self, args...);
-    return {a, b};
+    Op::impl(outs..., m, self, args...);
+    return {outs...};
   }
 };
 
@@ -187,10 +206,11 @@ template <class Op, class M, class Self, class... Args>
   requires std::is_base_of_v<OutMeta, M>
 Variants<Op, Self, Args...> variants_of(M (*)(Self, Args...));
 template <class Op, class M, class... Args>
-  requires std::is_base_of_v<PairMeta, M>
-PairVariants<Op, Args...> variants_of(M (*)(const at::Tensor&, Args...));
+  requires requires(const M* m) { result_count(m); }
+MultiVariants<Op, std::make_index_sequence<result_count(static_cast<const M*>(nullptr))>, Args...> variants_of(
+    M (*)(const at::Tensor&, Args...));
 }  // namespace detail
-// The Variants (or PairVariants) of `Op`, with the argument types of
+// The Variants (or MultiVariants) of `Op`, with the argument types of
 // Op::meta after self.
 template <class Op>
 using VariantsOf = decltype(detail::variants_of<Op>(&Op::meta));
@@ -207,7 +227,7 @@ struct VariantNames {
       : functional(std::move(f)), inplace(std::move(i)), out(std::move(o)) {}
 };
 
-// Registers the forms whose names are non-empty. A two-result op has no
+// Registers the forms whose names are non-empty. A several-result op has no
 // in-place form: its names are {functional, "", out}; nor has an op whose
 // first argument is a number.
 template <class Op>

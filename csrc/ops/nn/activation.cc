@@ -534,15 +534,15 @@ struct PreluKernelBackward {
   static constexpr const char* kName = "_prelu_kernel_backward";
   static PairMeta meta(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& weight) {
     PairMeta m;
-    m.first = OutMeta{broadcast_shape({grad, self, weight}), at::result_type(self, weight), self.device()};
-    m.second = m.first;
+    m.results[0] = OutMeta{broadcast_shape({grad, self, weight}), at::result_type(self, weight), self.device()};
+    m.results[1] = m.results[0];
     return m;
   }
   static void impl(const at::Tensor& gi, const at::Tensor& gw, const PairMeta& m, const at::Tensor& grad,
                    const at::Tensor& self, const at::Tensor& weight) {
-    auto ct = opmath(m.first.dtype);
+    auto ct = opmath(m.results[0].dtype);
     ElemType e = to_elem(ct);
-    Dims d(m.first.sizes.begin(), m.first.sizes.end());
+    Dims d(m.results[0].sizes.begin(), m.results[0].sizes.end());
     record::OpCall call(kName);
     call.attr(static_cast<int64_t>(ct));
     call.input(grad);
@@ -679,8 +679,8 @@ struct LogSigmoidForward {
   static PairMeta meta(const at::Tensor& self) {
     check_float(self, "log_sigmoid_cpu");
     PairMeta m;
-    m.first = OutMeta{self.sizes().vec(), self.scalar_type(), self.device(), OutDtype::kCastable, false};
-    m.second = OutMeta{{0}, self.scalar_type(), self.device(), OutDtype::kOwn, false};
+    m.results[0] = OutMeta{self.sizes().vec(), self.scalar_type(), self.device(), OutDtype::kCastable, false};
+    m.results[1] = OutMeta{{0}, self.scalar_type(), self.device(), OutDtype::kOwn, false};
     return m;
   }
   static void impl(const at::Tensor& output, const at::Tensor&, const PairMeta&, const at::Tensor& self) {

@@ -151,7 +151,7 @@ struct FractionalMaxPool {
                    c10::IntArrayRef k, c10::IntArrayRef os, const at::Tensor& samples) {
     if (out.numel() == 0) return;
     const Geometry& g = m.g;
-    const std::vector<int64_t>& shape = m.first.sizes;
+    const std::vector<int64_t>& shape = m.results[0].sizes;
     ElemType e = to_elem(self.scalar_type());
     record::OpCall call(pool_name<kNd>());
     call.attr(k).attr(os);

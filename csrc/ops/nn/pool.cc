@@ -431,8 +431,8 @@ struct MaxPool {
     auto [mo, mi] = N == 2 ? at::max_pool2d_with_indices(meta_of(self), kernel, stride, padding, dilation, ceil_mode)
                            : at::max_pool3d_with_indices(meta_of(self), kernel, stride, padding, dilation, ceil_mode);
     PoolPairMeta m;
-    m.first = like(mo, self.scalar_type(), self.device());
-    m.second = like(mi, c10::kLong, self.device());
+    m.results[0] = like(mo, self.scalar_type(), self.device());
+    m.results[1] = like(mi, c10::kLong, self.device());
     m.wins = regular_wins(self, mo.sizes(), N, kernel, stride, padding, dilation);
     return m;
   }
@@ -552,8 +552,8 @@ struct AdaptiveMax {
     auto [mo, mi] = N == 2 ? at::adaptive_max_pool2d(meta_of(self), output_size)
                            : at::adaptive_max_pool3d(meta_of(self), output_size);
     PoolPairMeta m;
-    m.first = like(mo, self.scalar_type(), self.device());
-    m.second = like(mi, c10::kLong, self.device());
+    m.results[0] = like(mo, self.scalar_type(), self.device());
+    m.results[1] = like(mi, c10::kLong, self.device());
     m.wins = adaptive_wins(self, mo.sizes(), N);
     return m;
   }

@@ -318,8 +318,8 @@ struct Frexp {
   static PairMeta meta(const at::Tensor& self) {
     TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "torch.frexp() only supports floating-point dtypes");
     PairMeta m;
-    m.first = OutMeta{self.sizes().vec(), self.scalar_type(), self.device()};
-    m.second = OutMeta{self.sizes().vec(), c10::kInt, self.device()};
+    m.results[0] = OutMeta{self.sizes().vec(), self.scalar_type(), self.device()};
+    m.results[1] = OutMeta{self.sizes().vec(), c10::kInt, self.device()};
     return m;
   }
   static void check_out(const at::Tensor& mantissa, const at::Tensor& exponent, const PairMeta&,

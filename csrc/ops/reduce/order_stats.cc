@@ -209,7 +209,7 @@ void stat_impl(const char* name, Kind kind, const at::Tensor& self, const StatMe
                const at::Tensor& values, const at::Tensor& indices) {
   if (self.numel() == 0) return;
   Dims in_shape(self.sizes().begin(), self.sizes().end());
-  Dims out_shape(m.first.sizes.begin(), m.first.sizes.end());
+  Dims out_shape(m.results[0].sizes.begin(), m.results[0].sizes.end());
   int64_t d = m.dim;
   record::OpCall call(name);
   call.attr(d).attr(static_cast<int64_t>(kind)).attr(k).attr(keepdim);

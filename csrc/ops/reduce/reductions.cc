@@ -509,8 +509,8 @@ struct VarMean {
                           const std::optional<c10::Scalar>& correction, bool keepdim) {
     ReduceMeta r = Var<kStd>::meta(self, dim, correction, keepdim);
     VarMeanMeta m;
-    m.first = r;
-    m.second = r;
+    m.results[0] = r;
+    m.results[1] = r;
     m.p = std::move(r.p);
     return m;
   }
@@ -780,8 +780,8 @@ struct Aminmax {
     AminmaxMeta m;
     m.dims = aminmax_dims(self, dim);
     std::vector<int64_t> sizes = self.dim() == 0 ? std::vector<int64_t>{} : plan(self, m.dims, keepdim).out_shape;
-    m.first = OutMeta{sizes, self.scalar_type(), self.device(), OutDtype::kExact, false};
-    m.second = m.first;
+    m.results[0] = OutMeta{sizes, self.scalar_type(), self.device(), OutDtype::kExact, false};
+    m.results[1] = m.results[0];
     return m;
   }
   static void impl(const at::Tensor& mn, const at::Tensor& mx, const AminmaxMeta& m, const at::Tensor& self,
