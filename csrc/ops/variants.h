@@ -165,6 +165,27 @@ inline PairMeta values_and_indices(const at::Tensor& self, const std::vector<int
   return m;
 }
 
+// A result shaped, typed and laid out as ATen's meta kernel gives it
+// (`meta`, a meta tensor; `dtype` overrides its dtype), out= of exactly its
+// dtype: CPU's structured kernels keep channels-last inputs' layouts
+// (pooling) and give linear algebra results column-major strides.
+inline OutMeta like_meta(const at::Tensor& meta, c10::Device device,
+                         std::optional<c10::ScalarType> dtype = std::nullopt) {
+  OutMeta o{meta.sizes().vec(), dtype.value_or(meta.scalar_type()), device, OutDtype::kExact, false};
+  o.strides = meta.strides().vec();
+  return o;
+}
+// The results of an op whose meta kernel returned `metas` (a tuple of meta
+// tensors), each as like_meta gives it.
+template <class... T>
+ResultsMeta<sizeof...(T)> results_like(const std::tuple<T...>& metas, c10::Device device) {
+  ResultsMeta<sizeof...(T)> m;
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    ((m.results[I] = like_meta(std::get<I>(metas), device)), ...);
+  }(std::index_sequence_for<T...>{});
+  return m;
+}
+
 namespace detail {
 template <size_t I>
 using TensorRef = at::Tensor&;

@@ -7,6 +7,13 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_linalg_check_errors.h>
+#include <ATen/ops/_linalg_det.h>
+#include <ATen/ops/_linalg_slogdet.h>
+#include <ATen/ops/_linalg_solve_ex.h>
+#include <ATen/ops/linalg_cholesky_ex.h>
+#include <ATen/ops/linalg_inv_ex.h>
+#include <ATen/ops/linalg_lu.h>
+#include <ATen/ops/linalg_lu_factor_ex.h>
 #include <torch/library.h>
 
 #include "ops/linalg/common.h"
@@ -397,16 +404,24 @@ void cholesky_into(const at::Tensor& A, bool upper, const at::Tensor& L, const a
   });
 }
 
-std::tuple<at::Tensor&, at::Tensor&> linalg_cholesky_ex_out(const at::Tensor& A, bool upper, bool check_errors,
-                                                            at::Tensor& L, at::Tensor& info) {
-  check_square(A, "linalg.cholesky");
-  check_floating(A, "linalg.cholesky", "cholesky_tpu");
-  prepare_linalg_out(L, A.sizes(), A.scalar_type(), "L");
-  prepare_linalg_out(info, batch_of(A), c10::kInt, "info");
-  cholesky_into(A, upper, L, info);
-  if (check_errors) at::_linalg_check_errors(info, "linalg.cholesky_ex", A.dim() == 2);
-  return {L, info};
-}
+// Each op below is declared once for its functional and out= forms
+// (ops/variants.h). Shapes, dtypes and layouts come from ATen's meta
+// kernels after tpu's own checks (the dtypes the lowerings support, with
+// CPU's messages), so results are column-major where CPU's are, and out=
+// must have exactly each result's dtype.
+struct CholeskyEx {
+  static constexpr const char* kName = "linalg_cholesky_ex";
+  static ResultsMeta<2> meta(const at::Tensor& A, bool upper, bool) {
+    check_square(A, "linalg.cholesky");
+    check_floating(A, "linalg.cholesky", "cholesky_tpu");
+    return results_like(at::linalg_cholesky_ex(meta_of(A), upper, false), A.device());
+  }
+  static void impl(const at::Tensor& L, const at::Tensor& info, const ResultsMeta<2>&, const at::Tensor& A, bool upper,
+                   bool check_errors) {
+    cholesky_into(A, upper, L, info);
+    if (check_errors) at::_linalg_check_errors(info, "linalg.cholesky_ex", A.dim() == 2);
+  }
+};
 
 // The deprecated torch.cholesky: an error, not an info code, where A is
 // not positive definite.
@@ -441,65 +456,66 @@ void lu_into(const at::Tensor& A, bool transposed, const at::Tensor& LUt, const 
   });
 }
 
-std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_lu_factor_ex_out(const at::Tensor& A, bool pivot,
-                                                                          bool check_errors, at::Tensor& LUt,
-                                                                          at::Tensor& piv, at::Tensor& info) {
-  TORCH_CHECK(A.dim() >= 2, "torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: ", A.sizes(),
-              " instead");
+void check_lu_input(const at::Tensor& A, bool pivot, const char* fn) {
+  TORCH_CHECK(A.dim() >= 2, fn, ": Expected tensor with 2 or more dimensions. Got size: ", A.sizes(), " instead");
   TORCH_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the TPU");
   TORCH_CHECK_NOT_IMPLEMENTED(A.scalar_type() == c10::kFloat || A.scalar_type() == c10::kDouble,
                               "\"lu_tpu\" not implemented for '", c10::toString(A.scalar_type()), "'");
-  int64_t m = A.size(-2), n = A.size(-1);
-  prepare_linalg_out(LUt, A.sizes(), A.scalar_type(), "LU");
-  prepare_linalg_out(piv, cat_shape(batch_of(A), {std::min(m, n)}), c10::kInt, "pivots");
-  prepare_linalg_out(info, batch_of(A), c10::kInt, "info");
-  if (A.numel() == 0) {
-    if (info.numel()) info.zero_();
-    return {LUt, piv, info};
-  }
-  lu_into(A, false, LUt, piv, info);
-  if (check_errors) at::_linalg_check_errors(info, "torch.linalg.lu_factor_ex", A.dim() == 2);
-  return {LUt, piv, info};
 }
 
-std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_lu_out(const at::Tensor& A, bool pivot, at::Tensor& P,
-                                                                at::Tensor& L, at::Tensor& U) {
-  TORCH_CHECK(A.dim() >= 2, "linalg.lu: Expected tensor with 2 or more dimensions. Got size: ", A.sizes(), " instead");
-  TORCH_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the TPU");
-  TORCH_CHECK_NOT_IMPLEMENTED(A.scalar_type() == c10::kFloat || A.scalar_type() == c10::kDouble,
-                              "\"lu_tpu\" not implemented for '", c10::toString(A.scalar_type()), "'");
-  int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
-  auto batch = batch_of(A);
-  prepare_linalg_out(P, cat_shape(batch, {m, m}), A.scalar_type(), "P");
-  prepare_linalg_out(L, cat_shape(batch, {m, k}), A.scalar_type(), "L");
-  prepare_linalg_out(U, cat_shape(batch, {k, n}), A.scalar_type(), "U");
-  if (A.numel() == 0) {
-    if (P.numel()) P.copy_(at::eye(m, A.options().device(c10::kCPU)).expand(P.sizes()));
-    if (L.numel()) L.zero_();
-    if (U.numel()) U.zero_();
-    return {P, L, U};
+struct LuFactorEx {
+  static constexpr const char* kName = "linalg_lu_factor_ex";
+  static ResultsMeta<3> meta(const at::Tensor& A, bool pivot, bool) {
+    check_lu_input(A, pivot, "torch.lu_factor");
+    return results_like(at::linalg_lu_factor_ex(meta_of(A), pivot, false), A.device());
   }
-  record::OpCall call("linalg_lu");
-  call.input(A);
-  call.output(P);
-  call.output(L);
-  call.output(U);
-  call.run([&](Builder& b, const Values& in) {
-    LU f = lu_factor(b, in[0]);
-    Dims d = b.dims(in[0]);
-    int64_t r = d.size();
-    ElemType t = b.elem(in[0]);
-    Dims start(r, 0), strides(r, 1), lim_l = d, lim_u = d;
-    lim_l[r - 1] = k;
-    lim_u[r - 2] = k;
-    Value l = b.slice(f.lu, start, lim_l, strides);
-    Dims ld = b.dims(l);
-    l = b.select(tri_mask(b, ld, true, -1), l, eye(b, t, ld));
-    Value u = keep_triangle(b, b.slice(f.lu, start, lim_u, strides), false);
-    return Values{b.convert(perm_matrix(b, f.perm, t), t), l, u};
-  });
-  return {P, L, U};
-}
+  static void impl(const at::Tensor& LUt, const at::Tensor& piv, const at::Tensor& info, const ResultsMeta<3>&,
+                   const at::Tensor& A, bool, bool check_errors) {
+    if (A.numel() == 0) {
+      if (info.numel()) info.zero_();
+      return;
+    }
+    lu_into(A, false, LUt, piv, info);
+    if (check_errors) at::_linalg_check_errors(info, "torch.linalg.lu_factor_ex", A.dim() == 2);
+  }
+};
+
+struct Lu {
+  static constexpr const char* kName = "linalg_lu";
+  static ResultsMeta<3> meta(const at::Tensor& A, bool pivot) {
+    check_lu_input(A, pivot, "linalg.lu");
+    return results_like(at::linalg_lu(meta_of(A), pivot), A.device());
+  }
+  static void impl(const at::Tensor& P, const at::Tensor& L, const at::Tensor& U, const ResultsMeta<3>&,
+                   const at::Tensor& A, bool) {
+    int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+    if (A.numel() == 0) {
+      if (P.numel()) P.copy_(at::eye(m, A.options().device(c10::kCPU)).expand(P.sizes()));
+      if (L.numel()) L.zero_();
+      if (U.numel()) U.zero_();
+      return;
+    }
+    record::OpCall call("linalg_lu");
+    call.input(A);
+    call.output(P);
+    call.output(L);
+    call.output(U);
+    call.run([&](Builder& b, const Values& in) {
+      LU f = lu_factor(b, in[0]);
+      Dims d = b.dims(in[0]);
+      int64_t r = d.size();
+      ElemType t = b.elem(in[0]);
+      Dims start(r, 0), strides(r, 1), lim_l = d, lim_u = d;
+      lim_l[r - 1] = k;
+      lim_u[r - 2] = k;
+      Value l = b.slice(f.lu, start, lim_l, strides);
+      Dims ld = b.dims(l);
+      l = b.select(tri_mask(b, ld, true, -1), l, eye(b, t, ld));
+      Value u = keep_triangle(b, b.slice(f.lu, start, lim_u, strides), false);
+      return Values{b.convert(perm_matrix(b, f.perm, t), t), l, u};
+    });
+  }
+};
 
 // CPU's det/slogdet factor A^T when A is contiguous (det(A^T) = det(A)); the
 // backward formulas assume the same, so LU/pivots must follow that choice.
@@ -511,167 +527,173 @@ std::vector<int64_t> broadcast_batch(const at::Tensor& x, const at::Tensor& y) {
   return at::infer_size(batch_of(x), batch_of(y));
 }
 
-std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_solve_ex_out(const at::Tensor& A,
-                                                                                   const at::Tensor& B, bool left,
-                                                                                   bool check_errors,
-                                                                                   at::Tensor& result, at::Tensor& LUt,
-                                                                                   at::Tensor& piv, at::Tensor& info) {
-  check_square(A, "linalg.solve");
-  check_floating(A, "linalg.solve", "linalg_solve_tpu");
-  TORCH_CHECK(A.scalar_type() == B.scalar_type(),
-              "linalg.solve: Expected A and B to have the same dtype, but found A of type ", A.scalar_type(),
-              " and B of type ", B.scalar_type(), " instead");
-  bool vector_case = B.dim() == 1 || (A.dim() - 1 == B.dim() && B.sizes().equals(A.sizes().slice(0, A.dim() - 1)));
-  at::Tensor B_ = vector_case ? B.unsqueeze(-1) : B;
-  int64_t n = A.size(-1);
-  if (left) {
-    TORCH_CHECK(B_.size(-2) == n, "linalg.solve: Incompatible shapes of A and B for the equation AX = B (", A.size(-2),
-                "x", n, " and ", B_.size(-2), "x", B_.size(-1), ")");
-  } else {
-    TORCH_CHECK(B_.size(-1) == n, "linalg.solve: Incompatible shapes of A and B for the equation XA = B (", A.size(-2),
-                "x", n, " and ", B_.size(-2), "x", B_.size(-1), ")");
-  }
-  auto batch = broadcast_batch(A, B_);
-  auto rshape = cat_shape(batch, {B_.size(-2), B_.size(-1)});
-  if (vector_case) rshape.pop_back();
-  prepare_linalg_out(result, rshape, A.scalar_type(), "result");
-  prepare_linalg_out(LUt, A.sizes(), A.scalar_type(), "LU");
-  prepare_linalg_out(piv, cat_shape(batch_of(A), {n}), c10::kInt, "pivots");
-  prepare_linalg_out(info, batch_of(A), c10::kInt, "info");
-  if (A.numel() == 0 || B_.numel() == 0) {
-    if (info.numel()) info.zero_();
-    if (result.numel()) result.zero_();
-    if (A.numel()) lu_into(A, false, LUt, piv, info);
-    if (check_errors) at::_linalg_check_errors(info, "torch.linalg.solve_ex", A.dim() == 2);
-    return {result, LUt, piv, info};
-  }
-  bool tr = false;
-  record::OpCall call("linalg_solve_ex");
-  call.attr(left).attr(tr).attr(vector_case).attr(c10::IntArrayRef(batch));
-  call.input(A);
-  call.input(B);
-  call.output(result);
-  call.output(LUt);
-  call.output(piv);
-  call.output(info);
-  call.run([&](Builder& b, const Values& in) {
-    LU f = lu_factor(b, tr ? mT(b, in[0]) : in[0]);
-    Value rhs = in[1];
-    if (vector_case) {
-      Dims d = b.dims(rhs);
-      d.push_back(1);
-      rhs = b.reshape(rhs, d);
-    }
-    rhs = expand_batch(b, rhs, batch, 2);
-    Value lu = expand_batch(b, f.lu, batch, 2), perm = expand_batch(b, f.perm, batch, 1);
-    Value x = left ? lu_solve(b, lu, perm, rhs, tr) : mT(b, lu_solve(b, lu, perm, mT(b, rhs), !tr));
-    if (vector_case) {
-      Dims d = b.dims(x);
-      d.pop_back();
-      x = b.reshape(x, d);
-    }
-    return Values{x, f.lu, f.piv, f.info};
-  });
-  if (check_errors) at::_linalg_check_errors(info, "torch.linalg.solve_ex", A.dim() == 2);
-  return {result, LUt, piv, info};
+// B is a vector (or a batch of them) rather than a matrix.
+bool solve_vector_case(const at::Tensor& A, const at::Tensor& B) {
+  return B.dim() == 1 || (A.dim() - 1 == B.dim() && B.sizes().equals(A.sizes().slice(0, A.dim() - 1)));
 }
 
-std::tuple<at::Tensor&, at::Tensor&> linalg_inv_ex_out(const at::Tensor& A, bool check_errors, at::Tensor& inverse,
-                                                       at::Tensor& info) {
-  check_square(A, "linalg.inv");
-  auto t = A.scalar_type();
-  TORCH_CHECK(!(t == c10::kBFloat16 || t == c10::kHalf), "linalg.inv: Low precision dtypes not supported. Got ", t);
-  check_floating(A, "linalg.inv", "linalg_inv_tpu");
-  prepare_linalg_out(inverse, A.sizes(), t, "inverse");
-  prepare_linalg_out(info, batch_of(A), c10::kInt, "info");
-  if (A.numel() == 0) {
-    if (info.numel()) info.zero_();
-  } else {
+struct SolveEx {
+  static constexpr const char* kName = "_linalg_solve_ex";
+  static ResultsMeta<4> meta(const at::Tensor& A, const at::Tensor& B, bool left, bool) {
+    check_square(A, "linalg.solve");
+    check_floating(A, "linalg.solve", "linalg_solve_tpu");
+    TORCH_CHECK(A.scalar_type() == B.scalar_type(),
+                "linalg.solve: Expected A and B to have the same dtype, but found A of type ", A.scalar_type(),
+                " and B of type ", B.scalar_type(), " instead");
+    bool vector_case = solve_vector_case(A, B);
+    at::Tensor B_ = vector_case ? B.unsqueeze(-1) : B;
+    int64_t n = A.size(-1);
+    if (left) {
+      TORCH_CHECK(B_.size(-2) == n, "linalg.solve: Incompatible shapes of A and B for the equation AX = B (",
+                  A.size(-2), "x", n, " and ", B_.size(-2), "x", B_.size(-1), ")");
+    } else {
+      TORCH_CHECK(B_.size(-1) == n, "linalg.solve: Incompatible shapes of A and B for the equation XA = B (",
+                  A.size(-2), "x", n, " and ", B_.size(-2), "x", B_.size(-1), ")");
+    }
+    return results_like(at::_linalg_solve_ex(meta_of(A), meta_of(B), left, false), A.device());
+  }
+  static void impl(const at::Tensor& result, const at::Tensor& LUt, const at::Tensor& piv, const at::Tensor& info,
+                   const ResultsMeta<4>&, const at::Tensor& A, const at::Tensor& B, bool left, bool check_errors) {
+    bool vector_case = solve_vector_case(A, B);
+    at::Tensor B_ = vector_case ? B.unsqueeze(-1) : B;
+    auto batch = broadcast_batch(A, B_);
+    if (A.numel() == 0 || B_.numel() == 0) {
+      if (info.numel()) info.zero_();
+      if (result.numel()) result.zero_();
+      if (A.numel()) lu_into(A, false, LUt, piv, info);
+      if (check_errors) at::_linalg_check_errors(info, "torch.linalg.solve_ex", A.dim() == 2);
+      return;
+    }
     bool tr = false;
-    record::OpCall call("linalg_inv_ex");
-    call.attr(tr);
+    record::OpCall call("linalg_solve_ex");
+    call.attr(left).attr(tr).attr(vector_case).attr(c10::IntArrayRef(batch));
     call.input(A);
-    call.output(inverse);
+    call.input(B);
+    call.output(result);
+    call.output(LUt);
+    call.output(piv);
     call.output(info);
     call.run([&](Builder& b, const Values& in) {
       LU f = lu_factor(b, tr ? mT(b, in[0]) : in[0]);
-      Value x = lu_solve(b, f.lu, f.perm, eye(b, b.elem(in[0]), b.dims(in[0])), tr);
-      return Values{x, f.info};
+      Value rhs = in[1];
+      if (vector_case) {
+        Dims d = b.dims(rhs);
+        d.push_back(1);
+        rhs = b.reshape(rhs, d);
+      }
+      rhs = expand_batch(b, rhs, batch, 2);
+      Value lu = expand_batch(b, f.lu, batch, 2), perm = expand_batch(b, f.perm, batch, 1);
+      Value x = left ? lu_solve(b, lu, perm, rhs, tr) : mT(b, lu_solve(b, lu, perm, mT(b, rhs), !tr));
+      if (vector_case) {
+        Dims d = b.dims(x);
+        d.pop_back();
+        x = b.reshape(x, d);
+      }
+      return Values{x, f.lu, f.piv, f.info};
     });
+    if (check_errors) at::_linalg_check_errors(info, "torch.linalg.solve_ex", A.dim() == 2);
   }
-  if (check_errors) at::_linalg_check_errors(info, "linalg.inv_ex", A.dim() == 2);
-  return {inverse, info};
-}
+};
+
+struct InvEx {
+  static constexpr const char* kName = "linalg_inv_ex";
+  static ResultsMeta<2> meta(const at::Tensor& A, bool) {
+    check_square(A, "linalg.inv");
+    auto t = A.scalar_type();
+    TORCH_CHECK(!(t == c10::kBFloat16 || t == c10::kHalf), "linalg.inv: Low precision dtypes not supported. Got ", t);
+    check_floating(A, "linalg.inv", "linalg_inv_tpu");
+    return results_like(at::linalg_inv_ex(meta_of(A), false), A.device());
+  }
+  static void impl(const at::Tensor& inverse, const at::Tensor& info, const ResultsMeta<2>&, const at::Tensor& A,
+                   bool check_errors) {
+    if (A.numel() == 0) {
+      if (info.numel()) info.zero_();
+    } else {
+      bool tr = false;
+      record::OpCall call("linalg_inv_ex");
+      call.attr(tr);
+      call.input(A);
+      call.output(inverse);
+      call.output(info);
+      call.run([&](Builder& b, const Values& in) {
+        LU f = lu_factor(b, tr ? mT(b, in[0]) : in[0]);
+        Value x = lu_solve(b, f.lu, f.perm, eye(b, b.elem(in[0]), b.dims(in[0])), tr);
+        return Values{x, f.info};
+      });
+    }
+    if (check_errors) at::_linalg_check_errors(info, "linalg.inv_ex", A.dim() == 2);
+  }
+};
 
 // det and slogdet read the diagonal of U and the pivots' parity.
-std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_det_out(const at::Tensor& A, at::Tensor& result,
-                                                                 at::Tensor& LUt, at::Tensor& piv) {
-  check_square(A, "linalg.det");
-  check_floating(A, "linalg.det", "lu_tpu");
-  prepare_linalg_out(result, batch_of(A), A.scalar_type(), "result");
-  prepare_linalg_out(LUt, A.sizes(), A.scalar_type(), "LU");
-  prepare_linalg_out(piv, batch_of(A, 1), c10::kInt, "pivots");
-  if (result.numel() == 0) return {result, LUt, piv};
+// det and slogdet: the LU of A (of A^T where CPU factors that), then
+// `finish` reads the results off U's diagonal and the pivots' sign; the LU
+// and pivots are results too.
+using DetFinish = Values (*)(Builder& b, Value diag, Value pivot_sign);
+void record_det(const char* name, const at::Tensor& A, std::initializer_list<at::Tensor> outs, DetFinish finish) {
   bool tr = use_transpose(A);
-  record::OpCall call("linalg_det");
+  record::OpCall call(name);
   call.attr(tr);
   call.input(A);
-  call.output(result);
-  call.output(LUt);
-  call.output(piv);
+  for (const at::Tensor& o : outs) call.output(o);
   call.run([&](Builder& b, const Values& in) {
-    ElemType t = b.elem(in[0]);
     LU f = lu_factor(b, tr ? mT(b, in[0]) : in[0]);
-    Value d = diagonal(b, f.lu);
-    int64_t r = b.dims(d).size();
-    Value prod = b.reduce(d, one(b, t), {r - 1}, BinaryOp::kMul);
-    return Values{b.mul(pivots_sign(b, f.piv, t), prod), f.lu, f.piv};
+    Values r = finish(b, diagonal(b, f.lu), pivots_sign(b, f.piv, b.elem(in[0])));
+    r.push_back(f.lu);
+    r.push_back(f.piv);
+    return r;
   });
-  return {result, LUt, piv};
 }
 
-std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_slogdet_out(const at::Tensor& A, at::Tensor& sign,
-                                                                                  at::Tensor& logabsdet,
-                                                                                  at::Tensor& LUt, at::Tensor& piv) {
-  check_square(A, "linalg.slogdet");
-  check_floating(A, "linalg.slogdet", "lu_tpu");
-  prepare_linalg_out(sign, batch_of(A), A.scalar_type(), "sign");
-  prepare_linalg_out(logabsdet, batch_of(A), A.scalar_type(), "logabsdet");
-  prepare_linalg_out(LUt, A.sizes(), A.scalar_type(), "LU");
-  prepare_linalg_out(piv, batch_of(A, 1), c10::kInt, "pivots");
-  if (sign.numel() == 0) return {sign, logabsdet, LUt, piv};
-  bool tr = use_transpose(A);
-  record::OpCall call("linalg_slogdet");
-  call.attr(tr);
-  call.input(A);
-  call.output(sign);
-  call.output(logabsdet);
-  call.output(LUt);
-  call.output(piv);
-  call.run([&](Builder& b, const Values& in) {
-    ElemType t = b.elem(in[0]);
-    LU f = lu_factor(b, tr ? mT(b, in[0]) : in[0]);
-    Value d = diagonal(b, f.lu);
-    int64_t r = b.dims(d).size();
-    Value sgn = b.reduce(b.sign(d), one(b, t), {r - 1}, BinaryOp::kMul);
-    Value logabs = b.reduce(b.log(b.abs(d)), zero(b, t), {r - 1}, BinaryOp::kAdd);
-    return Values{b.mul(pivots_sign(b, f.piv, t), sgn), logabs, f.lu, f.piv};
-  });
-  return {sign, logabsdet, LUt, piv};
-}
+struct Det {
+  static constexpr const char* kName = "_linalg_det";
+  static ResultsMeta<3> meta(const at::Tensor& A) {
+    check_square(A, "linalg.det");
+    check_floating(A, "linalg.det", "lu_tpu");
+    return results_like(at::_linalg_det(meta_of(A)), A.device());
+  }
+  static void impl(const at::Tensor& result, const at::Tensor& LUt, const at::Tensor& piv, const ResultsMeta<3>&,
+                   const at::Tensor& A) {
+    if (result.numel() == 0) return;
+    record_det("linalg_det", A, {result, LUt, piv}, [](Builder& b, Value d, Value psign) {
+      int64_t r = b.dims(d).size();
+      return Values{b.mul(psign, b.reduce(d, one(b, b.elem(d)), {r - 1}, BinaryOp::kMul))};
+    });
+  }
+};
+
+struct Slogdet {
+  static constexpr const char* kName = "_linalg_slogdet";
+  static ResultsMeta<4> meta(const at::Tensor& A) {
+    check_square(A, "linalg.slogdet");
+    check_floating(A, "linalg.slogdet", "lu_tpu");
+    return results_like(at::_linalg_slogdet(meta_of(A)), A.device());
+  }
+  static void impl(const at::Tensor& sign, const at::Tensor& logabsdet, const at::Tensor& LUt, const at::Tensor& piv,
+                   const ResultsMeta<4>&, const at::Tensor& A) {
+    if (sign.numel() == 0) return;
+    record_det("linalg_slogdet", A, {sign, logabsdet, LUt, piv}, [](Builder& b, Value d, Value psign) {
+      ElemType t = b.elem(d);
+      int64_t r = b.dims(d).size();
+      Value sgn = b.reduce(b.sign(d), one(b, t), {r - 1}, BinaryOp::kMul);
+      Value logabs = b.reduce(b.log(b.abs(d)), zero(b, t), {r - 1}, BinaryOp::kAdd);
+      return Values{b.mul(psign, sgn), logabs};
+    });
+  }
+};
 
 }  // namespace
 }  // namespace torch_tpu::ops::linalg
 
 namespace torch_tpu::ops {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("linalg_cholesky_ex.L", linalg::linalg_cholesky_ex_out);
+  register_variants<linalg::CholeskyEx>(m, {"linalg_cholesky_ex", "", "linalg_cholesky_ex.L"});
   register_variants<linalg::Cholesky>(m, {"cholesky", "", "cholesky.out"});
-  m.impl("linalg_lu_factor_ex.out", linalg::linalg_lu_factor_ex_out);
-  m.impl("linalg_lu.out", linalg::linalg_lu_out);
-  m.impl("_linalg_solve_ex.result", linalg::linalg_solve_ex_out);
-  m.impl("linalg_inv_ex.inverse", linalg::linalg_inv_ex_out);
-  m.impl("_linalg_det.result", linalg::linalg_det_out);
-  m.impl("_linalg_slogdet.sign", linalg::linalg_slogdet_out);
+  register_variants<linalg::LuFactorEx>(m, {"linalg_lu_factor_ex", "", "linalg_lu_factor_ex.out"});
+  register_variants<linalg::Lu>(m, {"linalg_lu", "", "linalg_lu.out"});
+  register_variants<linalg::SolveEx>(m, {"_linalg_solve_ex", "", "_linalg_solve_ex.result"});
+  register_variants<linalg::InvEx>(m, {"linalg_inv_ex", "", "linalg_inv_ex.inverse"});
+  register_variants<linalg::Det>(m, {"_linalg_det", "", "_linalg_det.result"});
+  register_variants<linalg::Slogdet>(m, {"_linalg_slogdet", "", "_linalg_slogdet.sign"});
 }
 }  // namespace torch_tpu::ops

@@ -400,14 +400,9 @@ void run_avg_backward(const char* name, const at::Tensor& grad, const std::vecto
   });
 }
 
-// A result shaped and laid out as ATen's meta kernel gives it (`m`, a meta
-// tensor): CPU keeps a channels-last input's layout, and so does tpu. out=
-// must have exactly the result's dtype, as CPU's structured kernels require.
-OutMeta like(const at::Tensor& m, c10::ScalarType dtype, c10::Device device) {
-  OutMeta o{m.sizes().vec(), dtype, device, OutDtype::kExact, false};
-  o.strides = m.strides().vec();
-  return o;
-}
+// Results shaped and laid out as ATen's meta kernels give them (like_meta):
+// CPU keeps a channels-last input's layout, and so does tpu.
+OutMeta like(const at::Tensor& m, c10::ScalarType dtype, c10::Device device) { return like_meta(m, device, dtype); }
 
 struct PoolMeta : OutMeta {
   std::vector<Win> wins;

@@ -150,3 +150,43 @@ def test_out_dtype_errors_read_as_cpus():
             fn(a, tuple(torch.empty(s, dtype=d) for s, d in specs))
         with pytest.raises(RuntimeError, match=f"^{cpu.value}$"):
             fn(a.to(TPU), tuple(torch.empty(s, dtype=d, device=TPU) for s, d in specs))
+
+
+@pytest.mark.parametrize("name", ["cholesky_ex", "lu_factor_ex", "lu", "solve_ex", "solve_ex_vector", "inv_ex",
+                                  "det", "slogdet"])
+def test_results_layout_and_out_forms_like_cpu(name):
+    # Results have CPU's values and layouts (column-major where CPU's are),
+    # the out= forms fill the given tensors, and an out of another dtype
+    # raises, as CPU's structured kernels do.
+    A = spd(2, 4, 4).mT  # a transposed input, which det/slogdet factor differently
+    B = torch.randn(2, 4, 3)
+    L = torch.linalg
+    fns = {
+        "cholesky_ex": (lambda a, b, out=None: L.cholesky_ex(a, out=out), [a.dtype for a in L.cholesky_ex(A)]),
+        "lu_factor_ex": (lambda a, b, out=None: L.lu_factor_ex(a, out=out), [a.dtype for a in L.lu_factor_ex(A)]),
+        "lu": (lambda a, b, out=None: L.lu(a[:, :, :3], out=out), [A.dtype] * 3),
+        "solve_ex": (lambda a, b, out=None: L.solve_ex(a, b, out=out), [a.dtype for a in L.solve_ex(A, B)]),
+        "solve_ex_vector": (lambda a, b, out=None: L.solve_ex(a, b[..., 0], out=out),
+                            [a.dtype for a in L.solve_ex(A, B[..., 0])]),
+        "inv_ex": (lambda a, b, out=None: L.inv_ex(a, out=out), [a.dtype for a in L.inv_ex(A)]),
+        "det": (lambda a, b, out=None: torch.ops.aten._linalg_det(a) if out is None
+                else torch.ops.aten._linalg_det.result(a, result=out[0], LU=out[1], pivots=out[2]),
+                [a.dtype for a in torch.ops.aten._linalg_det(A)]),
+        "slogdet": (lambda a, b, out=None: torch.ops.aten._linalg_slogdet(a) if out is None
+                    else torch.ops.aten._linalg_slogdet.sign(a, sign=out[0], logabsdet=out[1], LU=out[2],
+                                                              pivots=out[3]),
+                    [a.dtype for a in torch.ops.aten._linalg_slogdet(A)]),
+    }
+    fn, dtypes = fns[name]
+    expected, actual = fn(A, B), fn(A.to(TPU), B.to(TPU))
+    for a, e in zip(actual, expected):
+        assert a.stride() == e.stride(), (a.stride(), e.stride())
+        torch.testing.assert_close(a.cpu(), e)
+    outs = [torch.empty(0, dtype=d, device=TPU) for d in dtypes]
+    fn(A.to(TPU), B.to(TPU), out=outs)
+    for o, e in zip(outs, expected):
+        torch.testing.assert_close(o.cpu(), e)
+    wrong = [torch.empty(0, dtype=torch.float64 if d != torch.float64 else torch.float32) for d in dtypes]
+    for dev in ("cpu", TPU):
+        with pytest.raises(RuntimeError):
+            fn(A.to(dev), B.to(dev), out=[w.to(dev) for w in wrong])
