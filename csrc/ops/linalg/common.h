@@ -23,8 +23,6 @@ void check_floating(const at::Tensor& A, const char* fn, const char* kernel);
 std::vector<int64_t> batch_of(const at::Tensor& t, int64_t matrix_dims = 2);
 // Shape `batch` + `tail`.
 std::vector<int64_t> cat_shape(std::vector<int64_t> batch, std::initializer_list<int64_t> tail);
-// out= for linalg outputs: the dtype must match exactly (no casts), then resize.
-void prepare_linalg_out(const at::Tensor& out, c10::IntArrayRef sizes, c10::ScalarType dtype, const char* name);
 
 // --- IR ----------------------------------------------------------------------
 

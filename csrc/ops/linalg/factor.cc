@@ -54,11 +54,6 @@ std::vector<int64_t> cat_shape(std::vector<int64_t> batch, std::initializer_list
   return batch;
 }
 
-void prepare_linalg_out(const at::Tensor& out, c10::IntArrayRef sizes, c10::ScalarType dtype, const char*) {
-  check_structured_out(out, dtype);
-  at::native::resize_output(out, sizes);
-}
-
 // --- IR ------------------------------------------------------------------------
 
 namespace {

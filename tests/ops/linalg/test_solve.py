@@ -136,3 +136,42 @@ def test_out_forms_follow_cpu():
     for dt in [torch.float64, torch.int64]:
         both_raise(RuntimeError, lambda l, b, o: torch.linalg.solve_triangular(l, b, upper=False, out=o), L, B,
                    torch.empty(0, dtype=dt))
+
+
+@pytest.mark.parametrize("name", ["triangular_solve", "lu_unpack", "lu_unpack_pivots_only", "lu_solve"])
+def test_results_layout_and_out_forms_like_cpu(name):
+    # CPU's values and layouts; out= fills the given tensors, and an out of
+    # another dtype raises, as CPU's structured kernels do.
+    import warnings
+
+    torch.manual_seed(0)
+    A = torch.randn(2, 4, 4) + 4 * torch.eye(4)
+    B = torch.randn(2, 4, 3)
+    LU, piv = torch.linalg.lu_factor(A)
+    fns = {
+        "triangular_solve": (lambda a, b, lu, p, out=None: torch.triangular_solve(b, a, upper=False, out=out),
+                             [torch.float32] * 2),
+        "lu_unpack": (lambda a, b, lu, p, out=None: torch.lu_unpack(lu, p, out=out), [torch.float32] * 3),
+        "lu_unpack_pivots_only": (lambda a, b, lu, p, out=None: torch.lu_unpack(lu, p, unpack_data=False, out=out),
+                                  [torch.float32] * 3),
+        "lu_solve": (lambda a, b, lu, p, out=None: (torch.linalg.lu_solve(lu, p, b, out=None if out is None
+                                                                          else out[0]),),
+                     [torch.float32]),
+    }
+    fn, dtypes = fns[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # triangular_solve's deprecation notice
+        expected = fn(A, B, LU, piv)
+        args = [t.to(TPU) for t in (A, B, LU, piv)]
+        actual = fn(*args)
+        for a, e in zip(actual, expected):
+            assert a.stride() == e.stride(), (a.stride(), e.stride())
+            torch.testing.assert_close(a.cpu(), e)
+        outs = [torch.empty(0, dtype=d, device=TPU) for d in dtypes]
+        fn(*args, out=outs if len(outs) > 1 else outs)
+        for o, e in zip(outs, expected):
+            torch.testing.assert_close(o.cpu(), e)
+        for dev in ("cpu", TPU):
+            with pytest.raises(RuntimeError):
+                fn(*[t.to(dev) for t in (A, B, LU, piv)], out=[torch.empty(0, dtype=torch.float64, device=dev)
+                                                               for _ in dtypes])
