@@ -10,6 +10,10 @@
 // whose eigenvalues are +-sigma with eigenvectors [u; v] / sqrt(2): unlike
 // eigh(A^T A) it does not square the condition number.
 #include <ATen/ExpandUtils.h>
+#include <ATen/ops/_linalg_eigh.h>
+#include <ATen/ops/_linalg_svd.h>
+#include <ATen/ops/geqrf.h>
+#include <ATen/ops/linalg_qr.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -207,29 +211,60 @@ void check_out_dtype(const at::Tensor& out, c10::ScalarType st, const char* op, 
   TORCH_CHECK(out.scalar_type() == st, op, ": Expected ", name, " to have dtype ", st, " but got ", out.scalar_type());
 }
 
-std::tuple<at::Tensor&, at::Tensor&> geqrf_out(const at::Tensor& self, at::Tensor& a, at::Tensor& tau) {
-  TORCH_CHECK(self.dim() >= 2, "torch.geqrf: input must have at least 2 dimensions.");
-  check_float_input(self, "geqrf_cpu");
-  check_out_dtype(a, self.scalar_type(), "torch.geqrf", "a");
-  check_out_dtype(tau, self.scalar_type(), "torch.geqrf", "tau");
-  Dims d = dims_of(self.sizes());
-  int64_t k = std::min(d[d.size() - 2], d.back());
-  prepare_out(a, self.sizes(), self.scalar_type(), "geqrf");
-  prepare_out(tau, cat(batch_of(d), {k}), self.scalar_type(), "geqrf");
-  record::OpCall call("geqrf");
-  call.input(self);
-  call.output(a);
-  call.output(tau);
-  call.run([&](Builder& b, const Values& in) { return geqrf_ir(b, in[0]); });
-  return {a, tau};
+// Column-major (LAPACK's) strides for a batch of matrices of `sizes`.
+std::vector<int64_t> column_major(const std::vector<int64_t>& sizes) {
+  size_t r = sizes.size();
+  std::vector<int64_t> st(r, 1);
+  if (r < 2) return st;
+  st[r - 2] = 1;
+  st[r - 1] = std::max<int64_t>(sizes[r - 2], 1);
+  int64_t step = std::max<int64_t>(sizes[r - 2] * sizes[r - 1], 1);
+  for (size_t i = r - 2; i-- > 0;) {
+    st[i] = step;
+    step *= std::max<int64_t>(sizes[i], 1);
+  }
+  return st;
 }
 
-std::tuple<at::Tensor, at::Tensor> geqrf(const at::Tensor& self) {
-  at::Tensor a = empty_tpu({0}, self.scalar_type(), self.device());
-  at::Tensor tau = empty_tpu({0}, self.scalar_type(), self.device());
-  geqrf_out(self, a, tau);
-  return {a, tau};
-}
+// Each op below is declared once for its functional and out= forms
+// (ops/variants.h); results have CPU's layouts (column-major factors), and
+// out= must have self's dtype, with CPU's per-output messages.
+struct Geqrf {
+  static constexpr const char* kName = "geqrf";
+  static ResultsMeta<2> meta(const at::Tensor& self) {
+    TORCH_CHECK(self.dim() >= 2, "torch.geqrf: input must have at least 2 dimensions.");
+    check_float_input(self, "geqrf_cpu");
+    Dims d = dims_of(self.sizes());
+    int64_t k = std::min(d[d.size() - 2], d.back());
+    ResultsMeta<2> m;
+    m.results[0] = OutMeta{self.sizes().vec(), self.scalar_type(), self.device(), OutDtype::kOwn, false};
+    m.results[0].strides = column_major(m.results[0].sizes);
+    m.results[1] = OutMeta{cat(batch_of(d), {k}), self.scalar_type(), self.device(), OutDtype::kOwn, false};
+    return m;
+  }
+  // out= may have any dtype the result casts to, as on CPU.
+  static void check_out(const at::Tensor& a, const at::Tensor& tau, const ResultsMeta<2>&, const at::Tensor& self) {
+    TORCH_CHECK(c10::canCast(self.scalar_type(), a.scalar_type()),
+                "torch.geqrf: Expected a to be safely castable from ", self.scalar_type(),
+                " dtype, but got a with dtype ", a.scalar_type());
+    TORCH_CHECK(c10::canCast(self.scalar_type(), tau.scalar_type()),
+                "torch.geqrf: Expected tau to be safely castable from ", self.scalar_type(),
+                " dtype, but got tau with dtype ", tau.scalar_type());
+  }
+  static void impl(const at::Tensor& a, const at::Tensor& tau, const ResultsMeta<2>& m, const at::Tensor& self) {
+    if (a.scalar_type() != self.scalar_type() || tau.scalar_type() != self.scalar_type()) {
+      auto [ra, rt] = at::geqrf(self);
+      a.copy_(ra);
+      tau.copy_(rt);
+      return;
+    }
+    record::OpCall call("geqrf");
+    call.input(self);
+    call.output(a);
+    call.output(tau);
+    call.run([&](Builder& b, const Values& in) { return geqrf_ir(b, in[0]); });
+  }
+};
 
 // Q from geqrf's Householder reflectors; out= may be any dtype it casts to.
 struct HouseholderProduct {
@@ -279,35 +314,41 @@ std::pair<bool, bool> qr_mode(c10::string_view mode) {
               "' but expected one of 'reduced' (default), 'r', or 'complete'");
 }
 
-std::tuple<at::Tensor&, at::Tensor&> linalg_qr_out(const at::Tensor& A, c10::string_view mode, at::Tensor& Q,
-                                                   at::Tensor& R) {
-  TORCH_CHECK(A.dim() >= 2, "linalg.qr: The input tensor A must have at least 2 dimensions.");
-  check_floating(A, "linalg.qr");
-  auto [compute_q, complete] = qr_mode(mode);
-  check_float_input(A, "geqrf_cpu");
-  Dims d = dims_of(A.sizes());
-  Dims batch = batch_of(d);
-  int64_t m = d[d.size() - 2], n = d.back(), k = std::min(m, n);
-  bool full = complete && m > n;
-  check_out_dtype(Q, A.scalar_type(), "linalg.qr", "Q");
-  check_out_dtype(R, A.scalar_type(), "linalg.qr", "R");
-  prepare_out(Q, compute_q ? cat(batch, {m, full ? m : k}) : Dims{0}, A.scalar_type(), "linalg_qr");
-  prepare_out(R, cat(batch, {full ? m : k, n}), A.scalar_type(), "linalg_qr");
-  record::OpCall call("linalg_qr");
-  call.attr(compute_q).attr(full);
-  call.input(A);
-  if (compute_q) call.output(Q);
-  call.output(R);
-  call.run([&](Builder& b, const Values& in) {
-    Values qr = geqrf_ir(b, in[0]);
-    Values out;
-    if (compute_q)
-      out.push_back(full ? full_q_ir(b, qr[0], qr[1]) : householder_ir(b, block(b, qr[0], 0, m, 0, k), qr[1]));
-    out.push_back(triu(b, full ? qr[0] : block(b, qr[0], 0, k, 0, n)));
-    return out;
-  });
-  return {Q, R};
-}
+struct Qr {
+  static constexpr const char* kName = "linalg_qr";
+  static ResultsMeta<2> meta(const at::Tensor& A, c10::string_view mode) {
+    TORCH_CHECK(A.dim() >= 2, "linalg.qr: The input tensor A must have at least 2 dimensions.");
+    check_floating(A, "linalg.qr");
+    qr_mode(mode);
+    check_float_input(A, "geqrf_cpu");
+    return results_like(at::linalg_qr(meta_of(A), mode), A.device());
+  }
+  static void check_out(const at::Tensor& Q, const at::Tensor& R, const ResultsMeta<2>&, const at::Tensor& A,
+                        c10::string_view) {
+    check_out_dtype(Q, A.scalar_type(), "linalg.qr", "Q");
+    check_out_dtype(R, A.scalar_type(), "linalg.qr", "R");
+  }
+  static void impl(const at::Tensor& Q, const at::Tensor& R, const ResultsMeta<2>&, const at::Tensor& A,
+                   c10::string_view mode) {
+    auto [compute_q, complete] = qr_mode(mode);
+    Dims d = dims_of(A.sizes());
+    int64_t m = d[d.size() - 2], n = d.back(), k = std::min(m, n);
+    bool full = complete && m > n;
+    record::OpCall call("linalg_qr");
+    call.attr(compute_q).attr(full);
+    call.input(A);
+    if (compute_q) call.output(Q);
+    call.output(R);
+    call.run([&](Builder& b, const Values& in) {
+      Values qr = geqrf_ir(b, in[0]);
+      Values out;
+      if (compute_q)
+        out.push_back(full ? full_q_ir(b, qr[0], qr[1]) : householder_ir(b, block(b, qr[0], 0, m, 0, k), qr[1]));
+      out.push_back(triu(b, full ? qr[0] : block(b, qr[0], 0, k, 0, n)));
+      return out;
+    });
+  }
+};
 
 // Q (from geqrf's reflectors) times other; out= must have self's dtype.
 struct Ormqr {
@@ -376,65 +417,75 @@ void Ormqr::impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, 
   });
 }
 
-std::tuple<at::Tensor&, at::Tensor&> linalg_eigh_out(const at::Tensor& A, c10::string_view uplo, bool compute_v,
-                                                     at::Tensor& L, at::Tensor& V) {
-  TORCH_CHECK(A.dim() >= 2, "linalg.eigh: The input tensor A must have at least 2 dimensions.");
-  TORCH_CHECK(A.size(-1) == A.size(-2), "linalg.eigh: A must be batches of square matrices, but they are ", A.size(-2),
-              " by ", A.size(-1), " matrices");
-  TORCH_CHECK(uplo.size() == 1 && (uplo[0] == 'L' || uplo[0] == 'l' || uplo[0] == 'U' || uplo[0] == 'u'),
-              "Expected UPLO argument to be 'L' or 'U', but got ", uplo);
-  check_float_input(A, "linalg_eigh_cpu");
-  bool lower = uplo[0] == 'L' || uplo[0] == 'l';
-  Dims d = dims_of(A.sizes());
-  check_out_dtype(L, A.scalar_type(), "linalg.eigh", "eigenvalues");
-  check_out_dtype(V, A.scalar_type(), "linalg.eigh", "eigenvectors");
-  prepare_out(L, cat(batch_of(d), {d.back()}), A.scalar_type(), "linalg_eigh");
-  prepare_out(V, compute_v ? d : Dims{0}, A.scalar_type(), "linalg_eigh");
-  record::OpCall call("linalg_eigh");
-  call.attr(lower).attr(compute_v);
-  call.input(A);
-  call.output(L);
-  if (compute_v) call.output(V);
-  call.run([&](Builder& b, const Values& in) {
-    Values wv = eigh_ir(b, in[0], lower);
-    if (!compute_v) wv.pop_back();
-    return wv;
-  });
-  return {L, V};
-}
+struct Eigh {
+  static constexpr const char* kName = "_linalg_eigh";
+  static ResultsMeta<2> meta(const at::Tensor& A, c10::string_view uplo, bool compute_v) {
+    TORCH_CHECK(A.dim() >= 2, "linalg.eigh: The input tensor A must have at least 2 dimensions.");
+    TORCH_CHECK(A.size(-1) == A.size(-2), "linalg.eigh: A must be batches of square matrices, but they are ",
+                A.size(-2), " by ", A.size(-1), " matrices");
+    TORCH_CHECK(uplo.size() == 1 && (uplo[0] == 'L' || uplo[0] == 'l' || uplo[0] == 'U' || uplo[0] == 'u'),
+                "Expected UPLO argument to be 'L' or 'U', but got ", uplo);
+    check_float_input(A, "linalg_eigh_cpu");
+    return results_like(at::_linalg_eigh(meta_of(A), uplo, compute_v), A.device());
+  }
+  static void check_out(const at::Tensor& L, const at::Tensor& V, const ResultsMeta<2>&, const at::Tensor& A,
+                        c10::string_view, bool) {
+    check_out_dtype(L, A.scalar_type(), "linalg.eigh", "eigenvalues");
+    check_out_dtype(V, A.scalar_type(), "linalg.eigh", "eigenvectors");
+  }
+  static void impl(const at::Tensor& L, const at::Tensor& V, const ResultsMeta<2>&, const at::Tensor& A,
+                   c10::string_view uplo, bool compute_v) {
+    bool lower = uplo[0] == 'L' || uplo[0] == 'l';
+    record::OpCall call("linalg_eigh");
+    call.attr(lower).attr(compute_v);
+    call.input(A);
+    call.output(L);
+    if (compute_v) call.output(V);
+    call.run([&](Builder& b, const Values& in) {
+      Values wv = eigh_ir(b, in[0], lower);
+      if (!compute_v) wv.pop_back();
+      return wv;
+    });
+  }
+};
 
-std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_svd_out(const at::Tensor& A, bool full_matrices,
-                                                                 bool compute_uv,
-                                                                 std::optional<c10::string_view> driver, at::Tensor& U,
-                                                                 at::Tensor& S, at::Tensor& Vh) {
-  TORCH_CHECK(A.dim() >= 2, "linalg.svd: The input tensor A must have at least 2 dimensions.");
-  check_floating(A, "linalg.svd");
-  TORCH_CHECK(!driver.has_value(),
-              "torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with cuSOLVER backend.");
-  check_float_input(A, "linalg_svd_cpu");
-  Dims d = dims_of(A.sizes());
-  Dims batch = batch_of(d);
-  int64_t m = d[d.size() - 2], n = d.back(), k = std::min(m, n);
-  bool full = compute_uv && full_matrices;
-  check_out_dtype(U, A.scalar_type(), "linalg.svd", "U");
-  check_out_dtype(S, A.scalar_type(), "linalg.svd", "S");
-  check_out_dtype(Vh, A.scalar_type(), "linalg.svd", "Vh");
-  prepare_out(U, compute_uv ? cat(batch, {m, full ? m : k}) : Dims{0}, A.scalar_type(), "linalg_svd");
-  prepare_out(S, cat(batch, {k}), A.scalar_type(), "linalg_svd");
-  prepare_out(Vh, compute_uv ? cat(batch, {full ? n : k, n}) : Dims{0}, A.scalar_type(), "linalg_svd");
-  record::OpCall call("linalg_svd");
-  call.attr(full).attr(compute_uv);
-  call.input(A);
-  if (compute_uv) call.output(U);
-  call.output(S);
-  if (compute_uv) call.output(Vh);
-  call.run([&](Builder& b, const Values& in) {
-    Values usv = svd_ir(b, in[0], full);
-    if (!compute_uv) return Values{usv[1]};
-    return usv;
-  });
-  return {U, S, Vh};
-}
+struct Svd {
+  static constexpr const char* kName = "_linalg_svd";
+  static ResultsMeta<3> meta(const at::Tensor& A, bool full_matrices, bool compute_uv,
+                             std::optional<c10::string_view> driver) {
+    TORCH_CHECK(A.dim() >= 2, "linalg.svd: The input tensor A must have at least 2 dimensions.");
+    check_floating(A, "linalg.svd");
+    TORCH_CHECK(!driver.has_value(),
+                "torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with cuSOLVER "
+                "backend.");
+    check_float_input(A, "linalg_svd_cpu");
+    auto m = results_like(at::_linalg_svd(meta_of(A), full_matrices, compute_uv, driver), A.device());
+    // CPU's Vh is column-major, as LAPACK writes it; the meta kernel's is not.
+    if (compute_uv) m.results[2].strides = column_major(m.results[2].sizes);
+    return m;
+  }
+  static void check_out(const at::Tensor& U, const at::Tensor& S, const at::Tensor& Vh, const ResultsMeta<3>&,
+                        const at::Tensor& A, bool, bool, std::optional<c10::string_view>) {
+    check_out_dtype(U, A.scalar_type(), "linalg.svd", "U");
+    check_out_dtype(S, A.scalar_type(), "linalg.svd", "S");
+    check_out_dtype(Vh, A.scalar_type(), "linalg.svd", "Vh");
+  }
+  static void impl(const at::Tensor& U, const at::Tensor& S, const at::Tensor& Vh, const ResultsMeta<3>&,
+                   const at::Tensor& A, bool full_matrices, bool compute_uv, std::optional<c10::string_view>) {
+    bool full = compute_uv && full_matrices;
+    record::OpCall call("linalg_svd");
+    call.attr(full).attr(compute_uv);
+    call.input(A);
+    if (compute_uv) call.output(U);
+    call.output(S);
+    if (compute_uv) call.output(Vh);
+    call.run([&](Builder& b, const Values& in) {
+      Values usv = svd_ir(b, in[0], full);
+      if (!compute_uv) return Values{usv[1]};
+      return usv;
+    });
+  }
+};
 
 // linalg_lstsq through the SVD: x = V diag(1 / sigma) U^T B, dropping the
 // singular values at or below rcond * sigma_max (the minimum-norm solution
@@ -526,13 +577,12 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_lstsq_out(
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("geqrf", geqrf);
-  m.impl("geqrf.a", geqrf_out);
+  register_variants<Geqrf>(m, {"geqrf", "", "geqrf.a"});
   register_variants<HouseholderProduct>(m, {"linalg_householder_product", "", "linalg_householder_product.out"});
-  m.impl("linalg_qr.out", linalg_qr_out);
+  register_variants<Qr>(m, {"linalg_qr", "", "linalg_qr.out"});
   register_variants<Ormqr>(m, {"ormqr", "", "ormqr.out"});
-  m.impl("_linalg_eigh.eigenvalues", linalg_eigh_out);
-  m.impl("_linalg_svd.U", linalg_svd_out);
+  register_variants<Eigh>(m, {"_linalg_eigh", "", "_linalg_eigh.eigenvalues"});
+  register_variants<Svd>(m, {"_linalg_svd", "", "_linalg_svd.U"});
   m.impl("linalg_lstsq.out", linalg_lstsq_out);
 }
 

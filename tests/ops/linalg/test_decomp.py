@@ -276,3 +276,50 @@ def test_householder_and_ormqr_out_forms_follow_cpu():
                torch.empty(0, dtype=torch.int64))
     both_raise(RuntimeError, lambda x, t, y, o: torch.ormqr(x, t, y, out=o), a, tau, c,
                torch.empty(0, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("name", ["geqrf", "qr", "qr_complete", "qr_r", "eigh", "eigvalsh", "svd", "svd_full",
+                                  "svdvals"])
+def test_results_layout_and_out_forms_like_cpu(name):
+    # CPU's layouts (LAPACK's column-major factors), shapes and values (up to
+    # the factorizations' sign freedom, which the products below remove);
+    # out= of another dtype raises, as on CPU.
+    torch.manual_seed(0)
+    A = torch.randn(2, 5, 3)
+    S = torch.randn(2, 4, 4)
+    S = S + S.mT
+    aten = torch.ops.aten
+    fns = {
+        "geqrf": (A, lambda a: torch.geqrf(a), lambda a, o: torch.geqrf(a, out=o)),
+        "qr": (A, lambda a: torch.linalg.qr(a), lambda a, o: torch.linalg.qr(a, out=o)),
+        "qr_complete": (A, lambda a: torch.linalg.qr(a, mode="complete"),
+                        lambda a, o: torch.linalg.qr(a, mode="complete", out=o)),
+        "qr_r": (A, lambda a: torch.linalg.qr(a, mode="r"), lambda a, o: torch.linalg.qr(a, mode="r", out=o)),
+        "eigh": (S, lambda a: aten._linalg_eigh(a), lambda a, o: aten._linalg_eigh.eigenvalues(
+            a, eigenvalues=o[0], eigenvectors=o[1])),
+        "eigvalsh": (S, lambda a: aten._linalg_eigh(a, "L", False), lambda a, o: aten._linalg_eigh.eigenvalues(
+            a, "L", False, eigenvalues=o[0], eigenvectors=o[1])),
+        "svd": (A, lambda a: aten._linalg_svd(a), lambda a, o: aten._linalg_svd.U(a, U=o[0], S=o[1], Vh=o[2])),
+        "svd_full": (A, lambda a: aten._linalg_svd(a, True), lambda a, o: aten._linalg_svd.U(
+            a, True, U=o[0], S=o[1], Vh=o[2])),
+        "svdvals": (A, lambda a: aten._linalg_svd(a, False, False), lambda a, o: aten._linalg_svd.U(
+            a, False, False, U=o[0], S=o[1], Vh=o[2])),
+    }
+    x, fn, fn_out = fns[name]
+    expected, actual = fn(x), fn(x.to(TPU))
+    for a, e in zip(actual, expected):
+        assert a.shape == e.shape and a.stride() == e.stride(), (a.shape, a.stride(), e.shape, e.stride())
+    outs = [torch.empty(0, device=TPU) for _ in expected]
+    fn_out(x.to(TPU), outs)
+    for o, a in zip(outs, actual):
+        torch.testing.assert_close(o.cpu(), a.cpu())  # the out= form computes what the functional one does
+    # geqrf's out= takes any dtype its result casts to (CPU casts); the others need the input's.
+    wrong = torch.int32 if name == "geqrf" else torch.float64
+    for dev in ("cpu", TPU):
+        with pytest.raises(RuntimeError):
+            fn_out(x.to(dev), [torch.empty(0, dtype=wrong, device=dev) for _ in expected])
+    if name == "geqrf":
+        outs = [torch.empty(0, dtype=torch.float64, device=TPU) for _ in expected]
+        fn_out(x.to(TPU), outs)
+        for o, e in zip(outs, fn(x.double())):
+            torch.testing.assert_close(o.cpu(), e, atol=1e-5, rtol=1e-5)  # float32 factors against float64 ones
