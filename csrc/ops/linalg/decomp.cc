@@ -207,10 +207,6 @@ void check_floating(const at::Tensor& t, const char* op) {
               ": Expected a floating point or complex tensor as input. Got ", t.scalar_type());
 }
 
-void check_out_dtype(const at::Tensor& out, c10::ScalarType st, const char* op, const char* name) {
-  TORCH_CHECK(out.scalar_type() == st, op, ": Expected ", name, " to have dtype ", st, " but got ", out.scalar_type());
-}
-
 // Column-major (LAPACK's) strides for a batch of matrices of `sizes`.
 std::vector<int64_t> column_major(const std::vector<int64_t>& sizes) {
   size_t r = sizes.size();
@@ -228,7 +224,8 @@ std::vector<int64_t> column_major(const std::vector<int64_t>& sizes) {
 
 // Each op below is declared once for its functional and out= forms
 // (ops/variants.h); results have CPU's layouts (column-major factors), and
-// out= must have self's dtype, with CPU's per-output messages.
+// out= must have exactly each result's dtype (geqrf's: any it casts to), as
+// on CPU.
 struct Geqrf {
   static constexpr const char* kName = "geqrf";
   static ResultsMeta<2> meta(const at::Tensor& self) {
@@ -322,11 +319,6 @@ struct Qr {
     qr_mode(mode);
     check_float_input(A, "geqrf_cpu");
     return results_like(at::linalg_qr(meta_of(A), mode), A.device());
-  }
-  static void check_out(const at::Tensor& Q, const at::Tensor& R, const ResultsMeta<2>&, const at::Tensor& A,
-                        c10::string_view) {
-    check_out_dtype(Q, A.scalar_type(), "linalg.qr", "Q");
-    check_out_dtype(R, A.scalar_type(), "linalg.qr", "R");
   }
   static void impl(const at::Tensor& Q, const at::Tensor& R, const ResultsMeta<2>&, const at::Tensor& A,
                    c10::string_view mode) {
@@ -428,11 +420,6 @@ struct Eigh {
     check_float_input(A, "linalg_eigh_cpu");
     return results_like(at::_linalg_eigh(meta_of(A), uplo, compute_v), A.device());
   }
-  static void check_out(const at::Tensor& L, const at::Tensor& V, const ResultsMeta<2>&, const at::Tensor& A,
-                        c10::string_view, bool) {
-    check_out_dtype(L, A.scalar_type(), "linalg.eigh", "eigenvalues");
-    check_out_dtype(V, A.scalar_type(), "linalg.eigh", "eigenvectors");
-  }
   static void impl(const at::Tensor& L, const at::Tensor& V, const ResultsMeta<2>&, const at::Tensor& A,
                    c10::string_view uplo, bool compute_v) {
     bool lower = uplo[0] == 'L' || uplo[0] == 'l';
@@ -463,12 +450,6 @@ struct Svd {
     // CPU's Vh is column-major, as LAPACK writes it; the meta kernel's is not.
     if (compute_uv) m.results[2].strides = column_major(m.results[2].sizes);
     return m;
-  }
-  static void check_out(const at::Tensor& U, const at::Tensor& S, const at::Tensor& Vh, const ResultsMeta<3>&,
-                        const at::Tensor& A, bool, bool, std::optional<c10::string_view>) {
-    check_out_dtype(U, A.scalar_type(), "linalg.svd", "U");
-    check_out_dtype(S, A.scalar_type(), "linalg.svd", "S");
-    check_out_dtype(Vh, A.scalar_type(), "linalg.svd", "Vh");
   }
   static void impl(const at::Tensor& U, const at::Tensor& S, const at::Tensor& Vh, const ResultsMeta<3>&,
                    const at::Tensor& A, bool full_matrices, bool compute_uv, std::optional<c10::string_view>) {

@@ -315,9 +315,12 @@ def test_results_layout_and_out_forms_like_cpu(name):
         torch.testing.assert_close(o.cpu(), a.cpu())  # the out= form computes what the functional one does
     # geqrf's out= takes any dtype its result casts to (CPU casts); the others need the input's.
     wrong = torch.int32 if name == "geqrf" else torch.float64
+    messages = []
     for dev in ("cpu", TPU):
-        with pytest.raises(RuntimeError):
+        with pytest.raises(RuntimeError) as e:
             fn_out(x.to(dev), [torch.empty(0, dtype=wrong, device=dev) for _ in expected])
+        messages.append(str(e.value).split("\n")[0])
+    assert messages[0] == messages[1], messages
     if name == "geqrf":
         outs = [torch.empty(0, dtype=torch.float64, device=TPU) for _ in expected]
         fn_out(x.to(TPU), outs)
