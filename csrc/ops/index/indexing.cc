@@ -319,6 +319,9 @@ struct IndexAdd {
   static OutMeta meta(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                       const c10::Scalar& alpha) {
     at::index_add(meta_of(self), dim, meta_of(index), meta_of(source), alpha);
+    // CPU's check, which the Python meta kernel lacks.
+    TORCH_CHECK(index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt,
+                "index_add_(): Expected dtype int32/int64 for index but got: ", index.scalar_type());
     return like_self(self);
   }
   static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, int64_t dim, const at::Tensor& index,
@@ -346,6 +349,9 @@ struct IndexCopy {
   static constexpr const char* kName = "index_copy";
   static OutMeta meta(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
     at::index_copy(meta_of(self), dim, meta_of(index), meta_of(source));
+    // CPU's check, which the Python meta kernel lacks.
+    TORCH_CHECK(index.scalar_type() == c10::kLong, "index_copy_(): Expected a long tensor for index, but got ",
+                index.scalar_type());
     return like_self(self);
   }
   static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, int64_t dim, const at::Tensor& index,

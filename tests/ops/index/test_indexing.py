@@ -368,3 +368,19 @@ def test_gather_scatter_index_forms(name):
     if inplace is not None:
         xt = x.t().contiguous()  # in place on a transposed view of it
         check(lambda a: (inplace(a.t()), a)[1], xt)
+
+
+def test_index_add_and_copy_index_dtype_errors_like_cpu():
+    # CPU's own checks, which ATen's Python meta kernels lack.
+    x, r = torch.ones(3, 4), torch.ones(1, 4)
+    for idx in (torch.tensor([0.0]), torch.tensor([0], dtype=torch.int32)):
+        for fn in (lambda a, i: a.index_add(0, i, r.to(a.device)), lambda a, i: a.index_copy(0, i, r.to(a.device)),
+                   lambda a, i: a.clone().index_copy_(0, i, r.to(a.device))):
+            try:
+                fn(x, idx)
+            except RuntimeError as e:
+                with pytest.raises(RuntimeError) as t:
+                    fn(x.to(TPU), idx.to(TPU))
+                assert str(t.value).split("\n")[0] == str(e).split("\n")[0]
+            else:
+                check(fn, x, idx)
