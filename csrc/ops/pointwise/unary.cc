@@ -167,13 +167,18 @@ struct RoundDecimals {
 
 // --- logical_not, isnan.out is composite; nan_to_num ---------------------------
 
-at::Tensor& logical_not_out(const at::Tensor& self, at::Tensor& out) {
-  at::native::resize_output(out, self.sizes());
-  pointwise("logical_not", {self}, out, self.scalar_type(), [](Builder& b, const Values& x) {
-    return b.compare(x[0], zero(b, b.elem(x[0]), b.dims(x[0])), Direction::kEq);
-  });
-  return out;
-}
+// A bool result; out= and in-place of any dtype take the 0/1 values, as on CPU.
+struct LogicalNot {
+  static constexpr const char* kName = "logical_not";
+  static OutMeta meta(const at::Tensor& self) {
+    return {self.sizes().vec(), c10::kBool, self.device(), OutDtype::kOwn};
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self) {
+    pointwise("logical_not", {self}, out, self.scalar_type(), [](Builder& b, const Values& x) {
+      return b.compare(x[0], zero(b, b.elem(x[0]), b.dims(x[0])), Direction::kEq);
+    });
+  }
+};
 
 void nan_to_num_run(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
                     std::optional<double> neginf, const at::Tensor& out) {
@@ -208,24 +213,21 @@ void nan_to_num_run(const at::Tensor& self, std::optional<double> nan, std::opti
               return b.select(b.compare(v, b.neg(inf), Direction::kEq), x[3], r);
             });
 }
-at::Tensor nan_to_num(const at::Tensor& self, std::optional<double> nan, std::optional<double> p,
-                      std::optional<double> n) {
-  at::Tensor out = empty_like_tpu(self);
-  nan_to_num_run(self, nan, p, n, out);
-  return out;
-}
-at::Tensor& nan_to_num_(at::Tensor& self, std::optional<double> nan, std::optional<double> p, std::optional<double> n) {
-  nan_to_num_run(self, nan, p, n, self);
-  return self;
-}
-at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, std::optional<double> p,
-                           std::optional<double> n, at::Tensor& out) {
-  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "nan_to_num: dtype of out: ", out.scalar_type(),
-              " should be same as input: ", self.scalar_type());
-  at::native::resize_output(out, self.sizes());
-  nan_to_num_run(self, nan, p, n, out);
-  return out;
-}
+struct NanToNum {
+  static constexpr const char* kName = "nan_to_num";
+  static OutMeta meta(const at::Tensor& self, std::optional<double>, std::optional<double>, std::optional<double>) {
+    return {self.sizes().vec(), self.scalar_type(), self.device(), OutDtype::kOwn};
+  }
+  static void check_out(const at::Tensor& out, const OutMeta&, const at::Tensor& self, std::optional<double>,
+                        std::optional<double>, std::optional<double>) {
+    TORCH_CHECK(out.scalar_type() == self.scalar_type(), "nan_to_num: dtype of out: ", out.scalar_type(),
+                " should be same as input: ", self.scalar_type());
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& self, std::optional<double> nan,
+                   std::optional<double> posinf, std::optional<double> neginf) {
+    nan_to_num_run(self, nan, posinf, neginf, out);
+  }
+};
 
 // --- backward kernels ------------------------------------------------------------
 
@@ -310,10 +312,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<Unary<d_relu>>(m, {"relu", "relu_", ""});
   register_variants<Unary<d_isnan>>(m, {"isnan", "", ""});
   register_variants<RoundDecimals>(m, {"round.decimals", "round_.decimals", "round.decimals_out"});
-  m.impl("logical_not.out", logical_not_out);
-  m.impl("nan_to_num", nan_to_num);
-  m.impl("nan_to_num_", nan_to_num_);
-  m.impl("nan_to_num.out", nan_to_num_out);
+  register_variants<LogicalNot>(m, "logical_not");
+  register_variants<NanToNum>(m, "nan_to_num");
   register_variants<ActBackward<false>>(m, {"sigmoid_backward", "", "sigmoid_backward.grad_input"});
   register_variants<ActBackward<true>>(m, {"tanh_backward", "", "tanh_backward.grad_input"});
   register_variants<ThresholdBackward>(m, {"threshold_backward", "", "threshold_backward.grad_input"});

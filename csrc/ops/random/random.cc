@@ -94,12 +94,19 @@ using rng::words_per;
 
 Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
 
-// --- uniform_ ------------------------------------------------------------------
+// --- fills: uniform_, normal_, log_normal_, exponential_, cauchy_, geometric_, random_, bernoulli_ ---
+//
+// Each sampler is one declaration with three forms: `uniform_` fills self,
+// `uniform` a new tensor laid out like self, and `uniform.out` out, which
+// must have self's dtype, as on CPU. meta checks the arguments against
+// self's dtype.
 
-at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
-  check_float(self, "check_uniform_bounds");
-  TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
-  if (self.numel() == 0) return self;
+OutMeta fill_meta(const at::Tensor& self) {
+  return OutMeta{self.sizes().vec(), self.scalar_type(), self.device(), OutDtype::kExact};
+}
+
+void uniform_into(const at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
+  if (self.numel() == 0) return;
   auto ct = compute_type(self.scalar_type());
   record::OpCall call("uniform_");
   call.attr(static_cast<int64_t>(ct));
@@ -115,8 +122,20 @@ at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at:
     Value r = b.add(lo, b.mul(u, b.sub(b.broadcast_to(in[3], d), lo)));
     return Values{r};
   });
-  return self;
 }
+
+struct Uniform {
+  static constexpr const char* kName = "uniform";
+  static OutMeta meta(const at::Tensor& self, double from, double to, std::optional<at::Generator>) {
+    check_float(self, "check_uniform_bounds");
+    TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
+    return fill_meta(self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor&, double from, double to,
+                   std::optional<at::Generator> gen) {
+    uniform_into(out, from, to, gen);
+  }
+};
 
 // --- normal ------------------------------------------------------------------------
 
@@ -147,12 +166,18 @@ void normal_into(const at::Tensor& out, const Operand& mean, const Operand& std,
   });
 }
 
-at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
-  check_float(self, "normal_kernel_cpu");
-  check_std(std);
-  normal_into(self, c10::Scalar(mean), c10::Scalar(std), gen, 0);
-  return self;
-}
+struct NormalFill {
+  static constexpr const char* kName = "normal";
+  static OutMeta meta(const at::Tensor& self, double, double std, std::optional<at::Generator>) {
+    check_float(self, "normal_kernel_cpu");
+    check_std(std);
+    return fill_meta(self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor&, double mean, double std,
+                   std::optional<at::Generator> gen) {
+    normal_into(out, c10::Scalar(mean), c10::Scalar(std), gen, 0);
+  }
+};
 
 void check_normal_tensor(const at::Tensor& t, const char* what) {
   TORCH_CHECK(at::isFloatingType(t.scalar_type()), "normal expects floating-point ", what, " but got dtype ",
@@ -202,10 +227,8 @@ struct NormalTensorTensor {
   }
 };
 
-at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
-  check_float(self, "log_normal_cpu");
-  TORCH_CHECK(std > 0.0, "log_normal_ expects std > 0.0, but found std=", std);
-  if (self.numel() == 0) return self;
+void log_normal_into(const at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  if (self.numel() == 0) return;
   auto ct = compute_type(self.scalar_type());
   record::OpCall call("log_normal_");
   call.attr(static_cast<int64_t>(ct));
@@ -220,17 +243,29 @@ at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional
     Value n = b.add(b.broadcast_to(in[2], d), b.mul(b.broadcast_to(in[3], d), z));
     return Values{b.exp(n)};
   });
-  return self;
 }
+
+struct LogNormal {
+  static constexpr const char* kName = "log_normal";
+  static OutMeta meta(const at::Tensor& self, double, double std, std::optional<at::Generator>) {
+    check_float(self, "log_normal_cpu");
+    TORCH_CHECK(std > 0.0, "log_normal_ expects std > 0.0, but found std=", std);
+    return fill_meta(self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor&, double mean, double std,
+                   std::optional<at::Generator> gen) {
+    log_normal_into(out, mean, std, gen);
+  }
+};
 
 // --- samplers built on one uniform draw -----------------------------------------------
 
 // self <- fn(u, params) with u uniform in [0, 1) from the generator; the
 // distribution parameters are runtime scalars (broadcast to self's shape).
 template <typename Fn>
-at::Tensor& sample_from_uniform_(const char* name, at::Tensor& self, std::optional<at::Generator> gen,
-                                 std::initializer_list<double> params, Fn fn) {
-  if (self.numel() == 0) return self;
+void sample_from_uniform(const char* name, const at::Tensor& self, std::optional<at::Generator> gen,
+                         std::initializer_list<double> params, Fn fn) {
+  if (self.numel() == 0) return;
   auto ct = compute_type(self.scalar_type());
   record::OpCall call(name);
   call.attr(static_cast<int64_t>(ct));
@@ -245,56 +280,79 @@ at::Tensor& sample_from_uniform_(const char* name, at::Tensor& self, std::option
     for (size_t k = 2; k < in.size(); ++k) ps.push_back(b.broadcast_to(in[k], d));
     return Values{fn(b, u, ps, b.constant(1.0, ft, d))};
   });
-  return self;
 }
 
-at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Generator> gen) {
-  TORCH_CHECK(lambd > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", lambd);
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
-              "Exponential distribution is a continuous probability distribution. dtype must be a floating point "
-              "but you specified ",
-              self.scalar_type());
-  return sample_from_uniform_("exponential_", self, gen, {lambd},
-                              [](Builder& b, Value u, const std::vector<Value>& p, Value one) {
-                                // -log(1 - u) / lambda with 1 - u in (0, 1]: finite and >= 0.
-                                Value l = b.log(b.sub(one, u));
-                                return b.div(b.neg(l), p[0]);
-                              });
+// CPU names the dtype as ScalarType for exponential_, as TypeMeta
+// ("long int") for cauchy_.
+template <class DtypeName>
+void check_continuous(const at::Tensor& self, const char* dist, DtypeName dtype) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), dist,
+              " distribution is a continuous probability distribution. dtype must be a floating point but you "
+              "specified ",
+              dtype);
 }
 
-at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, std::optional<at::Generator> gen) {
-  TORCH_CHECK(sigma > 0.0, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
-              "Cauchy distribution is a continuous probability distribution. dtype must be a floating point "
-              "but you specified ",
-              self.scalar_type());
-  return sample_from_uniform_("cauchy_", self, gen, {median, sigma},
-                              [](Builder& b, Value u, const std::vector<Value>& p, Value one) {
-                                // median + sigma * tan(pi * (u - 1/2))
-                                Value half = b.constant(0.5, b.elem(u), b.dims(u));
-                                Value pi = b.constant(kPi, b.elem(u), b.dims(u));
-                                Value t = b.tan(b.mul(pi, b.sub(u, half)));
-                                return b.add(p[0], b.mul(p[1], t));
-                              });
-}
+struct Exponential {
+  static constexpr const char* kName = "exponential";
+  static OutMeta meta(const at::Tensor& self, double lambd, std::optional<at::Generator>) {
+    TORCH_CHECK(lambd > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", lambd);
+    check_continuous(self, "Exponential", self.scalar_type());
+    return fill_meta(self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor&, double lambd,
+                   std::optional<at::Generator> gen) {
+    sample_from_uniform("exponential_", out, gen, {lambd},
+                        [](Builder& b, Value u, const std::vector<Value>& p, Value one) {
+                          // -log(1 - u) / lambda with 1 - u in (0, 1]: finite and >= 0.
+                          Value l = b.log(b.sub(one, u));
+                          return b.div(b.neg(l), p[0]);
+                        });
+  }
+};
 
-at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
-  TORCH_CHECK(0 < p && p < 1, "geometric_ expects p to be in (0, 1), but got p=", p);
-  return sample_from_uniform_("geometric_", self, gen, {p},
-                              [](Builder& b, Value u, const std::vector<Value>& ps, Value one) {
-                                // ceil(log(1 - u) / log1p(-p)), at least 1 (1 - u lies in (0, 1]).
-                                Value l = b.log(b.sub(one, u));
-                                Value q = b.log1p(b.neg(ps[0]));
-                                Value r = b.ceil(b.div(l, q));
-                                return b.max(r, one);
-                              });
-}
+struct Cauchy {
+  static constexpr const char* kName = "cauchy";
+  static OutMeta meta(const at::Tensor& self, double, double sigma, std::optional<at::Generator>) {
+    TORCH_CHECK(sigma > 0.0, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
+    check_continuous(self, "Cauchy", self.dtype());
+    return fill_meta(self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor&, double median, double sigma,
+                   std::optional<at::Generator> gen) {
+    sample_from_uniform("cauchy_", out, gen, {median, sigma},
+                        [](Builder& b, Value u, const std::vector<Value>& p, Value) {
+                          // median + sigma * tan(pi * (u - 1/2))
+                          Value half = b.constant(0.5, b.elem(u), b.dims(u));
+                          Value pi = b.constant(kPi, b.elem(u), b.dims(u));
+                          Value tn = b.tan(b.mul(pi, b.sub(u, half)));
+                          return b.add(p[0], b.mul(p[1], tn));
+                        });
+  }
+};
+
+struct Geometric {
+  static constexpr const char* kName = "geometric";
+  static OutMeta meta(const at::Tensor& self, double p, std::optional<at::Generator>) {
+    TORCH_CHECK(0 < p && p < 1, "geometric_ expects p to be in (0, 1), but got p=", p);
+    return fill_meta(self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor&, double p,
+                   std::optional<at::Generator> gen) {
+    sample_from_uniform("geometric_", out, gen, {p}, [](Builder& b, Value u, const std::vector<Value>& ps, Value one) {
+      // ceil(log(1 - u) / log1p(-p)), at least 1 (1 - u lies in (0, 1]).
+      Value l = b.log(b.sub(one, u));
+      Value q = b.log1p(b.neg(ps[0]));
+      Value r = b.ceil(b.div(l, q));
+      return b.max(r, one);
+    });
+  }
+};
 
 // --- random_ -----------------------------------------------------------------------
 
 // Fills self with from + (bits mod range), range as an unsigned 64-bit
 // count where 0 stands for 2^64 (the full int64 range).
-void random_range(at::Tensor& self, int64_t from, uint64_t range, std::optional<at::Generator> gen) {
+void random_range(const at::Tensor& self, int64_t from, uint64_t range, std::optional<at::Generator> gen) {
   if (self.numel() == 0) return;
   record::OpCall call("random_");
   add_rng_state(call, gen, self, 2 * self.numel());
@@ -389,19 +447,22 @@ const char* dtype_cname(c10::ScalarType t) {
   }
 }
 
-at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen) {
-  random_range(self, 0, static_cast<uint64_t>(random_max(self.scalar_type())) + 1, gen);
-  return self;
-}
+// What random_ draws: from + [0, range), range 0 standing for 2^64.
+struct RandomMeta : OutMeta {
+  int64_t from = 0;
+  uint64_t range = 0;
+};
 
-at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> to, std::optional<at::Generator> gen) {
+RandomMeta random_meta(const at::Tensor& self, int64_t from, std::optional<int64_t> to) {
   auto t = self.scalar_type();
-  uint64_t range;
+  RandomMeta m;
+  static_cast<OutMeta&>(m) = fill_meta(self);
+  m.from = from;
   if (to.has_value()) {
     TORCH_CHECK(from < *to, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", *to);
     TORCH_CHECK(from >= random_min(t) && from <= random_max(t), "from is out of bounds for ", dtype_cname(t));
     TORCH_CHECK(*to - 1 >= random_min(t) && *to - 1 <= random_max(t), "to - 1 is out of bounds for ", dtype_cname(t));
-    range = static_cast<uint64_t>(*to) - static_cast<uint64_t>(from);
+    m.range = static_cast<uint64_t>(*to) - static_cast<uint64_t>(from);
   } else {
     int64_t hi = random_max(t);
     TORCH_CHECK(from <= hi,
@@ -409,20 +470,53 @@ at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> t
                 "dtype, but got from=",
                 from, " > to_inc=", hi);
     TORCH_CHECK(from >= random_min(t), "from is out of bounds for ", dtype_cname(t));
-    range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(from) + 1;  // wraps to 0 for the full int64 range
+    m.range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(from) + 1;  // wraps to 0 for the full int64 range
   }
-  random_range(self, from, range, gen);
-  return self;
+  return m;
 }
 
-at::Tensor& random_to(at::Tensor& self, int64_t to, std::optional<at::Generator> gen) {
-  return random_from(self, 0, to, gen);
+void random_impl(const at::Tensor& out, const RandomMeta& m, std::optional<at::Generator> gen) {
+  random_range(out, m.from, m.range, gen);
 }
+
+// random_(): [0, 2^digits] for floats, the dtype's [0, max] for integers.
+struct RandomFill {
+  static constexpr const char* kName = "random";
+  static RandomMeta meta(const at::Tensor& self, std::optional<at::Generator>) {
+    return random_meta(self, 0, std::nullopt);
+  }
+  static void impl(const at::Tensor& out, const RandomMeta& m, const at::Tensor&, std::optional<at::Generator> gen) {
+    random_impl(out, m, gen);
+  }
+};
+
+struct RandomFrom {
+  static constexpr const char* kName = "random";
+  static RandomMeta meta(const at::Tensor& self, int64_t from, std::optional<int64_t> to,
+                         std::optional<at::Generator>) {
+    return random_meta(self, from, to);
+  }
+  static void impl(const at::Tensor& out, const RandomMeta& m, const at::Tensor&, int64_t, std::optional<int64_t>,
+                   std::optional<at::Generator> gen) {
+    random_impl(out, m, gen);
+  }
+};
+
+struct RandomTo {
+  static constexpr const char* kName = "random";
+  static RandomMeta meta(const at::Tensor& self, int64_t to, std::optional<at::Generator>) {
+    return random_meta(self, 0, to);
+  }
+  static void impl(const at::Tensor& out, const RandomMeta& m, const at::Tensor&, int64_t,
+                   std::optional<at::Generator> gen) {
+    random_impl(out, m, gen);
+  }
+};
 
 // --- bernoulli ---------------------------------------------------------------------
 
 // self = (u < p) with p a number or a tensor broadcastable to self.
-void bernoulli_into(at::Tensor& self, const Operand& p, std::optional<at::Generator> gen) {
+void bernoulli_into(const at::Tensor& self, const Operand& p, std::optional<at::Generator> gen) {
   if (self.numel() == 0) return;
   // Compare in f32 (f64 only for double tensors): a float p is off by at
   // most 2^-24, and f64 is slow on real TPUs.
@@ -443,27 +537,52 @@ void bernoulli_into(at::Tensor& self, const Operand& p, std::optional<at::Genera
   });
 }
 
-at::Tensor& bernoulli_float(at::Tensor& self, double p, std::optional<at::Generator> gen) {
-  TORCH_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
-  bernoulli_into(self, c10::Scalar(p), gen);
-  return self;
+struct BernoulliFloat {
+  static constexpr const char* kName = "bernoulli";
+  static OutMeta meta(const at::Tensor& self, double p, std::optional<at::Generator>) {
+    TORCH_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
+    return fill_meta(self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor&, double p,
+                   std::optional<at::Generator> gen) {
+    bernoulli_into(out, c10::Scalar(p), gen);
+  }
+};
+
+// p broadcast to the filled tensor's shape: a CPU p (not a 0-dim scalar) is
+// moved over, as CUDA does; expand gives ATen's shape check and message.
+at::Tensor probabilities_for(const at::Tensor& p, c10::IntArrayRef sizes, c10::Device device) {
+  check_float(p, "bernoulli_tensor_cpu_p_");
+  at::Tensor pe = p.dim() > 0 && p.is_cpu() ? p.to(device) : p;
+  return p.dim() > 0 ? pe.expand(sizes) : pe;
 }
 
-at::Tensor& bernoulli_tensor(at::Tensor& self, const at::Tensor& p, std::optional<at::Generator> gen) {
-  TORCH_CHECK(at::isFloatingType(p.scalar_type()), "expected probabilities tensor to have floating type, got ",
-              p.scalar_type());
-  // expand gives ATen's shape check and message; a CPU p (not a 0-dim
-  // scalar) is moved over, as CUDA does.
-  at::Tensor pe = p.dim() > 0 && p.is_cpu() ? p.to(self.device()) : p;
-  if (p.dim() > 0) pe = pe.expand(self.sizes());
-  bernoulli_into(self, pe, gen);
-  return self;
-}
+struct BernoulliTensor {
+  static constexpr const char* kName = "bernoulli";
+  static OutMeta meta(const at::Tensor& self, const at::Tensor& p, std::optional<at::Generator>) {
+    probabilities_for(p, self.sizes(), self.device());
+    return fill_meta(self);
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor&, const at::Tensor& p,
+                   std::optional<at::Generator> gen) {
+    at::Tensor pe = probabilities_for(p, m.sizes, m.device);
+    bernoulli_into(out, pe, gen);
+  }
+};
 
-at::Tensor& bernoulli_out(const at::Tensor& self, std::optional<at::Generator> gen, at::Tensor& out) {
-  at::native::resize_output(out, self.sizes());
-  return bernoulli_tensor(out, self, gen);
-}
+// bernoulli(p): one draw per element of p, in p's dtype; no in-place form.
+struct BernoulliOf {
+  static constexpr const char* kName = "bernoulli";
+  static OutMeta meta(const at::Tensor& p, std::optional<at::Generator>) {
+    probabilities_for(p, p.sizes(), p.device());
+    OutMeta m = fill_meta(p);
+    m.out_dtype = OutDtype::kOwn;  // out= of any dtype takes the 0/1 draws, as CPU's does
+    return m;
+  }
+  static void impl(const at::Tensor& out, const OutMeta&, const at::Tensor& p, std::optional<at::Generator> gen) {
+    bernoulli_into(out, p, gen);
+  }
+};
 
 // --- randperm ----------------------------------------------------------------------
 
@@ -648,21 +767,21 @@ at::Tensor poisson(const at::Tensor& rate, std::optional<at::Generator> gen) {
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("uniform_", uniform_);
-  m.impl("normal_", normal_);
+  register_variants<Uniform>(m, "uniform");
+  register_variants<NormalFill>(m, {"normal_functional", "normal_", "normal.out"});
   register_variants<NormalTensorFloat>(m, {"normal.Tensor_float", "", "normal.Tensor_float_out"});
   register_variants<NormalFloatTensor>(m, {"normal.float_Tensor", "", "normal.float_Tensor_out"});
   register_variants<NormalTensorTensor>(m, {"normal.Tensor_Tensor", "", "normal.Tensor_Tensor_out"});
-  m.impl("log_normal_", log_normal_);
-  m.impl("exponential_", exponential_);
-  m.impl("cauchy_", cauchy_);
-  m.impl("geometric_", geometric_);
-  m.impl("random_", random_);
-  m.impl("random_.from", random_from);
-  m.impl("random_.to", random_to);
-  m.impl("bernoulli_.float", bernoulli_float);
-  m.impl("bernoulli_.Tensor", bernoulli_tensor);
-  m.impl("bernoulli.out", bernoulli_out);
+  register_variants<LogNormal>(m, "log_normal");
+  register_variants<Exponential>(m, "exponential");
+  register_variants<Cauchy>(m, "cauchy");
+  register_variants<Geometric>(m, "geometric");
+  register_variants<RandomFill>(m, "random");
+  register_variants<RandomFrom>(m, {"random.from", "random_.from", "random.from_out"});
+  register_variants<RandomTo>(m, {"random.to", "random_.to", "random.to_out"});
+  register_variants<BernoulliFloat>(m, {"bernoulli.p", "bernoulli_.float", "bernoulli.float_out"});
+  register_variants<BernoulliTensor>(m, {"bernoulli.Tensor", "bernoulli_.Tensor", "bernoulli.Tensor_out"});
+  register_variants<BernoulliOf>(m, {"bernoulli", "", "bernoulli.out"});
   m.impl("randperm.generator_out", randperm_out);
   register_variants<Multinomial>(m, {"multinomial", "", "multinomial.out"});
   m.impl("poisson", poisson);

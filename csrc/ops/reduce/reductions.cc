@@ -598,14 +598,29 @@ struct VectorNorm {
     norm_into(self, m.p, ord.toDouble(), m.dtype, out);
   }
 };
-at::Tensor& norm_dtype_out(const at::Tensor& self, const std::optional<c10::Scalar>& pv, c10::IntArrayRef dim,
-                           bool keepdim, c10::ScalarType dtype, at::Tensor& out) {
-  return VariantsOf<VectorNorm>::out(self, pv.value_or(2.0), dim, keepdim, dtype, out);
-}
-at::Tensor& norm_out(const at::Tensor& self, const std::optional<c10::Scalar>& pv, c10::IntArrayRef dim, bool keepdim,
-                     at::Tensor& out) {
-  return VariantsOf<VectorNorm>::out(self, pv.value_or(2.0), dim, keepdim, std::nullopt, out);
-}
+// norm(self, p, dim, keepdim[, dtype]): linalg_vector_norm, p 2 when None.
+struct NormDtype {
+  static constexpr const char* kName = "norm";
+  static ReduceMeta meta(const at::Tensor& self, const std::optional<c10::Scalar>& p, c10::IntArrayRef dim,
+                         bool keepdim, c10::ScalarType dtype) {
+    return VectorNorm::meta(self, p.value_or(2.0), dim, keepdim, dtype);
+  }
+  static void impl(const at::Tensor& out, const ReduceMeta& m, const at::Tensor& self,
+                   const std::optional<c10::Scalar>& p, c10::IntArrayRef dim, bool keepdim, c10::ScalarType dtype) {
+    VectorNorm::impl(out, m, self, p.value_or(2.0), dim, keepdim, dtype);
+  }
+};
+struct Norm {
+  static constexpr const char* kName = "norm";
+  static ReduceMeta meta(const at::Tensor& self, const std::optional<c10::Scalar>& p, c10::IntArrayRef dim,
+                         bool keepdim) {
+    return VectorNorm::meta(self, p.value_or(2.0), dim, keepdim, std::nullopt);
+  }
+  static void impl(const at::Tensor& out, const ReduceMeta& m, const at::Tensor& self,
+                   const std::optional<c10::Scalar>& p, c10::IntArrayRef dim, bool keepdim) {
+    VectorNorm::impl(out, m, self, p.value_or(2.0), dim, keepdim, std::nullopt);
+  }
+};
 
 // --- any / all ---------------------------------------------------------------
 
@@ -848,8 +863,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   register_variants<VarMean<false>>(m, {"var_mean.correction", "", ""});
   register_variants<VarMean<true>>(m, {"std_mean.correction", "", ""});
   register_variants<VectorNorm>(m, {"linalg_vector_norm", "", "linalg_vector_norm.out"});
-  m.impl("norm.out", norm_out);
-  m.impl("norm.dtype_out", norm_dtype_out);
+  register_variants<Norm>(m, {"norm.ScalarOpt_dim", "", "norm.out"});
+  register_variants<NormDtype>(m, {"norm.ScalarOpt_dim_dtype", "", "norm.dtype_out"});
   register_variants<AnyAllOfAll<true>>(m, {"any", "", "any.all_out"});
   register_variants<AnyAll<true, int64_t>>(m, {"any.dim", "", "any.out"});
   register_variants<AnyAll<true, at::OptionalIntArrayRef>>(m, {"any.dims", "", "any.dims_out"});

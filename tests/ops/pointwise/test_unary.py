@@ -4,7 +4,7 @@ backward kernels autograd calls for them, on tpu vs PyTorch CPU
 import pytest
 import torch
 
-from tests.helpers import TPU, check
+from tests.helpers import TPU, both_raise, check
 from tests.ops.pointwise._common import (
     DTYPES,
     FLOATS,
@@ -126,6 +126,22 @@ def test_unary_out_dtype_errors(fn, dtype, out_dtype):
 def test_logical_not_out_dtype():
     x = torch.tensor([0.0, 1.0, -2.0])
     check(lambda a: torch.logical_not(a, out=torch.empty(3, dtype=torch.int32, device=a.device)), x)
+
+
+def test_logical_not_and_nan_to_num_forms():
+    # Functional, in-place (on a transposed view) and out= forms against CPU;
+    # the in-place form keeps self's dtype, out= of another dtype follows CPU.
+    x = torch.tensor([[0.0, float("nan"), -2.0], [float("inf"), 1.0, -float("inf")]])
+    check(torch.logical_not, x)
+    check(lambda a: a.t().logical_not_(), x)
+    check(lambda a: a.t().nan_to_num_(posinf=5.0), x)
+    check(lambda a: torch.nan_to_num(a.t(), nan=1.0), x)
+    check(lambda a: torch.nan_to_num(a, out=torch.empty(0, device=a.device)), x)
+    check(lambda a: torch.nan_to_num(a, out=torch.empty(0, dtype=torch.int64, device=a.device)),
+          torch.tensor([1, 2]))
+    check(lambda a: torch.logical_not(a, out=torch.empty(0, dtype=torch.float64, device=a.device)), x)
+    both_raise(RuntimeError, lambda a: torch.nan_to_num(a, out=torch.empty(0, dtype=torch.float64, device=a.device)),
+               x)
 
 
 # ---- autograd through backward kernels -------------------------------------------

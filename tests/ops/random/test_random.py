@@ -399,3 +399,78 @@ def test_multinomial_and_normal_out_forms():
     torch.manual_seed(3)
     assert torch.normal(1.0, std, out=o) is o
     torch.testing.assert_close(o.cpu(), expected)
+
+
+# Every sampler that fills a tensor, in its three forms: (in-place call,
+# functional op, out= op), each taking the tensor and the same arguments.
+A = torch.ops.aten
+FILLS = {
+    "uniform": (lambda t: t.uniform_(2, 3), lambda t: A.uniform(t, 2, 3), lambda t, o: A.uniform.out(t, 2, 3, out=o)),
+    "normal": (lambda t: t.normal_(1, 2), lambda t: A.normal_functional(t, 1, 2),
+               lambda t, o: A.normal.out(t, 1, 2, out=o)),
+    "log_normal": (lambda t: t.log_normal_(0, 0.5), lambda t: A.log_normal(t, 0, 0.5),
+                   lambda t, o: A.log_normal.out(t, 0, 0.5, out=o)),
+    "exponential": (lambda t: t.exponential_(2), lambda t: A.exponential(t, 2),
+                    lambda t, o: A.exponential.out(t, 2, out=o)),
+    "cauchy": (lambda t: t.cauchy_(), lambda t: A.cauchy(t), lambda t, o: A.cauchy.out(t, out=o)),
+    "geometric": (lambda t: t.geometric_(0.3), lambda t: A.geometric(t, 0.3),
+                  lambda t, o: A.geometric.out(t, 0.3, out=o)),
+    "random": (lambda t: t.random_(), lambda t: A.random(t), lambda t, o: A.random.out(t, out=o)),
+    "random.from": (lambda t: t.random_(3, 9), lambda t: getattr(A.random, "from")(t, 3, 9),
+                    lambda t, o: A.random.from_out(t, 3, 9, out=o)),
+    "random.to": (lambda t: t.random_(9), lambda t: A.random.to(t, 9), lambda t, o: A.random.to_out(t, 9, out=o)),
+    "bernoulli.p": (lambda t: t.bernoulli_(0.3), lambda t: A.bernoulli.p(t, 0.3),
+                    lambda t, o: A.bernoulli.float_out(t, 0.3, out=o)),
+    "bernoulli.Tensor": (lambda t: t.bernoulli_(torch.full((7,), 0.3, device=t.device)),
+                         lambda t: A.bernoulli.Tensor(t, torch.full((7,), 0.3, device=t.device)),
+                         lambda t, o: A.bernoulli.Tensor_out(t, torch.full((7,), 0.3, device=t.device), out=o)),
+}
+
+
+@pytest.mark.parametrize("name", FILLS)
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+def test_fill_forms_draw_the_same_values(name):
+    # The functional and out= forms draw exactly what the in-place form draws
+    # under the same seed, with self's shape, dtype and layout (a transposed
+    # self gives a transposed result, as empty_like does on CPU); out= of
+    # another dtype is CPU's error.
+    inplace, functional, out_form = FILLS[name]
+    self = torch.zeros(7, 300, device=TPU).t()
+    torch.manual_seed(11)
+    expected = inplace(self.clone().t().contiguous().t()).cpu()
+    torch.manual_seed(11)
+    r = functional(self)
+    assert r.shape == self.shape and r.dtype == self.dtype and r.stride() == self.stride()
+    torch.testing.assert_close(r.cpu(), expected, rtol=0, atol=0)
+    assert (self.cpu() == 0).all()  # the functional form leaves self alone
+    o = torch.empty(0, device=TPU)
+    torch.manual_seed(11)
+    assert out_form(self, o) is o
+    assert o.shape == self.shape
+    torch.testing.assert_close(o.cpu(), expected, rtol=0, atol=0)
+    both_raise(RuntimeError, out_form, torch.zeros(7, 300).t(), torch.empty(0, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("name", ["uniform", "normal", "log_normal", "exponential", "cauchy"])
+def test_fill_forms_reject_integer_self_as_cpu(name):
+    inplace, functional, out_form = FILLS[name]
+    x = torch.zeros(3, dtype=torch.int64)
+    for fn in (inplace, functional):
+        with pytest.raises(Exception) as cpu:
+            fn(x.clone())
+        with pytest.raises(type(cpu.value)) as tpu:
+            fn(x.to(TPU))
+        assert str(tpu.value) == str(cpu.value)
+
+
+def test_bernoulli_of_probabilities_out_takes_any_dtype():
+    # bernoulli(p, out=) writes the 0/1 draws into an out of any dtype, as on
+    # CPU; an integer p is CPU's NotImplementedError.
+    p = torch.full((N,), 0.3, device=TPU)
+    for dtype in (torch.int64, torch.bool, torch.float64):
+        o = torch.empty(0, dtype=dtype, device=TPU)
+        assert torch.bernoulli(p, out=o) is o
+        assert o.dtype == dtype and o.shape == (N,)
+        assert abs(o.cpu().double().mean().item() - 0.3) < 0.02
+    both_raise(NotImplementedError, torch.bernoulli, torch.ones(3, dtype=torch.int64))
+    both_raise(NotImplementedError, lambda t, q: t.bernoulli_(q), torch.zeros(3), torch.ones(3, dtype=torch.int64))

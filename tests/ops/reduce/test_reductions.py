@@ -370,6 +370,12 @@ def test_norm_variants():
     check(lambda t: torch.linalg.vector_norm(t, 2), torch.empty(0, 3))
     check(lambda t, o: torch.linalg.vector_norm(t, 2, 1, out=o), x, torch.empty(0))
     check(lambda t, o: torch.norm(t, 1, 0, out=o), x, torch.empty(0))
+    # The ATen overloads themselves, with p None (2) and a dtype.
+    check(lambda t: torch.ops.aten.norm.ScalarOpt_dim(t, None, [1]), x)
+    check(lambda t: torch.ops.aten.norm.ScalarOpt_dim(t, 3, [0, 1], True), x)
+    check(lambda t: torch.ops.aten.norm.ScalarOpt_dim_dtype(t, 1, [1], False, dtype=torch.float64), x)
+    check(lambda t, o: torch.ops.aten.norm.dtype_out(t, None, [0], False, dtype=torch.float64, out=o), x,
+          torch.empty(0, dtype=torch.float64))
     big = torch.zeros(3, 10)
     check(lambda t, b: (torch.linalg.vector_norm(t, 2, 0, out=b[2, :6]), b)[1], x, big)
     xt = x.to(TPU)
