@@ -10,35 +10,35 @@
 
 namespace torch_tpu::eager {
 
-void FusedDriver::begin_capture() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  TORCH_CHECK(!graph_capturing_, "a compiled graph cannot be captured inside a tpu graph capture");
-  flush_locked(SyncReason::kMarkStep, "before a capture");
+void CompiledCapture::begin() {
+  std::lock_guard<std::recursive_mutex> lock(core_.mu_);
+  TORCH_CHECK(!core_.graphs_.capturing(), "a compiled graph cannot be captured inside a tpu graph capture");
+  core_.flush_locked(SyncReason::kMarkStep, "before a capture");
   drain_compile_ahead();
-  capture_start_ = flush_count_;
-  compiled_capture_ = true;
-  capture_read_host_ = false;
+  start_ = core_.flush_count_;
+  active_ = true;
+  read_host_ = false;
 }
 
-std::shared_ptr<CapturedGraph> FusedDriver::end_capture(const std::vector<at::Tensor>& in,
-                                                        const std::vector<at::Tensor>& out, std::string& why_not) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  compiled_capture_ = false;
-  if (flush_count_ != capture_start_) {
+std::shared_ptr<CapturedGraph> CompiledCapture::end(const std::vector<at::Tensor>& in,
+                                                    const std::vector<at::Tensor>& out, std::string& why_not) {
+  std::lock_guard<std::recursive_mutex> lock(core_.mu_);
+  active_ = false;
+  if (core_.flush_count_ != start_) {
     why_not = "the graph flushed before its end (a host read or a data-dependent shape)";
-  } else if (capture_read_host_) {
+  } else if (read_host_) {
     why_not = "the graph read a device value on the host (a torch.cond predicate, .item())";
-  } else if (!p_) {
+  } else if (!core_.p_) {
     why_not = "the graph recorded no op";
   }
   auto cap = std::make_shared<CapturedGraph>();
-  cap_in_ = &in;
-  cap_out_ = &out;
-  cap_why_ = &why_not;
+  in_ = &in;
+  out_ = &out;
+  why_ = &why_not;
   bool want = why_not.empty();
-  flush_locked(SyncReason::kMarkStep, "compiled graph", want ? cap.get() : nullptr);
-  cap_in_ = cap_out_ = nullptr;
-  cap_why_ = nullptr;
+  core_.flush_locked(SyncReason::kMarkStep, "compiled graph", want ? cap.get() : nullptr);
+  in_ = out_ = nullptr;
+  why_ = nullptr;
   if (!want || (!cap->prog && !cap->pending_prog.valid())) {
     if (why_not.empty()) why_not = "the graph has no live result";
     return nullptr;
@@ -46,9 +46,9 @@ std::shared_ptr<CapturedGraph> FusedDriver::end_capture(const std::vector<at::Te
   return cap;
 }
 
-std::optional<std::vector<at::Tensor>> FusedDriver::replay(CapturedGraph& c, const std::vector<at::Tensor>& in) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  flush_locked(SyncReason::kMarkStep, "before a replay");
+std::optional<std::vector<at::Tensor>> CompiledCapture::replay(CapturedGraph& c, const std::vector<at::Tensor>& in) {
+  std::lock_guard<std::recursive_mutex> lock(core_.mu_);
+  core_.flush_locked(SyncReason::kMarkStep, "before a replay");
   drain_compile_ahead();
   if (!c.prog) c.prog = c.pending_prog.get();  // compiled by now (the queue has run); a failed compile rethrows
   RECORD_FUNCTION("tpu::compiled_graph_replay", std::vector<c10::IValue>());
@@ -117,7 +117,7 @@ std::optional<std::vector<at::Tensor>> FusedDriver::replay(CapturedGraph& c, con
 // Per result of a capture, the shape of the input or output tensor that
 // holds its storage whole (empty when none does): an optimizer state's
 // (rows, cols) lets the partitioner split it as its parameter is split.
-std::vector<std::vector<int64_t>> FusedDriver::result_shapes(const CapturedGraph& c) {
+std::vector<std::vector<int64_t>> CompiledCapture::result_shapes(const CapturedGraph& c) {
   std::vector<std::vector<int64_t>> shapes;
   for (const auto& r : c.results) {
     std::vector<int64_t> dims;
@@ -139,8 +139,8 @@ std::vector<std::vector<int64_t>> FusedDriver::result_shapes(const CapturedGraph
 
 // A replay of a capture that ran over a mesh: each input must have the
 // layout it had then (else the caller captures again).
-std::optional<std::vector<at::Tensor>> FusedDriver::replay_spmd(CapturedGraph& c, const std::vector<at::Tensor>& in,
-                                                                const std::vector<StorageSlot*>& slots) {
+std::optional<std::vector<at::Tensor>> CompiledCapture::replay_spmd(CapturedGraph& c, const std::vector<at::Tensor>& in,
+                                                                    const std::vector<StorageSlot*>& slots) {
   const SpmdPlan& plan = *c.spmd;
   std::vector<ShardedPtr> sharded(c.args.size());
   std::vector<runtime::BufferPtr> whole(c.args.size());
@@ -198,8 +198,8 @@ std::optional<std::vector<at::Tensor>> FusedDriver::replay_spmd(CapturedGraph& c
 
 // A replay's output tensors: views of the inputs' storages or of new ones
 // (made here, into `fresh`).
-std::vector<at::Tensor> FusedDriver::make_outputs(const CapturedGraph& c, const std::vector<at::Tensor>& in,
-                                                  std::vector<c10::Storage>& fresh) {
+std::vector<at::Tensor> CompiledCapture::make_outputs(const CapturedGraph& c, const std::vector<at::Tensor>& in,
+                                                      std::vector<c10::Storage>& fresh) {
   fresh.reserve(c.fresh_nbytes.size());
   {
     c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(c.device)));
@@ -222,10 +222,10 @@ std::vector<at::Tensor> FusedDriver::make_outputs(const CapturedGraph& c, const 
 // Fills `c` from the graph about to run: the source of every parameter
 // and the destination of every result, in terms of the capture's inputs
 // and outputs. False (with the reason) when one is neither.
-bool FusedDriver::describe(Pending& p, const std::vector<int>& outs, CapturedGraph& c) {
-  const auto& in = *cap_in_;
-  const auto& out = *cap_out_;
-  std::string& why = *cap_why_;
+bool CompiledCapture::describe(PendingGraph& p, const std::vector<int>& outs, CapturedGraph& c) {
+  const auto& in = *in_;
+  const auto& out = *out_;
+  std::string& why = *why_;
   std::unordered_map<StorageSlot*, int> in_slot;
   std::unordered_map<const at::TensorImpl*, int> in_cpu;
   c.device = p.device;
@@ -249,7 +249,7 @@ bool FusedDriver::describe(Pending& p, const std::vector<int>& outs, CapturedGra
     g.alias_of = in_slot.try_emplace(s, static_cast<int>(i)).first->second;
   }
   for (size_t k = 0; k < p.params.size(); ++k) {
-    const Param& pr = p.params[k];
+    const FusedParam& pr = p.params[k];
     CapturedGraph::Arg a;
     a.elem = pr.elem;
     a.numel = pr.numel;
@@ -270,7 +270,7 @@ bool FusedDriver::describe(Pending& p, const std::vector<int>& outs, CapturedGra
         a.kind = CapturedGraph::Arg::kCpuInput;
         a.input = it->second;
       } else {
-        fixed_or_rng(pr, a);
+        FusedDriver::fixed_or_rng(pr, a);
       }
     }
     c.args.push_back(std::move(a));
@@ -313,14 +313,14 @@ bool FusedDriver::describe(Pending& p, const std::vector<int>& outs, CapturedGra
 
 void begin_capture() {
   set_current_driver(&fused_driver());
-  FusedDriver::get().begin_capture();
+  FusedDriver::get().compiled().begin();
 }
 std::shared_ptr<CapturedGraph> end_capture(const std::vector<at::Tensor>& inputs,
                                            const std::vector<at::Tensor>& outputs, std::string& why_not) {
-  return FusedDriver::get().end_capture(inputs, outputs, why_not);
+  return FusedDriver::get().compiled().end(inputs, outputs, why_not);
 }
 std::optional<std::vector<at::Tensor>> replay(CapturedGraph& c, const std::vector<at::Tensor>& inputs) {
-  return FusedDriver::get().replay(c, inputs);
+  return FusedDriver::get().compiled().replay(c, inputs);
 }
 
 }  // namespace torch_tpu::eager

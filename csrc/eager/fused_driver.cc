@@ -49,8 +49,19 @@ std::vector<runtime::BufferPtr> execute_replay(const CompiledProgram& prog, cons
 
 void FusedDriver::activate() {
   active_ = true;
+  install_hooks();
+}
+
+void FusedDriver::install_hooks() {
   set_slot_free_hook(&FusedDriver::on_free);
   set_pending_hooks(PendingWrite::kGraph, nullptr, &FusedDriver::on_materialize);
+}
+
+// Captured graphs must still hear of freed slots they name.
+void FusedDriver::remove_hooks_if_idle() {
+  if (active_ || graphs_.names_slots()) return;
+  set_slot_free_hook(nullptr);
+  set_pending_hooks(PendingWrite::kGraph, nullptr, nullptr);
 }
 
 void FusedDriver::dispatch(OpCall& call, const Lowering& lower) {
@@ -61,7 +72,7 @@ void FusedDriver::dispatch(OpCall& call, const Lowering& lower) {
   // AdamW: 530 ops, then 424 from step 2 on, 340-370 ms each). Run in
   // strict eager (a fill there needs no program: OpCall::try_host_fill),
   // the state enters the graph as parameters, as it does from step 2 on.
-  if (optimizer_step_ && !graph_capturing_ && reads_no_storage(call)) {
+  if (optimizer_step_ && !graphs_.capturing() && reads_no_storage(call)) {
     strict_driver().dispatch(call, lower);
     return;
   }
@@ -88,12 +99,12 @@ void FusedDriver::dispatch(OpCall& call, const Lowering& lower) {
       // A value still in strict eager's compile-ahead queue is read at
       // the flush, once the queue has run (captures start with it empty).
       std::function<runtime::BufferPtr()> queued;
-      if (s->pending && !seg_written_.count(s)) queued = queued_value(s);
+      if (s->pending && !graphs_.wrote(s)) queued = queued_value(s);
       if (!queued && !s->pending) reshard_slot(s);
-      TORCH_INTERNAL_ASSERT(((s->buffer || s->sharded) && !s->pending) || seg_written_.count(s) || queued,
+      TORCH_INTERNAL_ASSERT(((s->buffer || s->sharded) && !s->pending) || graphs_.wrote(s) || queued,
                             "fused eager: storage state out of sync");
       ShardedPtr sharded =
-          queued || seg_written_.count(s) || !s->sharded || s->sharded->shards.empty() ? nullptr : s->sharded;
+          queued || graphs_.wrote(s) || !s->sharded || s->sharded->shards.empty() ? nullptr : s->sharded;
       if (sharded) {
         // The value in the shape its sharding applies to, viewed flat as
         // every storage is (views of it fold that reshape away).
@@ -145,7 +156,7 @@ void FusedDriver::dispatch(OpCall& call, const Lowering& lower) {
   ++p.ops;
   if (dumping()) p.origin += take_program_origin() + "\n";
   // A graph capture holds the whole region, however long.
-  if (p.ops >= max_ops_ && !graph_capturing_) flush_locked(SyncReason::kSizeLimit, "size limit");
+  if (p.ops >= max_ops_ && !graphs_.capturing()) flush_locked(SyncReason::kSizeLimit, "size limit");
 }
 
 void FusedDriver::sync_point(SyncReason why, std::string_view op) {
@@ -154,9 +165,8 @@ void FusedDriver::sync_point(SyncReason why, std::string_view op) {
   // program being captured would bake what was read (the branch a
   // torch.cond predicate chose, an .item()): the capture must fail.
   if (why == SyncReason::kHostRead) {
-    if (compiled_capture_) capture_read_host_ = true;
-    if (graph_capturing_ && capture_break_.empty())
-      capture_break_ = std::string(to_string(why)) + (op.empty() ? "" : " (" + std::string(op) + ")");
+    compiled_.note_host_read();
+    graphs_.note_sync(why, op);
   }
   flush_locked(why, op);
   // Values strict eager queued before this mode began, and graphs queued
@@ -169,11 +179,7 @@ void FusedDriver::deactivate() {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   flush_locked(SyncReason::kModeChange, "mode change");
   active_ = false;
-  // Captured graphs must still hear of freed slots they name.
-  if (users_.empty()) {
-    set_slot_free_hook(nullptr);
-    set_pending_hooks(PendingWrite::kGraph, nullptr, nullptr);
-  }
+  remove_hooks_if_idle();
 }
 
 void FusedDriver::set_bake_numbers(bool on) {
@@ -199,8 +205,7 @@ FusedDriver& FusedDriver::get() {
 void FusedDriver::on_free(StorageSlot* s) {
   FusedDriver& d = get();
   std::lock_guard<std::recursive_mutex> lock(d.mu_);
-  StorageSlot* own = d.adopt(s);
-  if (d.seg_written_.erase(s) && own) d.adopted_now_[s] = own;
+  d.graphs_.on_free(s);
   if (!d.p_) return;
   auto it = d.p_->ids.find(s);
   if (it == d.p_->ids.end()) return;
@@ -212,10 +217,9 @@ void FusedDriver::flush_locked(SyncReason why, std::string_view op, CapturedGrap
   // Numbers recorded after a host read may come from device values: a
   // program per value. Only a graph's own numbers are baked in.
   bake_numbers_ = false;
-  if (flushing_ || (!p_ && segments_.empty())) return;
-  if (graph_capturing_ && capture_break_.empty())
-    capture_break_ = std::string(to_string(why)) + (op.empty() ? "" : " (" + std::string(op) + ")");
-  settle_segments();
+  if (flushing_ || (!p_ && !graphs_.has_parts())) return;
+  graphs_.note_sync(why, op);
+  graphs_.settle();
   if (!p_) return;
   RECORD_FUNCTION("tpu::fused_flush", std::vector<c10::IValue>());
   ++flush_count_;
@@ -243,7 +247,7 @@ void FusedDriver::flush_locked(SyncReason why, std::string_view op, CapturedGrap
   for (const Param& pr : p->params) sharded.push_back(pr.sharded);
   try {
     if (std::vector<int> mesh = spmd_mesh(sharded); !mesh.empty()) {
-      if (cap && !describe(*p, outs, *cap)) cap = nullptr;
+      if (cap && !compiled_.describe(*p, outs, *cap)) cap = nullptr;
       flush_spmd(*p, outs, std::move(mesh), sharded, cap);
       clear_pending(*p);
       return;
@@ -253,7 +257,7 @@ void FusedDriver::flush_locked(SyncReason why, std::string_view op, CapturedGrap
     throw;
   }
   std::vector<std::pair<int, int>> aliases = donations(*p, outs);
-  if (cap && !describe(*p, outs, *cap)) cap = nullptr;
+  if (cap && !compiled_.describe(*p, outs, *cap)) cap = nullptr;
   if (cap)
     for (auto [j, k] : aliases) cap->donated.push_back(j);
   try {
@@ -262,7 +266,7 @@ void FusedDriver::flush_locked(SyncReason why, std::string_view op, CapturedGrap
     if (dumping()) set_program_origin(p->origin);
     ProgramPtr prog = cached(key);
     int64_t out_bytes = 0;
-    if (!prog && !graph_capturing_ && queue_instead(*p, outs, out_bytes)) {
+    if (!prog && !graphs_.capturing() && queue_instead(*p, outs, out_bytes)) {
       queue_graph(*p, outs, aliases, key, emit, out_bytes, cap);
       return;
     }
@@ -326,7 +330,7 @@ void FusedDriver::flush_spmd(Pending& p, const std::vector<int>& outs, std::vect
   }
   p.g.set_outputs(vals);
   std::vector<std::vector<int64_t>> shapes;
-  if (cap) shapes = result_shapes(*cap);
+  if (cap) shapes = CompiledCapture::result_shapes(*cap);
   spmd_layout(*plan, p.g, sharded, pinned, cap ? &shapes : nullptr);
   plan->aliases = spmd_aliases(pinned);
   for (auto [j, k] : plan->aliases) p.g.alias(j, k);
@@ -525,7 +529,7 @@ void FusedDriver::resolve_queued(Pending& p) {
 bool FusedDriver::bakes(const OpCall::ScalarSource& src, ir::ElemType elem) const {
   if (ir::is_complex(elem)) return false;
   using K = OpCall::ScalarSource;
-  if (graph_capturing_) return src.kind == K::kConstant || src.kind == K::kCpuTensor;
+  if (graphs_.capturing()) return src.kind == K::kConstant || src.kind == K::kCpuTensor;
   return bake_numbers_ && (src.kind == K::kConstant || (src.kind == K::kCpuTensor && src.wrapped));
 }
 

@@ -1,9 +1,10 @@
-// The fused driver, shared by its three parts:
-//   fused_driver.cc      fused eager: recording into one pending graph, and the flush that runs it;
-//   compiled_capture.cc  the capture and replay of torch.compile(backend="tpu") graphs;
-//   static_graph.cc      torch.tpu.graph (torch.accelerator.Graph) capture and replay.
-// All three record through the same pending graph, so they are one Driver
-// with one lock; this header is private to csrc/eager.
+// The fused driver: a core that records calls into one pending graph and
+// flushes it as one program, and three users of it, each with its own state:
+//   FusedDriver      (fused_driver.cc)      the core, and fused eager (the driver active);
+//   CompiledCapture  (compiled_capture.cc)  capture and replay of torch.compile(backend="tpu") graphs;
+//   GraphCapture     (static_graph.cc)      torch.tpu.graph (torch.accelerator.Graph) capture and replay.
+// They share the pending graph and so one Driver and one lock; this header
+// is private to csrc/eager.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -20,6 +21,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -34,8 +36,6 @@
 #include "eager/drivers.h"
 #include "eager/spmd.h"
 #include "record/driver.h"
-
-namespace torch_tpu::record {}  // namespace torch_tpu::record
 
 namespace torch_tpu::eager {
 
@@ -194,6 +194,128 @@ std::vector<PJRT_Buffer*> replay_args(const std::vector<CapturedGraph::Arg>& arg
   return argv;
 }
 
+// --- the shared core's data: the pending graph ---
+
+struct FusedParam {  // one per graph parameter, in order
+  runtime::BufferPtr buffer;
+  StorageSlot* slot;  // the storage it was read from, or null for a runtime scalar
+  ir::ElemType elem;
+  int64_t numel;
+  OpCall::ScalarSource scalar;
+  int gslot;                                   // its graph slot, or -1
+  std::function<runtime::BufferPtr()> queued;  // set: `buffer` comes from the compile-ahead queue
+  ShardedPtr sharded;                          // set: the storage's value lives on a mesh (SPMD)
+};
+struct GraphSlot {
+  StorageSlot* slot;  // null once the storage is freed
+  ir::Value value;    // its current value in the graph (invalid: not read or written yet)
+  bool written = false;
+  ir::ElemType elem0;  // what the slot held before the graph (a capture restores it)
+  int64_t numel0 = 0;
+};
+// The calls recorded since the last flush, as one graph.
+struct PendingGraph {
+  explicit PendingGraph(int dev) : device(dev) {}
+  int device;
+  ir::Graph g;
+  std::vector<FusedParam> params;
+  std::unordered_map<StorageSlot*, int> ids;
+  std::vector<GraphSlot> slots;
+  KeyBuilder key;
+  int64_t ops = 0;
+  std::string origin;  // the recorded ops and their Python lines, while dumping
+};
+
+class FusedDriver;
+
+// --- torch.compile graphs (compiled_capture.cc) ---
+//
+// Between begin() and end() the core records a dynamo graph's ops; the
+// flush at end() asks describe() to turn the pending graph into a
+// CapturedGraph (its arguments and results named by the graph's inputs and
+// outputs). replay() runs a capture on new inputs without dispatching.
+// Every method runs under the core's lock.
+class CompiledCapture {
+ public:
+  explicit CompiledCapture(FusedDriver& core) : core_(core) {}
+  void begin();
+  std::shared_ptr<CapturedGraph> end(const std::vector<at::Tensor>& in, const std::vector<at::Tensor>& out,
+                                     std::string& why_not);
+  std::optional<std::vector<at::Tensor>> replay(CapturedGraph& c, const std::vector<at::Tensor>& in);
+
+  // What the core asks and tells.
+  bool active() const { return active_; }
+  void note_host_read() {
+    if (active_) read_host_ = true;
+  }
+  bool describe(PendingGraph& p, const std::vector<int>& outs, CapturedGraph& c);
+  static std::vector<std::vector<int64_t>> result_shapes(const CapturedGraph& c);
+
+ private:
+  std::optional<std::vector<at::Tensor>> replay_spmd(CapturedGraph& c, const std::vector<at::Tensor>& in,
+                                                     const std::vector<StorageSlot*>& slots);
+  static std::vector<at::Tensor> make_outputs(const CapturedGraph& c, const std::vector<at::Tensor>& in,
+                                              std::vector<c10::Storage>& fresh);
+
+  FusedDriver& core_;
+  bool active_ = false;     // between begin() and end()
+  bool read_host_ = false;  // a host read happened in that window
+  int64_t start_ = -1;      // the core's flush count at begin()
+  const std::vector<at::Tensor>* in_ = nullptr;
+  const std::vector<at::Tensor>* out_ = nullptr;
+  std::string* why_ = nullptr;
+};
+
+// --- torch.tpu.graph (static_graph.cc) ---
+//
+// A capture turns the core's pending graph into StaticGraphs bound to the
+// storages they touched, instead of running it, and owns what that needs:
+// the parts closed so far, the slots they wrote (pending until the capture
+// ends), and the slots captured graphs name (adopted when freed). Every
+// method runs under the core's lock.
+class GraphCapture {
+ public:
+  explicit GraphCapture(FusedDriver& core) : core_(core) {}
+  void begin(bool keep_text);
+  void cut();
+  std::shared_ptr<StaticGraph> end(bool keep_text);
+  void abort();
+  void replay(StaticGraph& g);
+  bool capturing() const { return capturing_; }
+
+  // What the core asks and tells.
+  bool wrote(StorageSlot* s) const { return seg_written_.count(s) > 0; }  // an earlier part wrote s
+  bool has_parts() const { return !segments_.empty(); }
+  bool names_slots() const { return !users_.empty(); }  // captured graphs must hear of freed slots
+  void note_sync(SyncReason why, std::string_view op);  // the first one breaks the capture
+  void settle();                                        // the capture broke: run the closed parts now
+  void on_free(StorageSlot* s);
+  void release(StaticGraph* g);
+
+ private:
+  void replay_one(StaticGraph& g);
+  StorageSlot* adopt(StorageSlot* s);
+  std::shared_ptr<StaticGraph> close_segment(std::unique_ptr<PendingGraph> p);
+  void restore_captured_slots();
+
+  FusedDriver& core_;
+  std::atomic<bool> capturing_{false};
+  std::string break_;                                   // the first flush during the capture
+  bool keep_text_ = false;                              // the capture keeps its StableHLO
+  std::vector<std::shared_ptr<StaticGraph>> segments_;  // closed parts of the capture underway
+  // Slots those parts wrote (pending until the capture ends) and their
+  // pre-capture type; slots freed meanwhile, to the parts' own copies.
+  std::unordered_map<StorageSlot*, std::pair<ir::ElemType, int64_t>> seg_written_;
+  std::unordered_map<StorageSlot*, StorageSlot*> adopted_now_;
+  std::unordered_map<StorageSlot*, std::vector<StaticGraph*>> users_;  // slots named by captured graphs
+};
+
+// --- the core and fused eager (fused_driver.cc) ---
+//
+// Records calls into the pending graph and flushes it: one program, from
+// the cache or compiled (now, or queued behind compile-ahead), run with
+// donation. Fused eager is this driver active; the two captures above use
+// the same recording and flush, and each owns its own state.
 class FusedDriver final : public Driver {
  public:
   static FusedDriver& get();
@@ -201,10 +323,9 @@ class FusedDriver final : public Driver {
   // Fused eager passes numbers as parameters; a capture (torch.compile,
   // torch.tpu.graph) keeps the shapes it saw.
   bool runtime_lengths() const override {
-    return !graph_capturing_ && !compiled_capture_ && !graph_run_ && !bake_numbers_;
+    return !graphs_.capturing() && !compiled_.active() && !graph_run_ && !bake_numbers_;
   }
 
-  // Fused eager (fused_driver.cc).
   void activate() override;
   void dispatch(OpCall& call, const Lowering& lower) override;
   void sync_point(SyncReason why, std::string_view op) override;
@@ -213,51 +334,15 @@ class FusedDriver final : public Driver {
   bool set_compiled_graph_run(bool on);  // returns the previous value
   void set_optimizer_step(bool on);
 
-  // torch.compile graphs (compiled_capture.cc).
-  void begin_capture();
-  std::shared_ptr<CapturedGraph> end_capture(const std::vector<at::Tensor>& in, const std::vector<at::Tensor>& out,
-                                             std::string& why_not);
-  std::optional<std::vector<at::Tensor>> replay(CapturedGraph& c, const std::vector<at::Tensor>& in);
-
-  // torch.tpu.graph (static_graph.cc).
-  void begin_graph_capture(bool keep_text);
-  void cut_graph_capture();
-  bool graph_capturing() const { return graph_capturing_; }
-  std::shared_ptr<StaticGraph> end_graph_capture(bool keep_text);
-  void abort_graph_capture();
-  void replay_graph(StaticGraph& g);
+  CompiledCapture& compiled() { return compiled_; }
+  GraphCapture& graphs() { return graphs_; }
 
  private:
-  struct Param {  // one per graph parameter, in order
-    runtime::BufferPtr buffer;
-    StorageSlot* slot;  // the storage it was read from, or null for a runtime scalar
-    ir::ElemType elem;
-    int64_t numel;
-    OpCall::ScalarSource scalar;
-    int gslot;                                   // its graph slot, or -1
-    std::function<runtime::BufferPtr()> queued;  // set: `buffer` comes from the compile-ahead queue
-    ShardedPtr sharded;                          // set: the storage's value lives on a mesh (SPMD)
-  };
-  struct GraphSlot {
-    StorageSlot* slot;  // null once the storage is freed
-    ir::Value value;    // its current value in the graph (invalid: not read or written yet)
-    bool written = false;
-    ir::ElemType elem0;  // what the slot held before the graph (a capture restores it)
-    int64_t numel0 = 0;
-  };
-  struct Pending {
-    explicit Pending(int dev) : device(dev) {}
-    int device;
-    ir::Graph g;
-    std::vector<Param> params;
-    std::unordered_map<StorageSlot*, int> ids;
-    std::vector<GraphSlot> slots;
-    KeyBuilder key;
-    int64_t ops = 0;
-    std::string origin;  // the recorded ops and their Python lines, while dumping
-  };
+  friend class CompiledCapture;
+  friend class GraphCapture;
+  using Param = FusedParam;
+  using Pending = PendingGraph;
 
-  // The pending graph and its flush (fused_driver.cc).
   void flush_locked(SyncReason why, std::string_view op, CapturedGraph* cap = nullptr);
   static void drop_results(Pending& p, const std::vector<int>& outs);
   void flush_spmd(Pending& p, const std::vector<int>& outs, std::vector<int> mesh,
@@ -284,51 +369,25 @@ class FusedDriver final : public Driver {
   static void fixed_or_rng(const Param& pr, CapturedGraph::Arg& a);
   static void clear_pending(Pending& p);
   bool reads_no_storage(const OpCall& call) const;
+  // The slot hooks, installed while fused eager is active or a captured
+  // graph names a slot.
+  void install_hooks();
+  void remove_hooks_if_idle();
   static void on_free(StorageSlot* s);
   static void on_materialize(StorageSlot*) { get().sync_point(SyncReason::kSlotAccess, "storage access"); }
-
-  // torch.compile graphs (compiled_capture.cc).
-  bool describe(Pending& p, const std::vector<int>& outs, CapturedGraph& c);
-  static std::vector<std::vector<int64_t>> result_shapes(const CapturedGraph& c);
-  std::optional<std::vector<at::Tensor>> replay_spmd(CapturedGraph& c, const std::vector<at::Tensor>& in,
-                                                     const std::vector<StorageSlot*>& slots);
-  static std::vector<at::Tensor> make_outputs(const CapturedGraph& c, const std::vector<at::Tensor>& in,
-                                              std::vector<c10::Storage>& fresh);
-
-  // torch.tpu.graph (static_graph.cc).
-  void replay_one(StaticGraph& g);
-  StorageSlot* adopt(StorageSlot* s);
-  void release(StaticGraph* g);
-  std::shared_ptr<StaticGraph> close_segment(std::unique_ptr<Pending> p);
-  void restore_captured_slots();
-  void settle_segments();
 
   std::recursive_mutex mu_;
   std::unique_ptr<Pending> p_;
   bool active_ = false;
   bool optimizer_step_ = false;  // recording an optimizer.step() (set_optimizer_step)
-
-  std::atomic<bool> graph_capturing_{false};
-  std::string capture_break_;                           // the first flush during a graph capture
-  bool keep_text_ = false;                              // the capture keeps its StableHLO
-  std::vector<std::shared_ptr<StaticGraph>> segments_;  // closed parts of the capture underway
-  // Slots those parts wrote (pending until the capture ends) and their
-  // pre-capture type; slots freed meanwhile, to the parts' own copies.
-  std::unordered_map<StorageSlot*, std::pair<ir::ElemType, int64_t>> seg_written_;
-  std::unordered_map<StorageSlot*, StorageSlot*> adopted_now_;
-  std::unordered_map<StorageSlot*, std::vector<StaticGraph*>> users_;  // slots named by captured graphs
   bool flushing_ = false;
   int64_t flush_count_ = 0;
-  int64_t capture_start_ = -1;
-  bool compiled_capture_ = false;                              // between begin_capture() and end_capture()
-  bool capture_read_host_ = false;                             // a host read happened in that window
   bool graph_run_ = false;                                     // set_compiled_graph_run: a torch.compile graph's ops
   bool bake_numbers_ = false;                                  // set_bake_numbers; cleared by any flush
   static constexpr uint64_t kBakedNumber = 0x5ca1a4f01dedULL;  // key tag before a baked-in number
-  const std::vector<at::Tensor>* cap_in_ = nullptr;
-  const std::vector<at::Tensor>* cap_out_ = nullptr;
-  std::string* cap_why_ = nullptr;
   const int64_t max_ops_ = max_ops_from_env();
+  CompiledCapture compiled_{*this};
+  GraphCapture graphs_{*this};
 };
 
 }  // namespace torch_tpu::eager

@@ -11,14 +11,27 @@
 namespace torch_tpu::eager {
 
 // --- graph capture (torch.accelerator.Graph) ---
-void FusedDriver::begin_graph_capture(bool keep_text) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  TORCH_CHECK(!graph_capturing_, "tpu graph capture is already underway; graphs cannot be captured inside each other");
-  flush_locked(SyncReason::kMarkStep, "before a graph capture");
+void GraphCapture::begin(bool keep_text) {
+  std::lock_guard<std::recursive_mutex> lock(core_.mu_);
+  TORCH_CHECK(!capturing_, "tpu graph capture is already underway; graphs cannot be captured inside each other");
+  core_.flush_locked(SyncReason::kMarkStep, "before a graph capture");
   drain_compile_ahead();
-  graph_capturing_ = true;
-  capture_break_.clear();
+  capturing_ = true;
+  break_.clear();
   keep_text_ = keep_text;
+}
+
+// A sync during a capture breaks it: the first one is the reason end() gives.
+void GraphCapture::note_sync(SyncReason why, std::string_view op) {
+  if (capturing_ && break_.empty())
+    break_ = std::string(to_string(why)) + (op.empty() ? "" : " (" + std::string(op) + ")");
+}
+
+// A storage is being freed: a captured graph that names it adopts it, and
+// a part of the capture underway that wrote it reads the adopted copy.
+void GraphCapture::on_free(StorageSlot* s) {
+  StorageSlot* own = adopt(s);
+  if (seg_written_.erase(s) && own) adopted_now_[s] = own;
 }
 
 // Ends the current part of the region being captured and starts the next
@@ -27,31 +40,31 @@ void FusedDriver::begin_graph_capture(bool keep_text) {
 // for both; see _eager._optimizer_step_begin). The part's results stay
 // pending until the capture ends, so a host read of one still breaks the
 // capture, and later parts read them as parameters.
-void FusedDriver::cut_graph_capture() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  if (!graph_capturing_ || !capture_break_.empty() || !p_) return;
-  auto seg = close_segment(std::move(p_));
+void GraphCapture::cut() {
+  std::lock_guard<std::recursive_mutex> lock(core_.mu_);
+  if (!capturing_ || !break_.empty() || !core_.p_) return;
+  auto seg = close_segment(std::move(core_.p_));
   if (seg->prog) segments_.push_back(std::move(seg));
 }
 
 // Builds the captured graph without running it (a CUDA graph's capture
 // runs nothing either): the storages keep their old values until replay().
-std::shared_ptr<StaticGraph> FusedDriver::end_graph_capture(bool keep_text) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  TORCH_CHECK(graph_capturing_, "tpu graph capture_end() called without capture_begin()");
+std::shared_ptr<StaticGraph> GraphCapture::end(bool keep_text) {
+  std::lock_guard<std::recursive_mutex> lock(core_.mu_);
+  TORCH_CHECK(capturing_, "tpu graph capture_end() called without capture_begin()");
   keep_text_ = keep_text_ || keep_text;
   struct Done {  // whatever happens, the slots go back to their pre-capture state
-    FusedDriver& d;
+    GraphCapture& c;
     ~Done() {
-      d.graph_capturing_ = false;
-      d.restore_captured_slots();
+      c.capturing_ = false;
+      c.restore_captured_slots();
     }
   } done{*this};
-  if (!capture_break_.empty()) {
-    std::string why = std::move(capture_break_);
-    capture_break_.clear();
-    graph_capturing_ = false;
-    flush_locked(SyncReason::kMarkStep, "after a failed graph capture");
+  if (!break_.empty()) {
+    std::string why = std::move(break_);
+    break_.clear();
+    capturing_ = false;
+    core_.flush_locked(SyncReason::kMarkStep, "after a failed graph capture");
     TORCH_CHECK(false, "tpu graph capture failed: a ", why,
                 " happened while capturing. A captured graph cannot read tpu values on the host, copy "
                 "between host and device, or wait for the device; do that before capture_begin() or after "
@@ -59,11 +72,11 @@ std::shared_ptr<StaticGraph> FusedDriver::end_graph_capture(bool keep_text) {
   }
   std::vector<std::shared_ptr<StaticGraph>> before = std::move(segments_);
   segments_.clear();
-  if (!p_ && before.empty()) {
+  if (!core_.p_ && before.empty()) {
     TORCH_WARN("tpu graph capture recorded no tpu op; replay() will do nothing");
     return std::make_shared<StaticGraph>();
   }
-  std::shared_ptr<StaticGraph> g = p_ ? close_segment(std::move(p_)) : std::make_shared<StaticGraph>();
+  std::shared_ptr<StaticGraph> g = core_.p_ ? close_segment(std::move(core_.p_)) : std::make_shared<StaticGraph>();
   if (!g->prog && before.empty())
     TORCH_WARN("tpu graph capture: no result of the captured work is still alive; replay() will do nothing");
   g->before = std::move(before);
@@ -71,27 +84,27 @@ std::shared_ptr<StaticGraph> FusedDriver::end_graph_capture(bool keep_text) {
 }
 
 // Ends a capture that raised: what was recorded runs eagerly.
-void FusedDriver::abort_graph_capture() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  if (!graph_capturing_) return;
-  graph_capturing_ = false;
-  capture_break_.clear();
-  settle_segments();
+void GraphCapture::abort() {
+  std::lock_guard<std::recursive_mutex> lock(core_.mu_);
+  if (!capturing_) return;
+  capturing_ = false;
+  break_.clear();
+  settle();
   restore_captured_slots();
-  flush_locked(SyncReason::kMarkStep, "after a failed graph capture");
+  core_.flush_locked(SyncReason::kMarkStep, "after a failed graph capture");
 }
 
-void FusedDriver::replay_graph(StaticGraph& g) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  TORCH_CHECK(!graph_capturing_, "a tpu graph cannot be replayed while another is being captured");
-  flush_locked(SyncReason::kMarkStep, "before a graph replay");
+void GraphCapture::replay(StaticGraph& g) {
+  std::lock_guard<std::recursive_mutex> lock(core_.mu_);
+  TORCH_CHECK(!capturing_, "a tpu graph cannot be replayed while another is being captured");
+  core_.flush_locked(SyncReason::kMarkStep, "before a graph replay");
   drain_compile_ahead();
   RECORD_FUNCTION("tpu::graph_replay", std::vector<c10::IValue>());
   for (auto& seg : g.before) replay_one(*seg);
   replay_one(g);
 }
 
-void FusedDriver::replay_one(StaticGraph& g) {
+void GraphCapture::replay_one(StaticGraph& g) {
   if (!g.prog) return;
   std::vector<runtime::BufferPtr> scalars;
   auto input = [&](const StaticGraph::Arg& a) {
@@ -123,7 +136,7 @@ void FusedDriver::replay_one(StaticGraph& g) {
 // A storage a captured graph names is being freed: the graphs keep its
 // slot (and buffer) as their own, as a CUDA graph's private memory pool
 // outlives the tensors allocated in it.
-StorageSlot* FusedDriver::adopt(StorageSlot* s) {
+StorageSlot* GraphCapture::adopt(StorageSlot* s) {
   if (users_.empty()) return nullptr;
   auto it = users_.find(s);
   if (it == users_.end()) return nullptr;
@@ -143,48 +156,45 @@ StorageSlot* FusedDriver::adopt(StorageSlot* s) {
   return own.get();
 }
 
-void FusedDriver::release(StaticGraph* g) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+void GraphCapture::release(StaticGraph* g) {
+  std::lock_guard<std::recursive_mutex> lock(core_.mu_);
   for (StorageSlot* s : g->slots) {
     auto it = users_.find(s);
     if (it == users_.end()) continue;  // an adopted slot
     std::erase(it->second, g);
     if (it->second.empty()) users_.erase(it);
   }
-  if (users_.empty() && !active_) {
-    set_slot_free_hook(nullptr);
-    set_pending_hooks(PendingWrite::kGraph, nullptr, nullptr);
-  }
+  core_.remove_hooks_if_idle();
 }
 
 // One part of a graph capture as a StaticGraph bound to the storages it
 // touched; compiles (or finds) its program and runs nothing. The slots it
 // wrote stay pending (in seg_written_) until the capture ends.
-std::shared_ptr<StaticGraph> FusedDriver::close_segment(std::unique_ptr<Pending> p) {
+std::shared_ptr<StaticGraph> GraphCapture::close_segment(std::unique_ptr<PendingGraph> p) {
   auto g = std::shared_ptr<StaticGraph>(new StaticGraph(), [](StaticGraph* sg) {
-    get().release(sg);
+    FusedDriver::get().graphs().release(sg);
     delete sg;
   });
   for (auto& gs : p->slots)
     if (gs.written && gs.slot) seg_written_.try_emplace(gs.slot, std::make_pair(gs.elem0, gs.numel0));
-  ++flush_count_;
+  ++core_.flush_count_;
   bump(metrics().fused_ops, p->ops);
   g->device = p->device;
   g->ops = p->ops;
-  std::vector<int> outs = live_outputs(*p);
+  std::vector<int> outs = FusedDriver::live_outputs(*p);
   if (outs.empty()) return g;
-  for (const Param& pr : p->params)
+  for (const FusedParam& pr : p->params)
     TORCH_CHECK(!pr.sharded,
                 "tpu graph capture of a tensor sharded over a mesh is not supported; compile the step with "
                 "torch.compile(backend=\"tpu\"), which runs it as one SPMD program");
-  std::vector<std::pair<int, int>> aliases = donations(*p, outs);
+  std::vector<std::pair<int, int>> aliases = FusedDriver::donations(*p, outs);
   std::unordered_map<StorageSlot*, int> index;
   auto slot_index = [&](StorageSlot* s) {
     auto [it, fresh] = index.try_emplace(s, static_cast<int>(g->slots.size()));
     if (fresh) g->slots.push_back(s);
     return it->second;
   };
-  for (const Param& pr : p->params) {
+  for (const FusedParam& pr : p->params) {
     StaticGraph::Arg a;
     a.elem = pr.elem;
     a.numel = pr.numel;
@@ -200,7 +210,7 @@ std::shared_ptr<StaticGraph> FusedDriver::close_segment(std::unique_ptr<Pending>
       // A number, a CPU scalar tensor, or a storage freed during the
       // capture: its value at capture time is part of the graph, as a
       // CUDA graph keeps kernel arguments. Random ops draw anew.
-      fixed_or_rng(pr, a);
+      FusedDriver::fixed_or_rng(pr, a);
     }
     g->args.push_back(std::move(a));
   }
@@ -209,16 +219,15 @@ std::shared_ptr<StaticGraph> FusedDriver::close_segment(std::unique_ptr<Pending>
     g->results.push_back(StaticGraph::Result{slot_index(s), s->elem, s->numel});
   }
   for (auto [j, k] : aliases) g->donated.push_back(j);
-  g->prog = program_for(*p, outs, aliases, keep_text_ ? &g->text : nullptr);
+  g->prog = core_.program_for(*p, outs, aliases, keep_text_ ? &g->text : nullptr);
   for (StorageSlot* s : g->slots) users_[s].push_back(g.get());
-  set_slot_free_hook(&FusedDriver::on_free);
-  set_pending_hooks(PendingWrite::kGraph, nullptr, &FusedDriver::on_materialize);
+  core_.install_hooks();
   return g;
 }
 
 // The end of a capture: every slot a part wrote leaves the pending state
 // with its pre-capture type (capturing ran nothing).
-void FusedDriver::restore_captured_slots() {
+void GraphCapture::restore_captured_slots() {
   for (auto& [s, old] : seg_written_) {
     s->pending.release(PendingWrite::kGraph);
     if (s->buffer) {
@@ -232,7 +241,7 @@ void FusedDriver::restore_captured_slots() {
 
 // A capture broke (a host read) after parts of it were closed: run those
 // parts now, in order, so the eager run that follows sees their results.
-void FusedDriver::settle_segments() {
+void GraphCapture::settle() {
   if (segments_.empty()) return;
   std::vector<std::shared_ptr<StaticGraph>> segs = std::move(segments_);
   segments_.clear();
@@ -241,9 +250,9 @@ void FusedDriver::settle_segments() {
   for (auto& seg : segs) replay_one(*seg);
   // The pending part read those storages at recording time: point its
   // parameters at their new buffers.
-  if (p_)
-    for (Param& pr : p_->params)
-      if (pr.gslot >= 0 && p_->slots[pr.gslot].slot) pr.buffer = p_->slots[pr.gslot].slot->buffer;
+  if (auto& p = core_.p_)
+    for (FusedParam& pr : p->params)
+      if (pr.gslot >= 0 && p->slots[pr.gslot].slot) pr.buffer = p->slots[pr.gslot].slot->buffer;
 }
 
 namespace {
@@ -251,10 +260,10 @@ Driver* g_before_capture = nullptr;  // the driver to restore when a graph captu
 }
 
 void begin_graph_capture(bool keep_text) {
-  FusedDriver& d = FusedDriver::get();
+  GraphCapture& c = FusedDriver::get().graphs();
   Driver* prev = set_current_driver(&fused_driver());
   try {
-    d.begin_graph_capture(keep_text);
+    c.begin(keep_text);
   } catch (...) {
     set_current_driver(prev);
     throw;
@@ -262,21 +271,22 @@ void begin_graph_capture(bool keep_text) {
   g_before_capture = prev;
 }
 std::shared_ptr<StaticGraph> end_graph_capture(bool keep_text) {
-  FusedDriver& d = FusedDriver::get();
-  TORCH_CHECK(d.graph_capturing(), "tpu graph capture_end() called without capture_begin()");
+  GraphCapture& c = FusedDriver::get().graphs();
+  TORCH_CHECK(c.capturing(), "tpu graph capture_end() called without capture_begin()");
   struct Restore {
     ~Restore() { set_current_driver(g_before_capture); }
   } restore;
-  return d.end_graph_capture(keep_text);
+  return c.end(keep_text);
 }
 void abort_graph_capture() {
-  if (!FusedDriver::get().graph_capturing()) return;
-  FusedDriver::get().abort_graph_capture();
+  GraphCapture& c = FusedDriver::get().graphs();
+  if (!c.capturing()) return;
+  c.abort();
   set_current_driver(g_before_capture);
 }
-bool graph_capturing() { return FusedDriver::get().graph_capturing(); }
-void cut_graph_capture() { FusedDriver::get().cut_graph_capture(); }
-void replay_graph(StaticGraph& g) { FusedDriver::get().replay_graph(g); }
+bool graph_capturing() { return FusedDriver::get().graphs().capturing(); }
+void cut_graph_capture() { FusedDriver::get().graphs().cut(); }
+void replay_graph(StaticGraph& g) { FusedDriver::get().graphs().replay(g); }
 std::string graph_text(const StaticGraph& g) {
   std::string text;
   for (const auto& seg : g.before) text += seg->text + "\n";
