@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "ops/linalg/common.h"
+#include "ops/variants.h"
 
 namespace torch_tpu::ops::linalg {
 namespace {
@@ -109,46 +110,47 @@ Value expm(Builder& b, Value A) {
   return square_per_matrix(b, R, b.convert(s, ElemType::kS32));
 }
 
-at::Tensor& matrix_exp_out(const at::Tensor& A, at::Tensor& out) {
-  const char* fn = "linalg.matrix_exp";
-  check_matrix(A, fn);
-  TORCH_CHECK(A.size(-1) == A.size(-2), fn, ": A must be batches of square matrices, but they are ", A.size(-2), " by ",
-              A.size(-1), " matrices");
-  const auto dt = A.scalar_type();
-  TORCH_CHECK(c10::isFloatingType(dt) || c10::isComplexType(dt), fn,
-              ": Expected a floating point or complex tensor as input. Got ", c10::toString(dt));
-  TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(dt), "\"linalg_matrix_exp_tpu\" not implemented for '",
-                              c10::toString(dt), "'");
-  TORCH_CHECK(out.scalar_type() == dt, "Expected out tensor to have dtype ", dt, ", but got ", out.scalar_type(),
-              " instead");
-  at::native::resize_output(out, A.sizes());
-  if (A.numel() == 0) return out;
-  const int64_t n = A.size(-1);
-  const int64_t B = A.numel() / (n * n);
-  const bool f64 = dt == c10::kDouble;
-  record::OpCall call("linalg_matrix_exp");
-  call.input(A);
-  call.output(out);
-  call.run([&](Builder& b, const Values& in) {
-    const ElemType work = f64 ? ElemType::kF64 : ElemType::kF32;
-    Value a = b.reshape(b.convert(in[0], work), {B, n, n});
-    Value r = expm(b, a);
-    return Values{b.convert(b.reshape(r, b.dims(in[0])), to_elem(dt))};
-  });
-  return out;
-}
-
-at::Tensor matrix_exp(const at::Tensor& A) {
-  at::Tensor out = empty_tpu({0}, A.scalar_type(), A.device());
-  return matrix_exp_out(A, out);
-}
+struct MatrixExp {
+  static constexpr const char* kName = "linalg.matrix_exp";
+  static OutMeta meta(const at::Tensor& A) {
+    const char* fn = kName;
+    check_matrix(A, fn);
+    TORCH_CHECK(A.size(-1) == A.size(-2), fn, ": A must be batches of square matrices, but they are ", A.size(-2),
+                " by ", A.size(-1), " matrices");
+    const auto dt = A.scalar_type();
+    TORCH_CHECK(c10::isFloatingType(dt) || c10::isComplexType(dt), fn,
+                ": Expected a floating point or complex tensor as input. Got ", c10::toString(dt));
+    TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(dt), "\"linalg_matrix_exp_tpu\" not implemented for '",
+                                c10::toString(dt), "'");
+    return OutMeta{A.sizes().vec(), dt, A.device(), OutDtype::kOwn, false};
+  }
+  static void check_out(const at::Tensor& out, const OutMeta& m, const at::Tensor&) {
+    TORCH_CHECK(out.scalar_type() == m.dtype, "Expected out tensor to have dtype ", m.dtype, ", but got ",
+                out.scalar_type(), " instead");
+  }
+  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor& A) {
+    if (A.numel() == 0) return;
+    const int64_t n = A.size(-1);
+    const int64_t B = A.numel() / (n * n);
+    const auto dt = m.dtype;
+    const bool f64 = dt == c10::kDouble;
+    record::OpCall call("linalg_matrix_exp");
+    call.input(A);
+    call.output(out);
+    call.run([&](Builder& b, const Values& in) {
+      const ElemType work = f64 ? ElemType::kF64 : ElemType::kF32;
+      Value a = b.reshape(b.convert(in[0], work), {B, n, n});
+      Value r = expm(b, a);
+      return Values{b.convert(b.reshape(r, b.dims(in[0])), to_elem(dt))};
+    });
+  }
+};
 
 }  // namespace
 }  // namespace torch_tpu::ops::linalg
 
 namespace torch_tpu::ops {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("linalg_matrix_exp", linalg::matrix_exp);
-  m.impl("linalg_matrix_exp.out", linalg::matrix_exp_out);
+  register_variants<linalg::MatrixExp>(m, {"linalg_matrix_exp", "", "linalg_matrix_exp.out"});
 }
 }  // namespace torch_tpu::ops

@@ -146,28 +146,27 @@ std::vector<int64_t> nll_out_shape(const at::Tensor& target, int64_t reduction) 
   return target.sizes().vec();
 }
 
+// nll_loss_forward (k2d: nll_loss2d_forward): the loss and the total weight.
 template <bool k2d>
-std::tuple<at::Tensor&, at::Tensor&> nll_forward_out(const at::Tensor& self, const at::Tensor& target,
-                                                     const std::optional<at::Tensor>& weight_opt, int64_t reduction,
-                                                     int64_t ignore_index, at::Tensor& out, at::Tensor& total_weight) {
-  at::Tensor weight = weight_opt.value_or(at::Tensor());
-  k2d ? check_nll2d(self, target, weight) : check_nll(self, target, weight);
-  check_nll_targets(self, target, ignore_index);
-  prepare_out(out, nll_out_shape(target, reduction), self.scalar_type(), "nll_loss");
-  prepare_out(total_weight, {}, self.scalar_type(), "nll_loss");
-  nll_forward_into(self, target, weight, reduction, ignore_index, out, total_weight);
-  return {out, total_weight};
-}
-
-template <bool k2d>
-std::tuple<at::Tensor, at::Tensor> nll_forward(const at::Tensor& self, const at::Tensor& target,
-                                               const std::optional<at::Tensor>& weight_opt, int64_t reduction,
-                                               int64_t ignore_index) {
-  at::Tensor out = empty_tpu(nll_out_shape(target, reduction), self.scalar_type(), self.device());
-  at::Tensor tw = empty_tpu({}, self.scalar_type(), self.device());
-  nll_forward_out<k2d>(self, target, weight_opt, reduction, ignore_index, out, tw);
-  return {out, tw};
-}
+struct NllForward {
+  static constexpr const char* kName = "nll_loss";
+  static PairMeta meta(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight_opt,
+                       int64_t reduction, int64_t ignore_index) {
+    at::Tensor weight = weight_opt.value_or(at::Tensor());
+    k2d ? check_nll2d(self, target, weight) : check_nll(self, target, weight);
+    check_nll_targets(self, target, ignore_index);
+    PairMeta m;
+    m.results[0] =
+        OutMeta{nll_out_shape(target, reduction), self.scalar_type(), self.device(), OutDtype::kCastable, false};
+    m.results[1] = OutMeta{{}, self.scalar_type(), self.device(), OutDtype::kCastable, false};
+    return m;
+  }
+  static void impl(const at::Tensor& out, const at::Tensor& total_weight, const PairMeta&, const at::Tensor& self,
+                   const at::Tensor& target, const std::optional<at::Tensor>& weight_opt, int64_t reduction,
+                   int64_t ignore_index) {
+    nll_forward_into(self, target, weight_opt.value_or(at::Tensor()), reduction, ignore_index, out, total_weight);
+  }
+};
 
 void nll_backward_into(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target,
                        const at::Tensor& weight, int64_t reduction, int64_t ignore_index,
@@ -469,11 +468,9 @@ struct BceBackward {
 };
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("nll_loss_forward", nll_forward<false>);
-  m.impl("nll_loss_forward.output", nll_forward_out<false>);
+  register_variants<NllForward<false>>(m, {"nll_loss_forward", "", "nll_loss_forward.output"});
   register_variants<NllBackward<false>>(m, {"nll_loss_backward", "", "nll_loss_backward.grad_input"});
-  m.impl("nll_loss2d_forward", nll_forward<true>);
-  m.impl("nll_loss2d_forward.output", nll_forward_out<true>);
+  register_variants<NllForward<true>>(m, {"nll_loss2d_forward", "", "nll_loss2d_forward.output"});
   register_variants<NllBackward<true>>(m, {"nll_loss2d_backward", "", "nll_loss2d_backward.grad_input"});
   register_variants<MseLoss>(m, {"mse_loss", "", "mse_loss.out"});
   register_variants<MseLossBackward>(m, {"mse_loss_backward", "", "mse_loss_backward.grad_input"});

@@ -56,6 +56,10 @@ def test_matrix_exp_out_and_empty():
     torch.ops.aten.linalg_matrix_exp.out(a.to(TPU), out=out)  # no Python out= form; the ATen one
     torch.testing.assert_close(out.cpu(), torch.linalg.matrix_exp(a))
     assert torch.linalg.matrix_exp(torch.empty(3, 0, 0, device=TPU)).shape == (3, 0, 0)
+    # A transposed input gives a contiguous result; out= of another dtype is CPU's error.
+    assert torch.linalg.matrix_exp(a.to(TPU).t()).stride() == torch.linalg.matrix_exp(a.t()).stride()
+    both_raise(RuntimeError, lambda x, o: torch.ops.aten.linalg_matrix_exp.out(x, out=o), a,
+               torch.empty(0, dtype=torch.float64))
 
 
 def test_matrix_exp_bad_input_raises_as_cpu():

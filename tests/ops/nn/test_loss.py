@@ -48,6 +48,16 @@ def test_nll_loss_ignore_and_errors():
     eo, etw = torch.ops.aten.nll_loss_forward(x, t, None, 2, -100)
     torch.testing.assert_close(out.cpu(), eo)
     torch.testing.assert_close(tw.cpu(), etw)
+    # The out= form (.output): both results resized, a castable dtype taken,
+    # as on CPU.
+    for red in (0, 1):
+        o, w = torch.empty(0, dtype=torch.float64, device=TPU), torch.empty(5, device=TPU)
+        r = torch.ops.aten.nll_loss_forward.output(x.to(TPU), t.to(TPU), None, red, -100, output=o, total_weight=w)
+        assert r[0] is o and r[1] is w
+        eo, etw = torch.ops.aten.nll_loss_forward(x, t, None, red, -100)
+        torch.testing.assert_close(o.cpu(), eo.double())
+        assert w.shape == etw.shape
+        torch.testing.assert_close(w.cpu(), etw)
 
 
 @pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
@@ -57,6 +67,12 @@ def test_nll_loss2d(reduction):
     t[0, 0, 0] = -100
     w = torch.rand(4) + 0.5
     check(lambda x: F.nll_loss(x, t.to(x.device), w.to(x.device), reduction=reduction), x, grad=True)
+    o, tw = torch.empty(0, device=TPU), torch.empty(0, device=TPU)
+    red = {"none": 0, "mean": 1, "sum": 2}[reduction]
+    torch.ops.aten.nll_loss2d_forward.output(x.to(TPU), t.to(TPU), w.to(TPU), red, -100, output=o, total_weight=tw)
+    eo, etw = torch.ops.aten.nll_loss2d_forward(x, t, w, red, -100)
+    torch.testing.assert_close(o.cpu(), eo)
+    torch.testing.assert_close(tw.cpu(), etw)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
