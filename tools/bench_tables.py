@@ -23,6 +23,11 @@ MODELS = {"mlp-demo": "MLP 32-128-128-10, batch 64, AdamW", "mlp": "MLP 784-512-
           "resnet18": "torchvision ResNet-18, 32x32, batch 16, SGD"}
 
 
+
+def _same_as_cpu(equal) -> str:
+    """A generate run's tokens against cpu-eager's: '-' when cpu-eager did not run."""
+    return "-" if equal is None else ("yes" if equal else "no")
+
 def _ratio(a, b) -> str:
     return f"{a / b:.2f}x" if a and b else "-"
 
@@ -71,7 +76,7 @@ def generate(data: dict) -> str:
             tps = r["decode_tokens_per_s"]
             lines.append(f"| {batch} | {mode} | {r['cold_s']:.1f} | {r['cold_compiles']} | {r['ttft_s'] * 1e3:.0f} | "
                          f"{tps:.1f} | {_ratio(tps, strict)} | {_ratio(tps, ind)} | {r['new_lengths_s']:.1f} | "
-                         f"{r['new_lengths_compiles']} | {'yes' if r.get('tokens_equal_cpu') else 'no'} |")
+                         f"{r['new_lengths_compiles']} | {_same_as_cpu(r.get('tokens_equal_cpu'))} |")
     return "\n".join(lines)
 
 

@@ -140,12 +140,14 @@ def main(argv=None) -> None:
             r = results[b][mode]
             if not r:
                 continue
-            r["tokens_equal_cpu"] = bool(ref) and r["tokens"] == ref["tokens"] and r["tokens_new"] == ref["tokens_new"]
+            # None: no cpu-eager run to compare with.
+            same = ref and r["tokens"] == ref["tokens"] and r["tokens_new"] == ref["tokens_new"]
+            r["tokens_equal_cpu"] = bool(same) if ref else None
             tps = r["decode_tokens_per_s"]
             vs = [f"{tps / o['decode_tokens_per_s']:.2f}" if o else "-" for o in (strict, ind)]
             print(f"{b:<6}{mode:<14}{r['cold_s']:>8.1f}{r['cold_compiles']:>9}{r['ttft_s'] * 1e3:>9.0f}{tps:>13.1f}"
                   f"{vs[0]:>10}{vs[1]:>12}{r['new_lengths_s']:>14.2f}{r['new_lengths_compiles']:>9}"
-                  f"{'yes' if r['tokens_equal_cpu'] else 'no':>7}")
+                  f"{('yes' if r['tokens_equal_cpu'] else 'no') if ref else '-':>7}")
     os.makedirs(a.out, exist_ok=True)
     for b in batches:
         for r in results[b].values():
