@@ -222,13 +222,16 @@ def test_generate_glue_compiles_per_storage_size_not_per_length():
     assert max(per_op.values()) <= 2, sorted(per_op.items(), key=lambda kv: -kv[1])
 
 
-@pytest.mark.parametrize("cache,batch", [("static", 1), ("dynamic", 2)])
+@pytest.mark.parametrize("cache,batch", [("static", 1), ("static", 2), ("dynamic", 2)])
 def test_a_call_with_new_lengths_compiles_at_most_four_programs(cache, batch):
     # After calls that have seen the storage sizes, a call with a new prompt
     # length and new max_new_tokens compiles the model's own new programs
     # (a prefill at the new length; with a static cache, its decode at the
     # new cache length) and none of generate()'s glue: the prompt and its
-    # mask are uploaded with room, and the ops on them read them whole.
+    # mask are uploaded with room, and the ops on them read them whole. A
+    # static cache's 4-D mask over a left-padded batch is built as one fused
+    # program (torch_tpu/_hf_generate.py); op by op, its arange, add, le and
+    # ands compiled at every new length (8 programs here).
     from torch_tpu import _C
 
     model = _llama()
@@ -266,3 +269,35 @@ def test_fused_eager_generate_compiles_per_storage_size_not_per_token(cache, bat
         torch.tpu.synchronize()
     programs = [r[0] for r in _C._compile_records()]
     assert len(programs) <= 4, programs
+
+
+def test_generate_mask_region_restores_strict_eager():
+    # The static cache's mask is recorded by the fused driver only for the
+    # call (torch_tpu/_hf_generate.py): strict eager is back afterwards,
+    # also when the mask function raises, and other modes are left alone.
+    import transformers.generation.utils as gu
+
+    from torch_tpu import _C
+
+    assert getattr(gu.create_masks_for_generate, "_torch_tpu_fused_mask", False)
+    seen = []
+
+    def fake(**kwargs):
+        seen.append(torch.tpu.get_eager_mode())
+        raise ValueError("bad mask")
+
+    from torch_tpu._hf_generate import _fused_in_strict_eager
+
+    wrapped = _fused_in_strict_eager(fake)
+    with pytest.raises(ValueError, match="bad mask"):
+        wrapped(inputs_embeds=torch.empty(2, 3, 0, device=TPU))
+    assert seen == [torch.tpu.EagerMode.DEFER_AND_FUSE]
+    assert torch.tpu.get_eager_mode() == torch.tpu.EagerMode.DEFER_NEVER
+    with torch.tpu.set_eager_mode(torch.tpu.EagerMode.DEFER_NEVER_AND_LAUNCH_BLOCKING):
+        with pytest.raises(ValueError):
+            wrapped(inputs_embeds=torch.empty(2, 3, 0, device=TPU))
+    assert seen[-1] == torch.tpu.EagerMode.DEFER_NEVER_AND_LAUNCH_BLOCKING
+    with pytest.raises(ValueError):
+        wrapped(inputs_embeds=torch.empty(2, 3, 0))  # CPU tensors: untouched
+    assert seen[-1] == torch.tpu.EagerMode.DEFER_NEVER
+    assert _C._eager_mode() == int(torch.tpu.EagerMode.DEFER_NEVER)

@@ -35,6 +35,7 @@ def _init() -> None:
         _eager,
         _fastpath,
         _hf_accelerate,
+        _hf_generate,
         _profiler,
         cache,
         debug,
@@ -54,6 +55,7 @@ def _init() -> None:
     _profiler._install()
     _control_flow._install()
     _hf_accelerate._install()
+    _hf_generate._install()
 
 
 try:
