@@ -557,16 +557,21 @@ at::Tensor probabilities_for(const at::Tensor& p, c10::IntArrayRef sizes, c10::D
   return p.dim() > 0 ? pe.expand(sizes) : pe;
 }
 
+// meta prepares p once (a CPU p is moved over there); impl draws with it.
+struct BernoulliTensorMeta : OutMeta {
+  at::Tensor p;
+};
 struct BernoulliTensor {
   static constexpr const char* kName = "bernoulli";
-  static OutMeta meta(const at::Tensor& self, const at::Tensor& p, std::optional<at::Generator>) {
-    probabilities_for(p, self.sizes(), self.device());
-    return fill_meta(self);
+  static BernoulliTensorMeta meta(const at::Tensor& self, const at::Tensor& p, std::optional<at::Generator>) {
+    BernoulliTensorMeta m;
+    static_cast<OutMeta&>(m) = fill_meta(self);
+    m.p = probabilities_for(p, self.sizes(), self.device());
+    return m;
   }
-  static void impl(const at::Tensor& out, const OutMeta& m, const at::Tensor&, const at::Tensor& p,
+  static void impl(const at::Tensor& out, const BernoulliTensorMeta& m, const at::Tensor&, const at::Tensor&,
                    std::optional<at::Generator> gen) {
-    at::Tensor pe = probabilities_for(p, m.sizes, m.device);
-    bernoulli_into(out, pe, gen);
+    bernoulli_into(out, m.p, gen);
   }
 };
 
