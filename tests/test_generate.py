@@ -247,6 +247,36 @@ def test_a_call_with_new_lengths_compiles_at_most_four_programs(cache, batch):
     assert len(programs) <= 4, programs
 
 
+@pytest.mark.parametrize("mode", ["compiled", "fused"])
+def test_the_second_call_with_new_lengths_compiles_only_its_new_prefill(mode):
+    # The bench's form: a left-padded batch of 8 with a static cache, then
+    # ONE call with a shorter prompt and fewer new tokens. The first prompt
+    # (8 x 16 ids) fills a power of two exactly. Its appends and the shorter
+    # prompt must land in one storage size, or the second call compiles
+    # generate()'s glue again (the append, the read of the newest column,
+    # the mask's glue); and the mask's "is the padding mask all ones?" must
+    # be answered without cutting the recorded mask in two. Before both,
+    # the second call compiled 6 programs (compiled) and 4 (fused); now
+    # only the new prefill's mask and forward are new.
+    from torch_tpu import _C
+
+    model = _llama()
+    tm = _llama().to(TPU)
+    if mode == "compiled":
+        tm.forward = torch.compile(tm.forward, backend="tpu")
+    g = torch.Generator().manual_seed(1)
+    extra = {"cache_implementation": "static"}
+    with torch.tpu.set_eager_mode(torch.tpu.EagerMode.DEFER_AND_FUSE if mode == "fused"
+                                  else torch.tpu.EagerMode.DEFER_NEVER):
+        _generate_as_cpu(model, tm, g, 8, 16, 8, extra)
+        torch.tpu.synchronize()
+        _C._clear_compile_records()
+        _generate_as_cpu(model, tm, g, 8, 12, 4, extra)
+        torch.tpu.synchronize()
+    programs = [r[0] for r in _C._compile_records()]
+    assert len(programs) <= (2 if mode == "compiled" else 1), programs
+
+
 @pytest.mark.parametrize("cache,batch", [("static", 1), ("dynamic", 2)])
 def test_fused_eager_generate_compiles_per_storage_size_not_per_token(cache, batch):
     # In fused eager each token's flush holds generate()'s glue on the

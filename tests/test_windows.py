@@ -145,11 +145,12 @@ def _grow_batch(n0, steps):
 
 
 def test_a_growing_batch_compiles_its_strided_view_ops_once():
-    # Lengths 19-22 warm storages of 64 and 128 elements; lengths 25-38
-    # (storage 128) then compile nothing. Keyed on the position, each new
-    # length would compile clone and isin again.
+    # Lengths 19-22 warm the storage of 128 elements (3 x 18 uploaded with
+    # room to double); lengths 21-34, in the same storage, then compile
+    # nothing. Keyed on the position, each new length would compile clone
+    # and isin again.
     _grow_batch(18, 4)
-    misses, outs = _grow_batch(24, 14)
+    misses, outs = _grow_batch(20, 14)
     assert misses == 0
     for ids, last, done in outs:
         torch.testing.assert_close(last, ids[:, -1:])

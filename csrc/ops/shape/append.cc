@@ -23,6 +23,17 @@ int64_t room_for(int64_t n) {
   return c;
 }
 
+// The storage a new sequence of n elements starts in: room to double, so
+// that a prompt and the tokens appended to it stay in one size class for
+// the whole of a generate() call, and a later call with a prompt within a
+// factor of two of it runs in the same class (the same glue programs).
+int64_t start_room(int64_t n) { return room_for(2 * n); }
+
+// Whether n elements in a storage of r elements have room (`has_room`): r is
+// a size class at least n, and no larger than a start or an append of
+// n gives.
+bool room_fits(int64_t n, int64_t r) { return r >= n && r == room_for(r) && r <= room_for(2 * n); }
+
 // All elements lie along `dim`: a row, whatever the rank.
 bool is_row(const at::Tensor& t, int64_t dim) { return t.numel() > 0 && t.numel() == t.size(dim); }
 
@@ -62,7 +73,7 @@ bool has_room(const at::Tensor& t) {
   if (!runtime_integral(t) || t.numel() == 0 || t.numel() > kMaxElems || t.storage_offset() != 0 ||
       !t.is_contiguous() || t.is_conj() || t.is_neg())
     return false;
-  return storage_elems(t) == room_for(t.numel());
+  return room_fits(t.numel(), storage_elems(t));
 }
 
 namespace {
@@ -88,7 +99,7 @@ at::Tensor whole_of(const at::Tensor& t) { return at::as_strided(t, {storage_ele
 
 std::optional<at::Tensor> whole_out(const at::Tensor& out, int64_t room) {
   if (room_of(out) == room) return whole_of(out);
-  if (!fresh(out) || room_for(out.numel()) != room) return std::nullopt;
+  if (!fresh(out) || !room_fits(out.numel(), room)) return std::nullopt;
   at::Tensor whole = empty_tpu({room}, out.scalar_type(), out.device());
   regrow(out, whole);
   return whole;
@@ -96,7 +107,7 @@ std::optional<at::Tensor> whole_out(const at::Tensor& out, int64_t room) {
 
 bool upload_with_room(const at::Tensor& host, const at::Tensor& dst) {
   if (!fresh(dst) || host.scalar_type() != dst.scalar_type() || !host.is_contiguous()) return false;
-  const int64_t room = room_for(dst.numel());
+  const int64_t room = start_room(dst.numel());
   if (room == dst.numel()) return false;
   std::vector<char> padded(static_cast<size_t>(room) * dst.element_size(), 0);
   std::memcpy(padded.data(), host.const_data_ptr(), host.nbytes());
@@ -107,8 +118,8 @@ bool upload_with_room(const at::Tensor& host, const at::Tensor& dst) {
 }
 
 bool fill_with_room(const at::Tensor& self, const c10::Scalar& value) {
-  if (!fresh(self) || room_for(self.numel()) == self.numel()) return false;
-  at::Tensor whole = *whole_out(self, room_for(self.numel()));
+  if (!fresh(self) || start_room(self.numel()) == self.numel()) return false;
+  at::Tensor whole = *whole_out(self, start_room(self.numel()));
   whole.fill_(value);
   return true;
 }
@@ -186,7 +197,9 @@ std::optional<Room> cat_with_room(const std::vector<at::Tensor>& ins, int64_t di
   if (!(rows || dim == static_cast<int64_t>(sizes.size()) - 1) || n > kMaxElems ||
       !record::current_driver().runtime_lengths())
     return std::nullopt;
-  const int64_t room = room_for(n);
+  // An append stays in the first input's storage while it fits, so a
+  // sequence's class changes only when it outgrows it.
+  const int64_t room = has_room(a) && storage_elems(a) >= n ? storage_elems(a) : room_for(n);
   const auto bytes = static_cast<size_t>(room) * c10::elementSize(dtype);
   at::Tensor whole = empty_tpu({room}, dtype, a.device());
   Room r{leading(whole, sizes)};

@@ -161,20 +161,21 @@ def test_pads_of_other_forms_are_plain():
 
 def test_uploads_and_fills_of_small_integer_tensors_get_room():
     # A prompt or attention mask copied from the host, and torch.ones for a
-    # missing mask, get storage rounded up (the tail never read), so the
-    # glue computed from them reads them whole.
+    # missing mask, get storage with room to double, rounded up to a power
+    # of two (the tail never read), so the glue computed from them reads
+    # them whole and the appends that follow stay in that storage size.
     c = torch.arange(12).view(1, 12)
     t = c.to(TPU)
-    assert t.untyped_storage().nbytes() == 16 * 8 and t.is_contiguous()
+    assert t.untyped_storage().nbytes() == 32 * 8 and t.is_contiguous()
     torch.testing.assert_close(t.cpu(), c)
     ones = torch.ones(2, 5, dtype=torch.long, device=TPU)
-    assert ones.untyped_storage().nbytes() == 16 * 8
+    assert ones.untyped_storage().nbytes() == 32 * 8
     torch.testing.assert_close(ones.cpu(), torch.ones(2, 5, dtype=torch.long))
-    # Floats, numbers (0-d), large tensors and exact sizes keep exact storage.
+    assert torch.arange(16).to(TPU).untyped_storage().nbytes() == 32 * 8
+    # Floats, numbers (0-d) and large tensors keep exact storage.
     assert torch.tensor(7).to(TPU).untyped_storage().nbytes() == 8
     assert torch.randn(1, 12).to(TPU).untyped_storage().nbytes() == 12 * 4
     assert torch.zeros(1, 70000, dtype=torch.long).to(TPU).untyped_storage().nbytes() == 70000 * 8
-    assert torch.arange(16).to(TPU).untyped_storage().nbytes() == 16 * 8
     # A destination that something else shares is written in place.
     dst = torch.zeros(1, 12, dtype=torch.long, device=TPU)
     view = dst[:, 4:]
