@@ -133,6 +133,11 @@ class Builder {
   Value fft(Value x, const char* kind, const Dims& fft_length);
 
  private:
+  // dot_general as given, without the folds and the operand order chosen
+  // by dot_general.
+  Value emit_dot(Value a, Value b, const Dims& lhs_batch, const Dims& rhs_batch, const Dims& lhs_contract,
+                 const Dims& rhs_contract, ElemType out, const std::string& precision);
+
   Graph& g_;
 };
 
