@@ -98,7 +98,10 @@ int64_t room_of(const at::Tensor& t) { return has_room(t) ? storage_elems(t) : 0
 at::Tensor whole_of(const at::Tensor& t) { return at::as_strided(t, {storage_elems(t)}, {1}, 0); }
 
 std::optional<at::Tensor> whole_out(const at::Tensor& out, int64_t room) {
-  if (room_of(out) == room) return whole_of(out);
+  // Written whole only where nothing else holds the storage: a view of a
+  // prefix of a longer tensor can look as if it had room, and writing its
+  // "room" would overwrite the longer tensor.
+  if (room_of(out) == room) return out.storage().unique() ? std::optional<at::Tensor>(whole_of(out)) : std::nullopt;
   if (!fresh(out) || !room_fits(out.numel(), room)) return std::nullopt;
   at::Tensor whole = empty_tpu({room}, out.scalar_type(), out.device());
   regrow(out, whole);
@@ -118,6 +121,14 @@ bool upload_with_room(const at::Tensor& host, const at::Tensor& dst) {
 }
 
 bool fill_with_room(const at::Tensor& self, const c10::Scalar& value) {
+  // A tensor that has room, and is its storage's only holder, fills its
+  // whole storage: the room is never read, and a whole-storage fill runs on
+  // the host, not as a program. (A view of a prefix of a longer tensor can
+  // look as if it had room; it shares the storage, so it never gets here.)
+  if (room_of(self) > self.numel() && self.storage().unique()) {
+    whole_of(self).fill_(value);
+    return true;
+  }
   if (!fresh(self) || start_room(self.numel()) == self.numel()) return false;
   at::Tensor whole = *whole_out(self, start_room(self.numel()));
   whole.fill_(value);

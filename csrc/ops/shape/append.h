@@ -50,7 +50,8 @@ bool convert_with_room(const at::Tensor& src, const at::Tensor& dst);
 // a fresh, small, integer tensor in strict or fused eager.
 bool upload_with_room(const at::Tensor& host, const at::Tensor& dst);
 
-// fill_ of such a fresh tensor (torch.ones for a missing attention mask).
+// fill_ of such a fresh tensor (torch.ones for a missing attention mask),
+// or of a tensor that has room (its whole storage is filled).
 bool fill_with_room(const at::Tensor& self, const c10::Scalar& value);
 
 // The elementwise ops generate() applies to these tensors (comparisons,

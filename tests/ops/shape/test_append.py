@@ -239,3 +239,21 @@ def test_ops_over_room_match_cpu_in_every_form():
     torch.testing.assert_close(ti.cpu(), ci)
     torch.testing.assert_close(ti.view(-1)[-3:].cpu(), ci.view(-1)[-3:])
     torch.testing.assert_close(t.cpu(), c)  # the input is unchanged
+
+
+def test_writes_to_a_prefix_view_leave_the_rest_of_the_tensor():
+    # A view of the first 9 of 15 uploaded ids (storage 32) looks as if it had
+    # room; fill_ and masked_fill_ on it must not write the "room", which is
+    # the rest of the tensor. A tensor that is its storage's only holder is
+    # filled whole, on the host (tests/test_host_fill.py).
+    c = torch.arange(15).view(3, 5)
+    x = c.to(TPU)
+    v, cv = x.view(-1)[:9], c.view(-1)[:9]
+    v.fill_(7)
+    cv.fill_(7)
+    torch.testing.assert_close(x.cpu(), c)
+    m = torch.zeros(9, dtype=torch.bool)
+    m[::2] = True
+    v.masked_fill_(m.to(TPU), -1)
+    cv.masked_fill_(m, -1)
+    torch.testing.assert_close(x.cpu(), c)
