@@ -407,14 +407,11 @@ void fold_transpose(const Graph& g, Value& v, Dims& batch, Dims& contract) {
   v = n.operands[0];
 }
 
-// The sizes of an "x @ W.T" dot: each operand is [batch..., free,
-// contracted], its batch dimensions leading and in order. nullopt for any
-// other form.
-struct RowsDot {
-  int64_t m, n, k;
-};
+// The rows (x's free size) of an "x @ W.T" dot: each operand is [batch...,
+// free, contracted], its batch dimensions leading and in order. nullopt for
+// any other form.
 constexpr int64_t kFewRows = 256;
-std::optional<RowsDot> rows_dot(const Graph& g, Value a, Value b, const Dims& lb, const Dims& rb, const Dims& lc,
+std::optional<int64_t> rows_dot(const Graph& g, Value a, Value b, const Dims& lb, const Dims& rb, const Dims& lc,
                                 const Dims& rc) {
   const Dims& da = g.type(a).dims;
   const Dims& db = g.type(b).dims;
@@ -423,7 +420,7 @@ std::optional<RowsDot> rows_dot(const Graph& g, Value a, Value b, const Dims& lb
   for (int64_t i = 0; i < nb; ++i)
     if (lb[i] != i || rb[i] != i) return std::nullopt;
   if (lc[0] != nb + 1 || rc[0] != nb + 1) return std::nullopt;
-  return RowsDot{da[nb], db[nb], da[nb + 1]};
+  return da[nb];
 }
 
 }  // namespace
@@ -449,7 +446,7 @@ Value Builder::dot_general(Value a_in, Value b_in, const Dims& lb_in, const Dims
   // which is the slow form again, so optimization barriers keep the two
   // transposes where they are written.
   if (const auto rd = rows_dot(g_, a, b, lb, rb, lc, rc);
-      rd && lb.empty() && rd->m >= 2 && rd->m <= kFewRows && is_float(elem(a)) && elem(a) == elem(b)) {
+      rd && lb.empty() && *rd >= 2 && *rd <= kFewRows && is_float(elem(a)) && elem(a) == elem(b)) {
     auto barrier = [&](Value v) { return g_.add("stablehlo.optimization_barrier", {v}, type(v), {}); };
     Value xt = barrier(transpose(a, {1, 0}));
     Value wx = barrier(emit_dot(b, xt, {}, {}, rc, {0}, out_t, precision));
